@@ -1,0 +1,106 @@
+// Loads gateway.yaml: YAML parse, ${VAR} substitution from the given environment, schema
+// validation, path resolution, deep freeze. Every failure is a ConfigError that names the file,
+// the key path and what is wrong, so the CLI prints one line and no stack trace.
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { configSchema, type Config } from './schema.js';
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    readonly file: string,
+    readonly keyPath: string,
+    readonly problem: string,
+  ) {
+    super(keyPath ? `${file}: ${keyPath}: ${problem}` : `${file}: ${problem}`);
+  }
+}
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export async function loadConfig(file: string, env: Env): Promise<Config> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    throw new ConfigError(file, '', code === 'ENOENT' ? 'file not found' : `cannot read (${code ?? 'error'})`);
+  }
+  return parseConfig(text, { file: resolve(file), env });
+}
+
+export function parseConfig(text: string, options: { file: string; env: Env }): Config {
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  const yamlError = doc.errors[0];
+  if (yamlError) {
+    const where = yamlError.linePos?.[0];
+    const at = where ? `line ${where.line}, column ${where.col}: ` : '';
+    throw new ConfigError(options.file, '', `invalid YAML: ${at}${yamlError.message.split('\n')[0]}`);
+  }
+  return configFromObject(doc.toJS() ?? {}, { file: options.file, env: options.env });
+}
+
+/** Validates an already-parsed config object (what tests and embedders pass). */
+export function configFromObject(raw: unknown, options: { file: string; env: Env }): Config {
+  const substituted = substitute(raw, [], options);
+  const parsed = configSchema.safeParse(substituted);
+  if (!parsed.success) throw fromZod(options.file, parsed.error);
+  const baseDir = dirname(options.file);
+  for (const upstream of Object.values(parsed.data.upstreams)) {
+    if (upstream.stdio) upstream.stdio.cwd = resolve(baseDir, upstream.stdio.cwd ?? '.');
+  }
+  return deepFreeze(parsed.data);
+}
+
+// ${NAME} and ${NAME:-default}; "$${" is a literal "${".
+const reference = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+function substitute(value: unknown, path: (string | number)[], options: { file: string; env: Env }): unknown {
+  if (typeof value === 'string') {
+    return value.replace(reference, (match, name: string | undefined, fallback: string | undefined) => {
+      if (name === undefined) return '${';
+      const found = options.env[name];
+      if (found !== undefined && found !== '') return found;
+      if (fallback !== undefined) return fallback;
+      throw new ConfigError(options.file, formatPath(path), `environment variable ${name} is not set`);
+    });
+  }
+  if (Array.isArray(value)) return value.map((item, i) => substitute(item, [...path, i], options));
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) out[key] = substitute(item, [...path, key], options);
+    return out;
+  }
+  return value;
+}
+
+function fromZod(file: string, error: z.ZodError): ConfigError {
+  const issue = error.issues[0]!;
+  const path = [...issue.path] as (string | number)[];
+  let problem = issue.message;
+  if (issue.code === 'unrecognized_keys') {
+    const [key, ...rest] = issue.keys;
+    path.push(key!);
+    problem = rest.length > 0 ? `unknown key (also unknown: ${rest.join(', ')})` : 'unknown key';
+  } else if (issue.code === 'invalid_key') {
+    problem = `invalid key: ${issue.issues[0]?.message ?? issue.message}`;
+  } else if (issue.code === 'invalid_type' && issue.input === undefined) {
+    problem = 'required';
+  }
+  const more = error.issues.length - 1;
+  return new ConfigError(file, formatPath(path), more > 0 ? `${problem} (and ${more} more problem${more > 1 ? 's' : ''})` : problem);
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  return path.map((part) => (typeof part === 'number' ? `[${part}]` : String(part))).join('.').replaceAll('.[', '[');
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}

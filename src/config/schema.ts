@@ -1,0 +1,121 @@
+// The gateway.yaml schema. Keys of DESIGN.md §8 are a public contract: extend, never rename.
+// Every object is strict, so a misspelt key is an error at load, not a silently ignored setting.
+import { z } from 'zod';
+import { parseDuration } from '../util/duration.js';
+import { LOG_LEVELS } from '../util/log.js';
+
+export const UPSTREAM_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
+
+const duration = z.union([z.number(), z.string()]).transform((value, ctx) => {
+  const ms = parseDuration(value);
+  if (ms === undefined) {
+    ctx.addIssue({ code: 'custom', message: `expected a duration such as 500ms, 30s, 5m or 1h, got ${JSON.stringify(value)}` });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const stringMap = z.record(z.string(), z.string());
+
+const stdio = z.strictObject({
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  /** The child's whole environment besides PATH and HOME: nothing of the gateway's leaks in. */
+  env: stringMap.default({}),
+  /** Relative to the config file's directory; defaults to it. */
+  cwd: z.string().min(1).optional(),
+});
+
+const http = z.strictObject({
+  url: z.url({ protocol: /^https?$/ }),
+  headers: stringMap.default({}),
+  /** `sse` is the deprecated HTTP+SSE transport of 2024-11-05. */
+  transport: z.enum(['streamable-http', 'sse']).default('streamable-http'),
+});
+
+const upstream = z
+  .strictObject({
+    stdio: stdio.optional(),
+    http: http.optional(),
+    /** Name prefix; defaults to the upstream's name. "" exposes names unchanged. */
+    prefix: z.union([z.literal(''), z.string().regex(UPSTREAM_NAME, 'must match [a-z0-9][a-z0-9-]{0,31}')]).optional(),
+    /** Per-request timeout towards this upstream. */
+    timeoutMs: z.number().int().positive().default(60_000),
+    /** How long a session's initialize waits for this upstream before leaving it out. */
+    initTimeoutMs: z.number().int().positive().default(10_000),
+    /** One upstream session per client session. (`shared` arrives with the scale work.) */
+    sharing: z.literal('per-session').default('per-session'),
+  })
+  .superRefine((value, ctx) => {
+    if ((value.stdio === undefined) === (value.http === undefined)) {
+      ctx.addIssue({ code: 'custom', message: 'needs exactly one of `stdio` or `http`' });
+    }
+  });
+
+const listen = z.strictObject({
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.number().int().min(0).max(65_535).default(8080),
+  path: z.string().regex(/^\/[^\s?#]*$/, 'must be an absolute path such as /mcp').default('/mcp'),
+  /** The URL clients use (behind a proxy or ingress). */
+  publicUrl: z.url().optional(),
+  /** Origins allowed to call the endpoint from a browser; any other Origin gets 403. */
+  allowedOrigins: z.array(z.string()).default([]),
+  /** Largest accepted request body; larger ones get 413. */
+  maxBodyBytes: z.number().int().positive().default(4 * 1024 * 1024),
+});
+
+const namespacing = z.strictObject({
+  separator: z.string().regex(/^[A-Za-z0-9_.-]{1,4}$/, 'must be 1-4 characters from [A-Za-z0-9_.-]').default('__'),
+  maxNameLength: z.number().int().min(16).max(256).default(64),
+});
+
+const sessions = z.strictObject({
+  idleTimeout: duration.default(30 * 60_000),
+});
+
+const logging = z.strictObject({
+  level: z.enum(LOG_LEVELS).default('info'),
+});
+
+export const configSchema = z
+  .strictObject({
+    listen: listen.prefault({}),
+    upstreams: z.record(z.string().regex(UPSTREAM_NAME, 'upstream names must match [a-z0-9][a-z0-9-]{0,31}'), upstream),
+    namespacing: namespacing.prefault({}),
+    sessions: sessions.prefault({}),
+    logging: logging.prefault({}),
+  })
+  .superRefine((config, ctx) => {
+    const { separator, maxNameLength } = config.namespacing;
+    const seen = new Map<string, string>();
+    let unprefixed: string | undefined;
+    for (const [name, entry] of Object.entries(config.upstreams)) {
+      const path = ['upstreams', name, 'prefix'];
+      const prefix = entry.prefix ?? name;
+      // An unprefixed upstream falls back to its own name for names that cannot go bare.
+      const routing = prefix === '' ? name : prefix;
+      if (prefix === '') {
+        if (unprefixed !== undefined) {
+          ctx.addIssue({ code: 'custom', path, message: `only one upstream may be unprefixed ("${unprefixed}" already is)` });
+        }
+        unprefixed = name;
+      }
+      const owner = seen.get(routing);
+      if (owner !== undefined) {
+        ctx.addIssue({ code: 'custom', path, message: `names would collide with upstream "${owner}" (both use "${routing}")` });
+      }
+      seen.set(routing, name);
+      if (routing.includes(separator)) {
+        ctx.addIssue({ code: 'custom', path, message: `"${routing}" contains the separator "${separator}"` });
+      }
+      // Room for the prefix, the separator and a shortened name with its hash suffix.
+      if (routing.length + separator.length + 12 > maxNameLength) {
+        ctx.addIssue({ code: 'custom', path: ['namespacing', 'maxNameLength'], message: `${maxNameLength} leaves no room for names under "${routing}"` });
+      }
+    }
+  });
+
+export type Config = z.output<typeof configSchema>;
+export type UpstreamConfig = Config['upstreams'][string];
+export type ListenConfig = Config['listen'];
+export type NamespacingConfig = Config['namespacing'];

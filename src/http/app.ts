@@ -1,0 +1,44 @@
+// The Hono app: the MCP endpoint at the configured path, health, and nothing else.
+import { Hono } from 'hono';
+import type { ListenConfig } from '../config/schema.js';
+import { ErrorCode } from '../mcp/errors.js';
+import type { Router } from '../router/router.js';
+import type { SessionStore } from '../session/store.js';
+import type { UpstreamHealth } from '../upstream/pool.js';
+import type { Logger } from '../util/log.js';
+import { checkOrigin, rpcErrorResponse } from './guards.js';
+import { createMcpEndpoint } from './mcp-endpoint.js';
+
+export interface AppDeps {
+  listen: ListenConfig;
+  router: Router;
+  sessions: SessionStore;
+  logger: Logger;
+  health: () => Record<string, UpstreamHealth>;
+}
+
+export function createApp(deps: AppDeps): Hono {
+  const app = new Hono();
+  const endpoint = createMcpEndpoint({ router: deps.router, sessions: deps.sessions, logger: deps.logger, maxBodyBytes: deps.listen.maxBodyBytes });
+  const allowedOrigins = new Set(deps.listen.allowedOrigins);
+  const path = deps.listen.path;
+
+  app.use(async function originCheck(c, next) {
+    const refused = checkOrigin(c.req.raw, allowedOrigins);
+    if (refused) return refused;
+    await next();
+  });
+
+  app.get('/healthz', (c) => c.json({ status: 'ok', sessions: deps.sessions.size, upstreams: deps.health() }));
+
+  app.post(path, (c) => endpoint.post(c.req.raw));
+  app.get(path, (c) => endpoint.get(c.req.raw));
+  app.delete(path, (c) => endpoint.delete(c.req.raw));
+  app.all(path, () => rpcErrorResponse(405, ErrorCode.InvalidRequest, 'Method Not Allowed', null, { allow: 'GET, POST, DELETE' }));
+
+  app.onError((err, c) => {
+    deps.logger.error('unhandled error in HTTP handler', { err, path: c.req.path });
+    return rpcErrorResponse(500, ErrorCode.InternalError, 'Internal error');
+  });
+  return app;
+}

@@ -1,0 +1,163 @@
+// The MCP endpoint (spec: basic/transports.mdx "Streamable HTTP"): POST carries client
+// messages, GET opens the session's stream for server-initiated messages, DELETE ends the
+// session. Status codes follow the spec: 400 missing session or bad version, 404 unknown
+// session, 405 other methods, 406/415 wrong headers, 409 a second GET stream, 413 too large.
+import { ErrorCode, toJsonRpcError } from '../mcp/errors.js';
+import {
+  failure,
+  isObject,
+  isRequest,
+  isResponse,
+  parseMessage,
+  success,
+  type JsonRpcMessage,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+} from '../mcp/jsonrpc.js';
+import { allowsBatches } from '../mcp/versions.js';
+import type { Router } from '../router/router.js';
+import type { DownstreamSession } from '../session/session.js';
+import type { SessionStore } from '../session/store.js';
+import type { Logger } from '../util/log.js';
+import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, readBody, rpcErrorResponse } from './guards.js';
+import { respond } from './responder.js';
+import { SseStream } from './sse-stream.js';
+
+export interface McpEndpointDeps {
+  router: Router;
+  sessions: SessionStore;
+  logger: Logger;
+  maxBodyBytes: number;
+}
+
+const SESSION_HEADER = 'mcp-session-id';
+
+export function createMcpEndpoint(deps: McpEndpointDeps) {
+  const { router, sessions, logger } = deps;
+
+  const missingSession = (): Response => rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required');
+  const unknownSession = (): Response => rpcErrorResponse(404, ErrorCode.InvalidRequest, 'Session not found');
+
+  /** The session named by the header, or the refusal to send back. */
+  function lookup(request: Request): DownstreamSession | Response {
+    const id = request.headers.get(SESSION_HEADER);
+    if (id === null) return missingSession();
+    const session = sessions.get(id);
+    if (!session || session.closed) return unknownSession();
+    session.touch(sessions.now());
+    return session;
+  }
+
+  async function post(request: Request): Promise<Response> {
+    const refused = checkPostHeaders(request);
+    if (refused) return refused;
+    const text = await readBody(request, deps.maxBodyBytes);
+    if (text === undefined) return rpcErrorResponse(413, ErrorCode.InvalidRequest, `Payload Too Large: the limit is ${deps.maxBodyBytes} bytes`);
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return rpcErrorResponse(400, ErrorCode.ParseError, 'Parse error');
+    }
+    if (Array.isArray(body)) return postBatch(request, body);
+
+    const message = parseMessage(body);
+    if (!message) {
+      const id = isObject(body) && (typeof body.id === 'string' || typeof body.id === 'number') ? body.id : null;
+      return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message', id);
+    }
+    if (isRequest(message) && message.method === 'initialize') return initialize(request, message);
+
+    if (request.headers.get(SESSION_HEADER) === null && isRequest(message) && message.method === 'ping') {
+      // The lifecycle allows pings before initialization; there is nothing to route.
+      return Response.json(success(message.id, {}));
+    }
+    const session = lookup(request);
+    if (session instanceof Response) return session;
+    const badVersion = checkProtocolVersion(request);
+    if (badVersion) return badVersion;
+
+    if (!isRequest(message)) {
+      accept(session, message);
+      return new Response(null, { status: 202 });
+    }
+    return respond(async (channel) => [await router.handleRequest(session, message, channel)]);
+  }
+
+  async function postBatch(request: Request, items: unknown[]): Promise<Response> {
+    if (items.length === 0) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: empty batch');
+    const session = lookup(request);
+    if (session instanceof Response) return session;
+    const badVersion = checkProtocolVersion(request);
+    if (badVersion) return badVersion;
+    if (!allowsBatches(session.info.protocolVersion)) {
+      return rpcErrorResponse(400, ErrorCode.InvalidRequest, `Invalid Request: batches are not supported in protocol ${session.info.protocolVersion}`);
+    }
+    const invalid: JsonRpcResponse[] = [];
+    const requests: JsonRpcRequest[] = [];
+    for (const item of items) {
+      const message = parseMessage(item);
+      if (!message) invalid.push(failure(null, { code: ErrorCode.InvalidRequest, message: 'Invalid Request' }));
+      else if (isRequest(message) && message.method === 'initialize') {
+        invalid.push(failure(message.id, { code: ErrorCode.InvalidRequest, message: 'initialize must not be part of a batch' }));
+      } else if (isRequest(message)) requests.push(message);
+      else accept(session, message);
+    }
+    if (requests.length === 0 && invalid.length === 0) return new Response(null, { status: 202 });
+    return respond(
+      async (channel) => [...invalid, ...(await Promise.all(requests.map((r) => router.handleRequest(session, r, channel))))],
+      { batch: true },
+    );
+  }
+
+  function accept(session: DownstreamSession, message: JsonRpcMessage): void {
+    if (isResponse(message)) router.handleResponse(session, message);
+    else router.handleNotification(session, message);
+  }
+
+  async function initialize(request: Request, message: JsonRpcRequest): Promise<Response> {
+    const existing = request.headers.get(SESSION_HEADER);
+    if (existing !== null) {
+      const session = sessions.get(existing);
+      if (!session || session.closed) return unknownSession();
+      return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: session already initialized', message.id);
+    }
+    try {
+      const { session, response } = await router.initialize(message);
+      logger.info('session started', { session: session.id.slice(0, 8), protocolVersion: session.info.protocolVersion, upstreams: [...session.upstreams.keys()] });
+      return Response.json(response, { headers: { 'mcp-session-id': session.id } });
+    } catch (err) {
+      return Response.json(failure(message.id, toJsonRpcError(err)));
+    }
+  }
+
+  function get(request: Request): Response {
+    const refused = checkGetHeaders(request);
+    if (refused) return refused;
+    const session = lookup(request);
+    if (session instanceof Response) return session;
+    const badVersion = checkProtocolVersion(request);
+    if (badVersion) return badVersion;
+    const stream = new SseStream();
+    if (!session.attachStream(stream)) {
+      return rpcErrorResponse(409, ErrorCode.InvalidRequest, 'Conflict: this session already has an open stream');
+    }
+    stream.onclose = () => {
+      session.detachStream(stream);
+      session.touch(sessions.now());
+    };
+    return stream.response;
+  }
+
+  async function remove(request: Request): Promise<Response> {
+    const session = lookup(request);
+    if (session instanceof Response) return session;
+    const badVersion = checkProtocolVersion(request);
+    if (badVersion) return badVersion;
+    await sessions.delete(session.id);
+    logger.info('session ended by client', { session: session.id.slice(0, 8) });
+    return new Response(null, { status: 200 });
+  }
+
+  return { post, get, delete: remove };
+}

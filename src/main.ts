@@ -1,0 +1,80 @@
+// CLI entry: `switchyard [--config FILE] [--port N]`. The only file that touches process.*
+// (argv, env, stdio, signals). Prints exactly one line on stdout, `listening on URL`, when ready;
+// logs go to stderr. A bad config exits 1 with one line naming the file, key path and problem.
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from './config/load.js';
+import { createGateway } from './gateway.js';
+import { createLogger } from './util/log.js';
+
+const USAGE = 'usage: switchyard [--config FILE] [--port N]   (default config: the bundled gateway.yaml)';
+const DEFAULT_CONFIG = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'gateway.yaml');
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`switchyard: ${message}\n`);
+  process.exit(code);
+}
+
+async function main(): Promise<void> {
+  let values: { config?: string; port?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: process.argv.slice(2),
+      options: { config: { type: 'string', short: 'c' }, port: { type: 'string', short: 'p' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
+  } catch (err) {
+    fail(`${(err as Error).message}\n${USAGE}`, 2);
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  let port: number | undefined;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!/^\d+$/.test(values.port) || port > 65_535) fail(`--port must be an integer from 0 to 65535, got ${values.port}\n${USAGE}`, 2);
+  }
+
+  const file = resolve(values.config ?? DEFAULT_CONFIG);
+  let config;
+  try {
+    config = await loadConfig(file, process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(`invalid config ${err.message}`, 1);
+    throw err;
+  }
+
+  const logger = createLogger({ level: config.logging.level, write: (line) => process.stderr.write(line) });
+  process.on('unhandledRejection', (err) => logger.error('unhandled rejection', { err }));
+  process.on('uncaughtException', (err) => logger.error('uncaught exception', { err }));
+
+  const gateway = createGateway(config, { logger, baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME } });
+  let url: URL;
+  try {
+    url = await gateway.start(port);
+  } catch (err) {
+    await gateway.close();
+    fail(`cannot listen on ${config.listen.host}:${port ?? config.listen.port}: ${(err as Error).message}`, 1);
+  }
+  process.stdout.write(`listening on ${url.href}\n`);
+
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('stopping', { signal });
+    gateway.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error('error while stopping', { err });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+await main();

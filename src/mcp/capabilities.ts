@@ -1,0 +1,52 @@
+// Which server capability each client-to-server method needs, and the gateway's merged view
+// of its upstreams' capabilities (spec: basic/lifecycle.mdx "Capability Negotiation").
+import { isObject, type JsonObject } from './jsonrpc.js';
+
+export type ServerCapabilities = JsonObject;
+
+/** A method that needs no capability (ping, initialize) returns true for every server. */
+export function supportsMethod(capabilities: ServerCapabilities, method: string): boolean {
+  switch (method) {
+    case 'tools/list':
+    case 'tools/call':
+      return isObject(capabilities.tools);
+    case 'prompts/list':
+    case 'prompts/get':
+      return isObject(capabilities.prompts);
+    case 'resources/list':
+    case 'resources/templates/list':
+    case 'resources/read':
+      return isObject(capabilities.resources);
+    case 'resources/subscribe':
+    case 'resources/unsubscribe':
+      return isObject(capabilities.resources) && capabilities.resources.subscribe === true;
+    case 'completion/complete':
+      return isObject(capabilities.completions);
+    case 'logging/setLevel':
+      return isObject(capabilities.logging);
+    default:
+      return true;
+  }
+}
+
+/**
+ * What the gateway advertises: each feature at least one upstream has, with listChanged (the
+ * gateway itself emits list_changed when the merged view changes) and resources.subscribe when
+ * any upstream supports it.
+ */
+export function mergeCapabilities(upstreams: Iterable<ServerCapabilities>): ServerCapabilities {
+  const merged: JsonObject = {};
+  for (const caps of upstreams) {
+    if (isObject(caps.tools)) merged.tools = { listChanged: true };
+    if (isObject(caps.prompts)) merged.prompts = { listChanged: true };
+    if (isObject(caps.resources)) {
+      const subscribe =
+        caps.resources.subscribe === true ||
+        (isObject(merged.resources) && merged.resources.subscribe === true);
+      merged.resources = subscribe ? { subscribe: true, listChanged: true } : { listChanged: true };
+    }
+    if (isObject(caps.completions)) merged.completions = {};
+    if (isObject(caps.logging)) merged.logging = {};
+  }
+  return merged;
+}

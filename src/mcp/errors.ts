@@ -1,0 +1,75 @@
+// Errors that cross layers, and the one place that maps them to what a client sees.
+// A GatewayError carries a stable string code (as undici's errors do); RpcError is a JSON-RPC
+// error received from an upstream, relayed unchanged. Anything else is an internal fault:
+// logged by the caller, never described to the client.
+import type { JsonRpcErrorObject } from './jsonrpc.js';
+
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  // Gateway codes live in -32000..-32019 (DESIGN.md §7).
+  UpstreamClosed: -32000,
+  Timeout: -32001,
+  UpstreamUnavailable: -32002,
+} as const;
+
+export type GatewayErrorCode =
+  | 'upstream_closed' // the upstream connection or process ended with the request pending
+  | 'upstream_timeout' // no answer within the configured time; cancelled upstream
+  | 'upstream_unavailable' // the upstream is down or was left out of this session
+  | 'upstream_protocol' // the upstream broke the protocol (bad initialize result, HTTP error)
+  | 'unknown_name' // no tool/prompt/resource by that namespaced name
+  | 'invalid_params'
+  | 'invalid_cursor'
+  | 'method_not_found'
+  | 'cancelled'; // the client cancelled; nothing is sent back
+
+export class GatewayError extends Error {
+  override readonly name = 'GatewayError';
+  constructor(
+    readonly code: GatewayErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** A JSON-RPC error answered by an upstream; relayed to the client as it came. */
+export class RpcError extends Error {
+  override readonly name = 'RpcError';
+  constructor(readonly error: JsonRpcErrorObject) {
+    super(error.message);
+  }
+}
+
+const gatewayCodes: Record<GatewayErrorCode, number> = {
+  upstream_closed: ErrorCode.UpstreamClosed,
+  upstream_timeout: ErrorCode.Timeout,
+  upstream_unavailable: ErrorCode.UpstreamUnavailable,
+  upstream_protocol: ErrorCode.UpstreamUnavailable,
+  unknown_name: ErrorCode.InvalidParams,
+  invalid_params: ErrorCode.InvalidParams,
+  invalid_cursor: ErrorCode.InvalidParams,
+  method_not_found: ErrorCode.MethodNotFound,
+  cancelled: ErrorCode.InternalError,
+};
+
+/**
+ * The JSON-RPC error a client sees for `err`. Gateway errors keep their message (written for
+ * clients); upstream errors pass through; anything else becomes a bare -32603, never a
+ * client-fault code and never the internal cause.
+ */
+export function toJsonRpcError(err: unknown): JsonRpcErrorObject {
+  if (err instanceof RpcError) return err.error;
+  if (err instanceof GatewayError) return { code: gatewayCodes[err.code], message: err.message };
+  return { code: ErrorCode.InternalError, message: 'Internal error' };
+}
+
+/** True for failures the gateway itself caused or could not explain (worth logging as errors). */
+export function isInternal(err: unknown): boolean {
+  return !(err instanceof RpcError) && !(err instanceof GatewayError);
+}

@@ -1,0 +1,162 @@
+// Merged lists across a session's upstreams (DESIGN.md §5): fan-out in parallel, rename through
+// the namespace codec, merge in upstream-name order, and follow every upstream's nextCursor
+// behind one opaque composite cursor, so nothing is truncated and nothing repeated. Also maps
+// client-facing names back to their upstream and original name.
+import { GatewayError } from '../mcp/errors.js';
+import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
+import { supportsMethod } from '../mcp/capabilities.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import type { Logger } from '../util/log.js';
+import type { NamespaceCodec } from './namespace.js';
+
+export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
+
+interface KindInfo {
+  method: string;
+  /** The item field the codec rewrites. */
+  field: 'name' | 'uri' | 'uriTemplate';
+}
+
+export const LIST_KINDS: Record<ListKind, KindInfo> = {
+  tools: { method: 'tools/list', field: 'name' },
+  prompts: { method: 'prompts/list', field: 'name' },
+  resources: { method: 'resources/list', field: 'uri' },
+  resourceTemplates: { method: 'resources/templates/list', field: 'uriTemplate' },
+};
+
+export type Upstreams = ReadonlyMap<string, UpstreamClient>;
+
+/** Pages followed when rebuilding an upstream's aliases; bounds a hostile upstream's cursor loop. */
+const MAX_ALIAS_PAGES = 100;
+
+export class Catalog {
+  readonly #codec: NamespaceCodec;
+  readonly #logger: Logger;
+  readonly #aliasLimit: number;
+  /** `${kind}:${exposed}` → original name, for shortened names only (deterministic, shared). */
+  readonly #aliases = new Map<string, string>();
+
+  constructor(codec: NamespaceCodec, logger: Logger, aliasLimit = 50_000) {
+    this.#codec = codec;
+    this.#logger = logger;
+    this.#aliasLimit = aliasLimit;
+  }
+
+  get codec(): NamespaceCodec {
+    return this.#codec;
+  }
+
+  /** One page of the merged list of `kind`. */
+  async list(kind: ListKind, upstreams: Upstreams, cursor: unknown, signal?: AbortSignal): Promise<JsonObject> {
+    const { method } = LIST_KINDS[kind];
+    const first = cursor === undefined;
+    const targets: [string, string | undefined][] = first
+      ? [...upstreams.keys()].map((name) => [name, undefined])
+      : Object.entries(decodeCursor(kind, cursor));
+    const pages = await Promise.all(
+      targets.map(async ([name, upstreamCursor]) => {
+        const client = upstreams.get(name);
+        if (!client || client.closed || !supportsMethod(client.capabilities, method)) return undefined;
+        try {
+          return { name, ...(await this.#page(kind, client, upstreamCursor, signal)) };
+        } catch (err) {
+          // A down upstream only removes its own items from a first page. Failing in the middle
+          // of a traversal would silently truncate it, so that is the client's error to retry.
+          if (!first) throw err;
+          this.#logger.warn('upstream left out of a list', { upstream: name, method, err });
+          return undefined;
+        }
+      }),
+    );
+    const items: JsonObject[] = [];
+    const next: Record<string, string> = {};
+    for (const page of pages.filter((p) => p !== undefined).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      items.push(...page.items);
+      if (page.nextCursor !== undefined) next[page.name] = page.nextCursor;
+    }
+    const result: JsonObject = { [kind]: items };
+    if (Object.keys(next).length > 0) result.nextCursor = encodeCursor(kind, next);
+    return result;
+  }
+
+  /** The upstream client and original name behind a client-facing tool or prompt name. */
+  async resolveName(kind: 'tools' | 'prompts', exposed: string, upstreams: Upstreams): Promise<{ client: UpstreamClient; name: string } | undefined> {
+    const split = this.#codec.splitName(exposed);
+    if (!split) return undefined;
+    const client = this.#clientFor(split.upstream, upstreams);
+    if (!this.#codec.isShortened(split.local)) return { client, name: split.local };
+    const key = `${kind}:${exposed}`;
+    if (!this.#aliases.has(key)) await this.#refreshAliases(kind, client);
+    const name = this.#aliases.get(key);
+    return name === undefined ? undefined : { client, name };
+  }
+
+  /** The upstream client and original URI behind a client-facing resource URI or template. */
+  resolveUri(exposed: string, upstreams: Upstreams): { client: UpstreamClient; uri: string } | undefined {
+    const split = this.#codec.splitUri(exposed);
+    if (!split) return undefined;
+    return { client: this.#clientFor(split.upstream, upstreams), uri: split.uri };
+  }
+
+  #clientFor(upstream: string, upstreams: Upstreams): UpstreamClient {
+    const client = upstreams.get(upstream);
+    if (!client || client.closed) throw new GatewayError('upstream_unavailable', `Upstream ${upstream} is unavailable`);
+    return client;
+  }
+
+  async #page(kind: ListKind, client: UpstreamClient, cursor: string | undefined, signal?: AbortSignal): Promise<{ items: JsonObject[]; nextCursor?: string }> {
+    const { method, field } = LIST_KINDS[kind];
+    const result = await client.request(method, cursor === undefined ? undefined : { cursor }, { signal });
+    const raw = Array.isArray(result[kind]) ? (result[kind] as unknown[]) : [];
+    const items: JsonObject[] = [];
+    for (const item of raw) {
+      const original = isObject(item) ? item[field] : undefined;
+      if (typeof original !== 'string' || original === '') continue; // hostile or broken entry
+      const exposed = field === 'name' ? this.#exposeName(kind, client.name, original) : this.#codec.exposeUri(client.name, original);
+      items.push(exposed === original ? (item as JsonObject) : { ...(item as JsonObject), [field]: exposed });
+    }
+    const nextCursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+    return nextCursor === undefined ? { items } : { items, nextCursor };
+  }
+
+  #exposeName(kind: ListKind, upstream: string, original: string): string {
+    const exposed = this.#codec.exposeName(upstream, original);
+    const split = this.#codec.splitName(exposed);
+    if (split && split.local !== original) {
+      if (this.#aliases.size >= this.#aliasLimit) this.#aliases.delete(this.#aliases.keys().next().value!);
+      this.#aliases.set(`${kind}:${exposed}`, original);
+    }
+    return exposed;
+  }
+
+  async #refreshAliases(kind: ListKind, client: UpstreamClient): Promise<void> {
+    if (!supportsMethod(client.capabilities, LIST_KINDS[kind].method)) return;
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_ALIAS_PAGES; page++) {
+      ({ nextCursor: cursor } = await this.#page(kind, client, cursor));
+      if (cursor === undefined) return;
+    }
+  }
+}
+
+function encodeCursor(kind: ListKind, cursors: Record<string, string>): string {
+  return Buffer.from(JSON.stringify({ k: kind, c: cursors })).toString('base64url');
+}
+
+function decodeCursor(kind: ListKind, cursor: unknown): Record<string, string> {
+  const invalid = new GatewayError('invalid_cursor', 'Invalid cursor');
+  if (typeof cursor !== 'string') throw invalid;
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid;
+  }
+  if (!isObject(value) || value.k !== kind || !isObject(value.c)) throw invalid;
+  const cursors: Record<string, string> = {};
+  for (const [name, c] of Object.entries(value.c)) {
+    if (typeof c !== 'string') throw invalid;
+    cursors[name] = c;
+  }
+  return cursors;
+}

@@ -1,0 +1,103 @@
+// The namespace codec (DESIGN.md §5), pure: how an upstream's tool and prompt names and its
+// resource URIs appear to clients, and how a client-facing name splits back into upstream and
+// local part. Names that are too long or use characters outside [A-Za-z0-9_-] get a shortened
+// form ending in "_" and 8 hex digits of a hash of the original; the catalog maps those back.
+import { createHash } from 'node:crypto';
+
+export interface NamespaceOptions {
+  separator: string;
+  maxNameLength: number;
+}
+
+export interface UpstreamPrefix {
+  upstream: string;
+  /** "" exposes names unchanged where they collide with nothing. */
+  prefix: string;
+}
+
+export interface SplitName {
+  upstream: string;
+  /** The original name, or its shortened form (see `isShortened`). */
+  local: string;
+}
+
+const LEGAL = /^[A-Za-z0-9_-]+$/;
+const HASH_LENGTH = 8;
+const SHORTENED = /_[0-9a-f]{8}$/;
+const URI_PREFIX = /^([a-z0-9][a-z0-9-]*)\+/;
+
+export class NamespaceCodec {
+  readonly #separator: string;
+  readonly #max: number;
+  /** routing prefix → upstream; an unprefixed upstream routes by its name when it cannot go bare. */
+  readonly #byPrefix = new Map<string, string>();
+  readonly #routing = new Map<string, string>();
+  readonly #unprefixed: string | undefined;
+
+  constructor(options: NamespaceOptions, prefixes: readonly UpstreamPrefix[]) {
+    this.#separator = options.separator;
+    this.#max = options.maxNameLength;
+    let unprefixed: string | undefined;
+    for (const { upstream, prefix } of prefixes) {
+      const routing = prefix === '' ? upstream : prefix;
+      if (prefix === '') unprefixed = upstream;
+      this.#byPrefix.set(routing, upstream);
+      this.#routing.set(upstream, routing);
+    }
+    this.#unprefixed = unprefixed;
+  }
+
+  /** The client-facing name of an upstream's tool or prompt. */
+  exposeName(upstream: string, name: string): string {
+    if (upstream === this.#unprefixed && this.#fitsBare(name)) return name;
+    const head = `${this.#routing.get(upstream) ?? upstream}${this.#separator}`;
+    const full = head + name;
+    if (full.length <= this.#max && LEGAL.test(name) && !SHORTENED.test(name)) return full;
+    return head + this.#shorten(name, this.#max - head.length);
+  }
+
+  /** Splits a client-facing name; undefined when no upstream can own it. */
+  splitName(exposed: string): SplitName | undefined {
+    const at = exposed.indexOf(this.#separator);
+    if (at > 0) {
+      const upstream = this.#byPrefix.get(exposed.slice(0, at));
+      if (upstream !== undefined) return { upstream, local: exposed.slice(at + this.#separator.length) };
+    }
+    return this.#unprefixed === undefined ? undefined : { upstream: this.#unprefixed, local: exposed };
+  }
+
+  /** True when `local` may be a shortened form rather than an original name. */
+  isShortened(local: string): boolean {
+    return SHORTENED.test(local);
+  }
+
+  /** The client-facing URI (or URI template) of an upstream's resource: `<prefix>+<uri>`. */
+  exposeUri(upstream: string, uri: string): string {
+    if (upstream === this.#unprefixed && !this.#startsWithUriPrefix(uri)) return uri;
+    return `${this.#routing.get(upstream) ?? upstream}+${uri}`;
+  }
+
+  splitUri(exposed: string): { upstream: string; uri: string } | undefined {
+    const match = URI_PREFIX.exec(exposed);
+    const upstream = match ? this.#byPrefix.get(match[1]!) : undefined;
+    if (match && upstream !== undefined) return { upstream, uri: exposed.slice(match[0].length) };
+    return this.#unprefixed === undefined ? undefined : { upstream: this.#unprefixed, uri: exposed };
+  }
+
+  #fitsBare(name: string): boolean {
+    if (name.length > this.#max || !LEGAL.test(name) || SHORTENED.test(name)) return false;
+    const at = name.indexOf(this.#separator);
+    return at <= 0 || !this.#byPrefix.has(name.slice(0, at));
+  }
+
+  #startsWithUriPrefix(uri: string): boolean {
+    const match = URI_PREFIX.exec(uri);
+    return match !== null && this.#byPrefix.has(match[1]!);
+  }
+
+  #shorten(name: string, room: number): string {
+    const hash = createHash('sha256').update(name).digest('hex').slice(0, HASH_LENGTH);
+    const keep = Math.max(0, room - HASH_LENGTH - 1);
+    return `${name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, keep)}_${hash}`;
+  }
+}

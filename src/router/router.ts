@@ -1,0 +1,228 @@
+// The router: opens a client session's upstream sessions on initialize, then answers each
+// client message, resolving namespaced names to their upstream and forwarding what the
+// upstreams send back. It sees UpstreamClients only, never a transport kind.
+import { mergeCapabilities, supportsMethod } from '../mcp/capabilities.js';
+import { ErrorCode, GatewayError, RpcError, isInternal, toJsonRpcError } from '../mcp/errors.js';
+import {
+  failure,
+  isObject,
+  notification,
+  success,
+  type JsonObject,
+  type JsonRpcMessage,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+} from '../mcp/jsonrpc.js';
+import { negotiateVersion } from '../mcp/versions.js';
+import type { DownstreamSession } from '../session/session.js';
+import type { SessionStore } from '../session/store.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import type { UpstreamPool } from '../upstream/pool.js';
+import type { Logger } from '../util/log.js';
+import { GATEWAY_NAME, GATEWAY_VERSION } from '../version.js';
+import type { Catalog, ListKind } from './catalog.js';
+
+/** Where messages related to one client request go ahead of its response (its SSE stream). */
+export interface RequestChannel {
+  send(message: JsonRpcMessage): void;
+}
+
+export interface RouterDeps {
+  pool: UpstreamPool;
+  sessions: SessionStore;
+  catalog: Catalog;
+  logger: Logger;
+}
+
+const LIST_METHODS: Record<string, ListKind> = {
+  'tools/list': 'tools',
+  'prompts/list': 'prompts',
+  'resources/list': 'resources',
+  'resources/templates/list': 'resourceTemplates',
+};
+
+export class Router {
+  readonly #deps: RouterDeps;
+
+  constructor(deps: RouterDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Handles initialize: negotiates the version, creates the session and opens every upstream in
+   * parallel with the client's own capabilities and info. An upstream that fails is left out.
+   */
+  async initialize(request: JsonRpcRequest): Promise<{ session: DownstreamSession; response: JsonRpcResponse }> {
+    const params = request.params ?? {};
+    if (typeof params.protocolVersion !== 'string' || !isObject(params.capabilities) || !isObject(params.clientInfo)) {
+      throw new GatewayError('invalid_params', 'initialize needs protocolVersion, capabilities and clientInfo');
+    }
+    const protocolVersion = negotiateVersion(params.protocolVersion);
+    const { pool, sessions, logger } = this.#deps;
+    const session = sessions.create({ protocolVersion, clientCapabilities: params.capabilities, clientInfo: params.clientInfo });
+    const upstreamParams = { protocolVersion, capabilities: params.capabilities, clientInfo: params.clientInfo };
+    const opened = await Promise.allSettled(
+      pool.names.map((name) => pool.open(name, upstreamParams, (client) => this.#wire(session, client))),
+    );
+    const instructions: string[] = [];
+    opened.forEach((outcome, i) => {
+      const name = pool.names[i]!;
+      if (outcome.status === 'rejected') {
+        logger.warn('upstream left out of session', { upstream: name, session: session.id.slice(0, 8), err: outcome.reason });
+        return;
+      }
+      session.upstreams.set(name, outcome.value);
+      const text = outcome.value.initialized?.instructions;
+      if (text) instructions.push(`## ${name}\n${text}`);
+    });
+    if (session.closed) await Promise.allSettled([...session.upstreams.values()].map((c) => c.close()));
+    session.capabilities = mergeCapabilities([...session.upstreams.values()].map((c) => c.capabilities));
+    const result: JsonObject = {
+      protocolVersion,
+      capabilities: session.capabilities,
+      serverInfo: { name: GATEWAY_NAME, version: GATEWAY_VERSION },
+    };
+    if (instructions.length > 0) result.instructions = instructions.join('\n\n');
+    return { session, response: success(request.id, result) };
+  }
+
+  /** Answers one client request; undefined when it was cancelled (no response is due). */
+  async handleRequest(session: DownstreamSession, request: JsonRpcRequest, channel: RequestChannel): Promise<JsonRpcResponse | undefined> {
+    const signal = session.begin(request.id);
+    try {
+      return success(request.id, await this.#dispatch(session, request, channel, signal));
+    } catch (err) {
+      if (signal.aborted) return undefined;
+      if (isInternal(err)) this.#deps.logger.error('request failed', { method: request.method, err });
+      return failure(request.id, toJsonRpcError(err));
+    } finally {
+      session.end(request.id, signal);
+    }
+  }
+
+  handleNotification(session: DownstreamSession, message: JsonRpcNotification): void {
+    switch (message.method) {
+      case 'notifications/cancelled': {
+        const id = message.params?.requestId;
+        if (typeof id === 'string' || typeof id === 'number') session.cancel(id);
+        return;
+      }
+      case 'notifications/roots/list_changed':
+        for (const client of session.upstreams.values()) client.notify(message.method, message.params).catch(() => {});
+        return;
+      default:
+        return; // notifications/initialized and anything unknown need nothing from the gateway
+    }
+  }
+
+  /** A client's answer to a server-initiated request. */
+  handleResponse(_session: DownstreamSession, _response: JsonRpcResponse): void {}
+
+  async #dispatch(session: DownstreamSession, request: JsonRpcRequest, channel: RequestChannel, signal: AbortSignal): Promise<JsonObject> {
+    const { method } = request;
+    const params = request.params ?? {};
+    const { catalog } = this.#deps;
+    const kind = LIST_METHODS[method];
+    if (kind) return catalog.list(kind, session.upstreams, params.cursor, signal);
+    switch (method) {
+      case 'ping':
+        return {};
+      case 'initialize':
+        throw new RpcError({ code: ErrorCode.InvalidRequest, message: 'Session already initialized' });
+      case 'tools/call':
+      case 'prompts/get': {
+        const name = requireString(params, 'name');
+        const target = await catalog.resolveName(method === 'tools/call' ? 'tools' : 'prompts', name, session.upstreams);
+        if (!target) throw new GatewayError('unknown_name', `Unknown ${method === 'tools/call' ? 'tool' : 'prompt'}: ${name}`);
+        return this.#forward(target.client, method, { ...params, name: target.name }, channel, signal);
+      }
+      case 'resources/read':
+      case 'resources/subscribe':
+      case 'resources/unsubscribe': {
+        const uri = requireString(params, 'uri');
+        const target = catalog.resolveUri(uri, session.upstreams);
+        if (!target) throw new GatewayError('unknown_name', `Unknown resource: ${uri}`);
+        return this.#forward(target.client, method, { ...params, uri: target.uri }, channel, signal);
+      }
+      case 'completion/complete':
+        return this.#complete(session, params, channel, signal);
+      case 'logging/setLevel': {
+        const targets = [...session.upstreams.values()].filter((c) => !c.closed && supportsMethod(c.capabilities, method));
+        await Promise.allSettled(targets.map((c) => c.request(method, params, { signal })));
+        return {};
+      }
+      default:
+        throw new GatewayError('method_not_found', `Method not found: ${method}`);
+    }
+  }
+
+  async #complete(session: DownstreamSession, params: JsonObject, channel: RequestChannel, signal: AbortSignal): Promise<JsonObject> {
+    const ref = params.ref;
+    if (!isObject(ref)) throw new GatewayError('invalid_params', 'completion/complete needs a ref');
+    const { catalog } = this.#deps;
+    if (ref.type === 'ref/prompt') {
+      const name = requireString(ref, 'name');
+      const target = await catalog.resolveName('prompts', name, session.upstreams);
+      if (!target) throw new GatewayError('unknown_name', `Unknown prompt: ${name}`);
+      return this.#forward(target.client, 'completion/complete', { ...params, ref: { ...ref, name: target.name } }, channel, signal);
+    }
+    if (ref.type === 'ref/resource') {
+      const uri = requireString(ref, 'uri');
+      const target = catalog.resolveUri(uri, session.upstreams);
+      if (!target) throw new GatewayError('unknown_name', `Unknown resource: ${uri}`);
+      return this.#forward(target.client, 'completion/complete', { ...params, ref: { ...ref, uri: target.uri } }, channel, signal);
+    }
+    throw new GatewayError('invalid_params', 'ref.type must be ref/prompt or ref/resource');
+  }
+
+  #forward(client: UpstreamClient, method: string, params: JsonObject, channel: RequestChannel, signal: AbortSignal): Promise<JsonObject> {
+    // A method is never sent to an upstream that did not declare the capability for it.
+    if (!supportsMethod(client.capabilities, method)) throw new GatewayError('method_not_found', `Method not found: ${method}`);
+    return client.request(method, params, {
+      signal,
+      context: channel,
+      onProgress: (progress) => channel.send(notification('notifications/progress', progress)),
+    });
+  }
+
+  /** Wires an upstream session's notifications and requests to the client session that owns it. */
+  #wire(session: DownstreamSession, client: UpstreamClient): void {
+    client.onnotification = (message, context) => {
+      const forwarded = this.#rewriteNotification(client.name, message);
+      if (!forwarded) return;
+      const channel = context as RequestChannel | undefined;
+      if (channel) channel.send(forwarded);
+      else if (!session.deliver(forwarded)) this.#deps.logger.debug('notification dropped: no open stream', { method: message.method });
+    };
+    client.onrequest = async (request) => {
+      throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method}` });
+    };
+  }
+
+  /** What a client sees of an upstream notification, or undefined when it is not forwarded. */
+  #rewriteNotification(upstream: string, message: JsonRpcNotification): JsonRpcNotification | undefined {
+    const params = message.params ?? {};
+    switch (message.method) {
+      case 'notifications/tools/list_changed':
+      case 'notifications/prompts/list_changed':
+      case 'notifications/resources/list_changed':
+        return notification(message.method);
+      case 'notifications/resources/updated':
+        if (typeof params.uri !== 'string') return undefined;
+        return notification(message.method, { ...params, uri: this.#deps.catalog.codec.exposeUri(upstream, params.uri) });
+      case 'notifications/message': {
+        const logger = typeof params.logger === 'string' ? `${upstream}/${params.logger}` : upstream;
+        return notification(message.method, { ...params, logger });
+      }
+      default:
+        return undefined;
+    }
+  }
+}
+
+function requireString(params: JsonObject, key: string): string {
+  const value = params[key];
+  if (typeof value !== 'string') throw new GatewayError('invalid_params', `${key} must be a string`);
+  return value;
+}

@@ -1,0 +1,74 @@
+// Downstream sessions by id. Ids are 192 random bits in base64url: visible ASCII, unguessable
+// (spec: basic/transports.mdx "Session Management"). Idle sessions are closed by a sweeper.
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '../util/log.js';
+import { DownstreamSession, type SessionInfo } from './session.js';
+
+export interface SessionStoreOptions {
+  idleTimeoutMs: number;
+  logger: Logger;
+  now?: () => number;
+}
+
+export class SessionStore {
+  readonly #sessions = new Map<string, DownstreamSession>();
+  readonly #options: SessionStoreOptions;
+  readonly #now: () => number;
+  #sweeper: NodeJS.Timeout | undefined;
+
+  constructor(options: SessionStoreOptions) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  now(): number {
+    return this.#now();
+  }
+
+  create(info: SessionInfo): DownstreamSession {
+    const session = new DownstreamSession(randomBytes(24).toString('base64url'), info, this.#now());
+    this.#sessions.set(session.id, session);
+    return session;
+  }
+
+  get(id: string): DownstreamSession | undefined {
+    return this.#sessions.get(id);
+  }
+
+  async delete(id: string): Promise<void> {
+    const session = this.#sessions.get(id);
+    if (!session) return;
+    this.#sessions.delete(id);
+    await session.close();
+  }
+
+  /** Closes sessions idle for longer than the timeout. */
+  async sweep(): Promise<number> {
+    const cutoff = this.#now() - this.#options.idleTimeoutMs;
+    const idle = [...this.#sessions.values()].filter((s) => {
+      const since = s.idleSince();
+      return since !== undefined && since <= cutoff;
+    });
+    for (const session of idle) this.#options.logger.info('closing idle session', { session: session.id.slice(0, 8) });
+    await Promise.allSettled(idle.map((s) => this.delete(s.id)));
+    return idle.length;
+  }
+
+  startSweeper(): void {
+    if (this.#sweeper) return;
+    const every = Math.max(1_000, Math.min(this.#options.idleTimeoutMs / 2, 60_000));
+    this.#sweeper = setInterval(() => void this.sweep(), every);
+    this.#sweeper.unref();
+  }
+
+  async closeAll(): Promise<void> {
+    clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
+    const all = [...this.#sessions.keys()];
+    await Promise.allSettled(all.map((id) => this.delete(id)));
+  }
+}

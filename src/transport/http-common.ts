@@ -1,0 +1,69 @@
+// What both HTTP transports share: bounded body reads, SSE stream consumption, JSON decoding.
+import type { Readable } from 'node:stream';
+import { parseMessage, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { SseParser, type SseEvent } from '../util/sse.js';
+import { TransportError } from './types.js';
+
+/** Reads a whole body, failing once it exceeds `max` bytes. */
+export async function readBounded(body: Readable, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    length += chunk.length;
+    if (length > max) {
+      body.destroy();
+      throw new TransportError('oversized', `upstream response exceeds ${max} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** JSON-RPC messages in a JSON body (one message or a batch); invalid entries are dropped. */
+export function decodeMessages(text: string): JsonRpcMessage[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return [];
+  }
+  const items = Array.isArray(value) ? value : [value];
+  const out: JsonRpcMessage[] = [];
+  for (const item of items) {
+    const message = parseMessage(item);
+    if (message) out.push(message);
+  }
+  return out;
+}
+
+/** Feeds every SSE event of `body` to `onEvent` until the stream ends. */
+export async function consumeSse(body: Readable, maxLine: number, onEvent: (event: SseEvent) => void, parser = new SseParser(maxLine)): Promise<SseParser> {
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    let events: SseEvent[];
+    try {
+      events = parser.push(chunk);
+    } catch (err) {
+      body.destroy();
+      throw new TransportError('oversized', 'upstream SSE event exceeds the size limit', undefined, { cause: err });
+    }
+    for (const event of events) onEvent(event);
+  }
+  return parser;
+}
+
+export function contentTypeOf(headers: Record<string, string | string[] | undefined>): string {
+  const value = headers['content-type'];
+  const first = Array.isArray(value) ? value[0] : value;
+  return (first ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+export function headerValue(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export function networkError(err: unknown): TransportError {
+  if (err instanceof TransportError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new TransportError('network', `upstream unreachable: ${message}`, undefined, { cause: err });
+}

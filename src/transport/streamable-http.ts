@@ -1,0 +1,198 @@
+// Streamable HTTP client transport on undici (spec: basic/transports.mdx "Streamable HTTP"):
+// one POST per message, answered by JSON or an SSE stream; a GET stream for server-initiated
+// messages once the session is established; DELETE on close.
+import { request, type Dispatcher } from 'undici';
+import { isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import type { Logger } from '../util/log.js';
+import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError, readBounded } from './http-common.js';
+import { TransportError, type SendOptions, type Transport } from './types.js';
+import { SseParser } from '../util/sse.js';
+
+export interface StreamableHttpOptions {
+  url: string;
+  /** Configured headers (upstream credentials); never the client's. */
+  headers: Readonly<Record<string, string>>;
+  dispatcher: Dispatcher;
+  logger: Logger;
+  maxMessageBytes?: number;
+}
+
+const GET_RETRY_MIN_MS = 500;
+const GET_RETRY_MAX_MS = 30_000;
+
+export class StreamableHttpTransport implements Transport {
+  readonly #options: StreamableHttpOptions;
+  readonly #max: number;
+  readonly #abort = new AbortController();
+  #sessionId: string | undefined;
+  #protocolVersion: string | undefined;
+  #closed = false;
+
+  onmessage?: Transport['onmessage'];
+  onerror?: Transport['onerror'];
+  onclose?: Transport['onclose'];
+
+  constructor(options: StreamableHttpOptions) {
+    this.#options = options;
+    this.#max = options.maxMessageBytes ?? 16 * 1024 * 1024;
+  }
+
+  get sessionId(): string | undefined {
+    return this.#sessionId;
+  }
+
+  async start(): Promise<void> {}
+
+  sessionEstablished(protocolVersion: string): void {
+    this.#protocolVersion = protocolVersion;
+    void this.#listen();
+  }
+
+  async send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
+    if (this.#closed) throw new TransportError('closed', 'transport closed');
+    const signal = options?.signal ? AbortSignal.any([this.#abort.signal, options.signal]) : this.#abort.signal;
+    const expectId = isRequest(message) ? message.id : undefined;
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await request(this.#options.url, {
+        method: 'POST',
+        dispatcher: this.#options.dispatcher,
+        headers: this.#headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream' }),
+        body: JSON.stringify(message),
+        signal,
+      });
+    } catch (err) {
+      throw networkError(err);
+    }
+    const { statusCode, headers, body } = response;
+    const sessionId = headerValue(headers, 'mcp-session-id');
+    if (sessionId && expectId !== undefined && isRequest(message) && message.method === 'initialize') this.#sessionId = sessionId;
+
+    if (statusCode === 202) {
+      await body.dump();
+      return;
+    }
+    if (statusCode === 404 && this.#sessionId !== undefined) {
+      await body.dump();
+      throw new TransportError('session_expired', 'upstream session expired', 404);
+    }
+    if (statusCode < 200 || statusCode >= 300) {
+      // Many servers put a JSON-RPC error with the request's id in an error body; relay it.
+      const text = await readBounded(body, 64 * 1024).catch(() => '');
+      const answer = decodeMessages(text).find((m) => 'error' in m && m.id === expectId);
+      if (answer && expectId !== undefined) {
+        this.onmessage?.(answer, { relatedRequestId: expectId });
+        return;
+      }
+      throw new TransportError('http_status', `upstream answered HTTP ${statusCode}`, statusCode);
+    }
+
+    let answered = expectId === undefined;
+    const deliver = (incoming: JsonRpcMessage): void => {
+      if (!('method' in incoming) && incoming.id === expectId) answered = true;
+      this.onmessage?.(incoming, expectId === undefined ? undefined : { relatedRequestId: expectId });
+    };
+    const type = contentTypeOf(headers);
+    try {
+      if (type === 'text/event-stream') {
+        await consumeSse(body, this.#max, (event) => {
+          if (event.event === 'message' && event.data !== '') for (const m of decodeMessages(event.data)) deliver(m);
+        });
+      } else if (type === 'application/json') {
+        for (const m of decodeMessages(await readBounded(body, this.#max))) deliver(m);
+      } else {
+        await body.dump();
+      }
+    } catch (err) {
+      if (answered) return;
+      throw networkError(err);
+    }
+    if (!answered) throw new TransportError('stream_ended', 'upstream ended the response without answering');
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#abort.abort();
+    if (this.#sessionId !== undefined) {
+      try {
+        const { body } = await request(this.#options.url, {
+          method: 'DELETE',
+          dispatcher: this.#options.dispatcher,
+          headers: this.#headers({}),
+          signal: AbortSignal.timeout(2_000),
+        });
+        await body.dump();
+      } catch (err) {
+        this.#options.logger.debug('upstream session DELETE failed', { err });
+      }
+    }
+    this.onclose?.();
+  }
+
+  #headers(extra: Record<string, string>): Record<string, string> {
+    const headers: Record<string, string> = { ...this.#options.headers, ...extra };
+    if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
+    if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
+    return headers;
+  }
+
+  /** Keeps a GET stream open for server-initiated messages, reconnecting with backoff. */
+  async #listen(): Promise<void> {
+    const parser = new SseParser(this.#max);
+    let delay = GET_RETRY_MIN_MS;
+    while (!this.#closed) {
+      try {
+        const headers = this.#headers({ accept: 'text/event-stream' });
+        if (parser.lastEventId !== undefined) headers['last-event-id'] = parser.lastEventId;
+        const { statusCode, headers: responseHeaders, body } = await request(this.#options.url, {
+          method: 'GET',
+          dispatcher: this.#options.dispatcher,
+          headers,
+          signal: this.#abort.signal,
+        });
+        if (statusCode === 405) {
+          await body.dump();
+          return; // the server offers no GET stream
+        }
+        if (statusCode === 404) {
+          await body.dump();
+          this.#options.logger.warn('upstream GET stream: session not found');
+          return;
+        }
+        if (statusCode !== 200 || contentTypeOf(responseHeaders) !== 'text/event-stream') {
+          await body.dump();
+          throw new TransportError('http_status', `GET stream answered HTTP ${statusCode}`, statusCode);
+        }
+        delay = GET_RETRY_MIN_MS;
+        await consumeSse(
+          body,
+          this.#max,
+          (event) => {
+            if (event.retry !== undefined) delay = Math.min(Math.max(event.retry, 0), GET_RETRY_MAX_MS);
+            if (event.event === 'message' && event.data !== '') for (const m of decodeMessages(event.data)) this.onmessage?.(m);
+          },
+          parser,
+        );
+      } catch (err) {
+        if (this.#closed) return;
+        this.#options.logger.debug('upstream GET stream failed; reconnecting', { err, delayMs: delay });
+      }
+      if (this.#closed) return;
+      await sleep(delay, this.#abort.signal);
+      delay = Math.min(delay * 2, GET_RETRY_MAX_MS);
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,48 @@
+// The one interface every upstream transport implements (after the MCP SDK's Transport).
+// A transport owns bytes: framing, connections, processes. It never correlates requests.
+import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
+
+export interface MessageExtra {
+  /**
+   * The id of the gateway's request whose response stream carried this message (a Streamable
+   * HTTP POST answered with SSE). Lets server-initiated requests find their related request.
+   */
+  relatedRequestId?: JsonRpcId;
+}
+
+export interface SendOptions {
+  /** Aborts the exchange carrying this message (a request that timed out or was cancelled). */
+  signal?: AbortSignal;
+}
+
+export interface Transport {
+  /** Connects or spawns; resolves when messages can be sent. */
+  start(): Promise<void>;
+  /**
+   * Sends one message. For a request over HTTP it resolves when the exchange is over and
+   * rejects when it failed before the response arrived, so the caller can fail that request.
+   */
+  send(message: JsonRpcMessage, options?: SendOptions): Promise<void>;
+  /** Ends the session and releases everything; idempotent. */
+  close(): Promise<void>;
+  /** Called by the client once the initialize handshake is done (HTTP opens its GET stream). */
+  sessionEstablished?(protocolVersion: string): void;
+
+  onmessage?: (message: JsonRpcMessage, extra?: MessageExtra) => void;
+  onerror?: (error: Error) => void;
+  /** Called once when the transport ends, with the reason when it was not asked to close. */
+  onclose?: (reason?: Error) => void;
+}
+
+/** A failure of the transport itself (process exit, HTTP status, stream cut). */
+export class TransportError extends Error {
+  override readonly name = 'TransportError';
+  constructor(
+    readonly code: 'closed' | 'spawn_failed' | 'http_status' | 'session_expired' | 'stream_ended' | 'oversized' | 'network',
+    message: string,
+    readonly status?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
