@@ -56,6 +56,7 @@ export function createGateway(config: Config, options: GatewayOptions): Gateway 
       server = undefined;
       const stopped = listening ? new Promise<void>((resolve) => listening.close(() => resolve())) : Promise.resolve();
       await sessions.closeAll();
+      await pool.close();
       if (listening && 'closeAllConnections' in listening) listening.closeAllConnections();
       await stopped;
       await dispatcher.destroy();

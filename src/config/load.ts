@@ -77,7 +77,8 @@ function substitute(value: unknown, path: (string | number)[], options: { file: 
 }
 
 function fromZod(file: string, error: z.ZodError): ConfigError {
-  const issue = error.issues[0]!;
+  // A misspelt key usually explains the other problems (a "required" sibling), so say it first.
+  const issue = error.issues.find((i) => i.code === 'unrecognized_keys') ?? error.issues[0]!;
   const path = [...issue.path] as (string | number)[];
   let problem = issue.message;
   if (issue.code === 'unrecognized_keys') {

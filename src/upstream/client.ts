@@ -118,7 +118,9 @@ export class UpstreamClient {
       this.#transport.sessionEstablished?.(init.protocolVersion);
       return init;
     } catch (err) {
-      await this.close();
+      // Tear down in the background: a client's initialize must not wait out a stuck child's
+      // stop grace period.
+      this.close().catch((closeErr: unknown) => this.#options.logger.debug('close after failed handshake failed', { err: closeErr }));
       throw err;
     } finally {
       clearTimeout(timer);

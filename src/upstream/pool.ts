@@ -31,6 +31,8 @@ export class UpstreamPool {
   readonly #configs: ReadonlyMap<string, UpstreamConfig>;
   readonly #deps: UpstreamPoolDeps;
   readonly #health = new Map<string, UpstreamHealth>();
+  /** Every client not yet fully stopped, so close() leaves no child process behind. */
+  readonly #live = new Set<UpstreamClient>();
 
   constructor(upstreams: Readonly<Record<string, UpstreamConfig>>, deps: UpstreamPoolDeps) {
     this.#configs = new Map(Object.entries(upstreams));
@@ -69,8 +71,11 @@ export class UpstreamPool {
         if (open) health.sessions--;
         open = false;
         if (reason) this.#record(name, 'down', reason.message);
+        // close() is idempotent; this waits for the transport to be fully stopped.
+        void client.close().finally(() => this.#live.delete(client));
       },
     });
+    this.#live.add(client);
     prepare?.(client);
     try {
       await client.connect(initializeParams, config.initTimeoutMs);
@@ -82,6 +87,11 @@ export class UpstreamPool {
     open = true;
     health.sessions++;
     return client;
+  }
+
+  /** Stops every upstream session still open or stopping. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.#live].map((client) => client.close()));
   }
 
   health(): Record<string, UpstreamHealth> {
