@@ -37,7 +37,8 @@ export function parseConfig(text: string, options: { file: string; env: Env }): 
   if (yamlError) {
     const where = yamlError.linePos?.[0];
     const at = where ? `line ${where.line}, column ${where.col}: ` : '';
-    throw new ConfigError(options.file, '', `invalid YAML: ${at}${yamlError.message.split('\n')[0]}`);
+    const message = yamlError.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+    throw new ConfigError(options.file, '', `invalid YAML: ${at}${message}`);
   }
   return configFromObject(doc.toJS() ?? {}, { file: options.file, env: options.env });
 }
@@ -45,7 +46,7 @@ export function parseConfig(text: string, options: { file: string; env: Env }): 
 /** Validates an already-parsed config object (what tests and embedders pass). */
 export function configFromObject(raw: unknown, options: { file: string; env: Env }): Config {
   const substituted = substitute(raw, [], options);
-  const parsed = configSchema.safeParse(substituted);
+  const parsed = configSchema.safeParse(substituted, { reportInput: true });
   if (!parsed.success) throw fromZod(options.file, parsed.error);
   const baseDir = dirname(options.file);
   for (const upstream of Object.values(parsed.data.upstreams)) {
@@ -61,9 +62,10 @@ function substitute(value: unknown, path: (string | number)[], options: { file: 
   if (typeof value === 'string') {
     return value.replace(reference, (match, name: string | undefined, fallback: string | undefined) => {
       if (name === undefined) return '${';
+      // Shell semantics: ${VAR} may be empty; ${VAR:-default} replaces unset or empty.
       const found = options.env[name];
-      if (found !== undefined && found !== '') return found;
-      if (fallback !== undefined) return fallback;
+      if (fallback !== undefined) return found === undefined || found === '' ? fallback : found;
+      if (found !== undefined) return found;
       throw new ConfigError(options.file, formatPath(path), `environment variable ${name} is not set`);
     });
   }

@@ -105,8 +105,10 @@ export const configSchema = z
         ctx.addIssue({ code: 'custom', path, message: `names would collide with upstream "${owner}" (both use "${routing}")` });
       }
       seen.set(routing, name);
-      if (routing.includes(separator)) {
-        ctx.addIssue({ code: 'custom', path, message: `"${routing}" contains the separator "${separator}"` });
+      // The first separator in an exposed name must be the one after the prefix, or names
+      // would split at the wrong place ("gh-x" + "-x-" reads as "gh" + "-x-" + "x-...").
+      if ((routing + separator).indexOf(separator) !== routing.length) {
+        ctx.addIssue({ code: 'custom', path, message: `"${routing}" contains or runs into the separator "${separator}"` });
       }
       // Room for the prefix, the separator and a shortened name with its hash suffix.
       if (routing.length + separator.length + 12 > maxNameLength) {

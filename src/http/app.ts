@@ -31,10 +31,13 @@ export function createApp(deps: AppDeps): Hono {
 
   app.get('/healthz', (c) => c.json({ status: 'ok', sessions: deps.sessions.size, upstreams: deps.health() }));
 
+  const methodNotAllowed = (): Response => rpcErrorResponse(405, ErrorCode.InvalidRequest, 'Method Not Allowed', null, { allow: 'GET, POST, DELETE' });
   app.post(path, (c) => endpoint.post(c.req.raw));
-  app.get(path, (c) => endpoint.get(c.req.raw));
+  // Hono serves HEAD through GET handlers and drops the body, which would leave a GET stream
+  // attached to the session forever; HEAD is not part of the transport.
+  app.get(path, (c) => (c.req.raw.method === 'HEAD' ? methodNotAllowed() : endpoint.get(c.req.raw)));
   app.delete(path, (c) => endpoint.delete(c.req.raw));
-  app.all(path, () => rpcErrorResponse(405, ErrorCode.InvalidRequest, 'Method Not Allowed', null, { allow: 'GET, POST, DELETE' }));
+  app.all(path, methodNotAllowed);
 
   app.onError((err, c) => {
     deps.logger.error('unhandled error in HTTP handler', { err, path: c.req.path });

@@ -23,7 +23,7 @@ export function encodeSseRetry(ms: number): string {
 
 /**
  * Feeds bytes in, gets whole events out. Handles CRLF, CR and LF line ends split across chunks
- * and multi-line data. Bounded: a line longer than `maxLineBytes` raises.
+ * and multi-line data. Bounded: a line, or an event's data, longer than `maxLine` characters raises.
  */
 export class SseParser {
   readonly #decoder = new TextDecoder();
@@ -32,18 +32,20 @@ export class SseParser {
   #sawCr = false;
   #event = '';
   #data: string[] = [];
+  #dataLength = 0;
   #id: string | undefined;
   #retry: number | undefined;
   /** The last event id seen, kept across events as the SSE spec says. */
   lastEventId: string | undefined;
 
-  constructor(maxLineBytes = 16 * 1024 * 1024) {
-    this.#maxLine = maxLineBytes;
+  constructor(maxLine = 16 * 1024 * 1024) {
+    this.#maxLine = maxLine;
   }
 
   push(chunk: Uint8Array | string): SseEvent[] {
     let text = typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, { stream: true });
     const events: SseEvent[] = [];
+    if (text === '') return events; // keeps a pending CR pending
     // A CR at the end of the previous chunk may be half of a CRLF.
     if (this.#sawCr && text.startsWith('\n')) text = text.slice(1);
     this.#sawCr = false;
@@ -53,6 +55,7 @@ export class SseParser {
       if (ch !== 10 && ch !== 13) continue;
       const line = this.#buffer + text.slice(start, i);
       this.#buffer = '';
+      if (line.length > this.#maxLine) throw new Error('SSE line exceeds the size limit');
       if (ch === 13) {
         if (i + 1 < text.length) {
           if (text.charCodeAt(i + 1) === 10) i++;
@@ -82,6 +85,8 @@ export class SseParser {
         break;
       case 'data':
         this.#data.push(value);
+        this.#dataLength += value.length + 1;
+        if (this.#dataLength > this.#maxLine) throw new Error('SSE event exceeds the size limit');
         break;
       case 'id':
         if (!value.includes('\0')) this.#id = value;
@@ -101,6 +106,7 @@ export class SseParser {
     if (this.#retry !== undefined) event.retry = this.#retry;
     this.#event = '';
     this.#data = [];
+    this.#dataLength = 0;
     this.#id = undefined;
     this.#retry = undefined;
     // An event with only an id (the spec's priming event) or only a retry still matters.

@@ -44,12 +44,12 @@ async function allPages(method: 'tools/list' | 'prompts/list' | 'resources/list'
 describe('pagination across upstreams', () => {
   it('returns every tool of every upstream exactly once', async () => {
     const { names, pages } = await allPages('tools/list');
-    // alpha: 6 special tools + 25 numbered = 31 tools in pages of 10 → 4 upstream pages.
+    // alpha: 7 special tools + 25 numbered = 32 tools in pages of 10 → 4 upstream pages.
     expect(pages).toBe(4);
     const alpha = names.filter((n) => n.startsWith('alpha__'));
     const beta = names.filter((n) => n.startsWith('beta__'));
-    expect(alpha).toHaveLength(31);
-    expect(beta).toHaveLength(9);
+    expect(alpha).toHaveLength(32);
+    expect(beta).toHaveLength(10);
     expect(new Set(names).size).toBe(names.length);
     for (let i = 0; i < 25; i++) expect(names).toContain(`alpha__tool-${String(i).padStart(2, '0')}`);
     expect(names.filter((n) => n.startsWith('everything__')).length).toBeGreaterThan(5);
