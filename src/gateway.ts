@@ -34,9 +34,20 @@ export function createGateway(config: Config, options: GatewayOptions): Gateway 
     config.namespacing,
     Object.entries(config.upstreams).map(([upstream, entry]) => ({ upstream, prefix: entry.prefix ?? upstream })),
   );
-  const sessions = new SessionStore({ idleTimeoutMs: config.sessions.idleTimeout, logger });
+  const sessions = new SessionStore({
+    idleTimeoutMs: config.sessions.idleTimeout,
+    replay: { events: config.sessions.replayEvents, bytes: config.sessions.replayBytes },
+    logger,
+  });
   const router = new Router({ pool, sessions, catalog: new Catalog(codec, logger), logger });
-  const app = createApp({ listen: config.listen, router, sessions, logger, health: () => pool.health() });
+  const app = createApp({
+    listen: config.listen,
+    router,
+    sessions,
+    logger,
+    health: () => pool.health(),
+    streams: { keepAliveMs: config.sessions.keepAlive, retryMs: config.sessions.retry },
+  });
   let server: ServerType | undefined;
 
   return {

@@ -39,8 +39,10 @@ const upstream = z
     http: http.optional(),
     /** Name prefix; defaults to the upstream's name. "" exposes names unchanged. */
     prefix: z.union([z.literal(''), z.string().regex(UPSTREAM_NAME, 'must match [a-z0-9][a-z0-9-]{0,31}')]).optional(),
-    /** Per-request timeout towards this upstream. */
+    /** Per-request timeout towards this upstream; progress from the upstream restarts it. */
     timeoutMs: z.number().int().positive().default(60_000),
+    /** The most any one request may take, however much progress arrives. */
+    maxTotalTimeoutMs: z.number().int().positive().default(600_000),
     /** How long a session's initialize waits for this upstream before leaving it out. */
     initTimeoutMs: z.number().int().positive().default(10_000),
     /** One upstream session per client session. (`shared` arrives with the scale work.) */
@@ -70,7 +72,16 @@ const namespacing = z.strictObject({
 });
 
 const sessions = z.strictObject({
+  /** A session with no request in flight and no open stream is closed after this. */
   idleTimeout: duration.default(30 * 60_000),
+  /** Per session: how many SSE events are kept for Last-Event-ID resumption... */
+  replayEvents: z.number().int().min(1).max(100_000).default(1_000),
+  /** ...and how many bytes of them; the oldest go first when either is exceeded. */
+  replayBytes: z.number().int().min(1_024).default(4 * 1024 * 1024),
+  /** Interval of keep-alive comments on open SSE streams. */
+  keepAlive: duration.default(15_000),
+  /** The reconnect delay suggested to clients in the SSE retry field. */
+  retry: duration.default(1_000),
 });
 
 const logging = z.strictObject({

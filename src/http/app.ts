@@ -1,6 +1,7 @@
 // The Hono app: the MCP endpoint at the configured path, health, and nothing else.
 import { Hono } from 'hono';
 import type { ListenConfig } from '../config/schema.js';
+import type { StreamSettings } from './responder.js';
 import { ErrorCode } from '../mcp/errors.js';
 import type { Router } from '../router/router.js';
 import type { SessionStore } from '../session/store.js';
@@ -15,11 +16,18 @@ export interface AppDeps {
   sessions: SessionStore;
   logger: Logger;
   health: () => Record<string, UpstreamHealth>;
+  streams: StreamSettings;
 }
 
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
-  const endpoint = createMcpEndpoint({ router: deps.router, sessions: deps.sessions, logger: deps.logger, maxBodyBytes: deps.listen.maxBodyBytes });
+  const endpoint = createMcpEndpoint({
+    router: deps.router,
+    sessions: deps.sessions,
+    logger: deps.logger,
+    maxBodyBytes: deps.listen.maxBodyBytes,
+    streams: deps.streams,
+  });
   const allowedOrigins = new Set(deps.listen.allowedOrigins);
   const path = deps.listen.path;
 

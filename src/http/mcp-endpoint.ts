@@ -20,14 +20,15 @@ import type { DownstreamSession } from '../session/session.js';
 import type { SessionStore } from '../session/store.js';
 import type { Logger } from '../util/log.js';
 import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, readBody, rpcErrorResponse } from './guards.js';
-import { respond } from './responder.js';
-import { SseStream } from './sse-stream.js';
+import { parseEventId } from '../session/streams.js';
+import { connect, respond, type StreamSettings } from './responder.js';
 
 export interface McpEndpointDeps {
   router: Router;
   sessions: SessionStore;
   logger: Logger;
   maxBodyBytes: number;
+  streams: StreamSettings;
 }
 
 const SESSION_HEADER = 'mcp-session-id';
@@ -81,7 +82,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       accept(session, message);
       return new Response(null, { status: 202 });
     }
-    return respond(async (channel) => [await router.handleRequest(session, message, channel)]);
+    return respond(session, async (channel) => [await router.handleRequest(session, message, channel)], deps.streams);
   }
 
   async function postBatch(request: Request, items: unknown[]): Promise<Response> {
@@ -105,7 +106,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     }
     if (requests.length === 0 && invalid.length === 0) return new Response(null, { status: 202 });
     return respond(
+      session,
       async (channel) => [...invalid, ...(await Promise.all(requests.map((r) => router.handleRequest(session, r, channel))))],
+      deps.streams,
       { batch: true },
     );
   }
@@ -131,6 +134,11 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     }
   }
 
+  /**
+   * GET opens the standalone stream (one connection at a time; undelivered messages come
+   * first), or with Last-Event-ID resumes the stream that event belongs to, replaying what
+   * followed it. An id that is malformed, of another session or too old to replay gets 400.
+   */
   function get(request: Request): Response {
     const refused = checkGetHeaders(request);
     if (refused) return refused;
@@ -138,15 +146,19 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (session instanceof Response) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
-    const stream = new SseStream();
-    if (!session.attachStream(stream)) {
+    const lastEventId = request.headers.get('last-event-id');
+    if (lastEventId !== null) {
+      const event = parseEventId(lastEventId);
+      const stream = event && session.stream(event.key);
+      if (!event || !stream) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: unknown Last-Event-ID');
+      const connection = connect(session, stream, deps.streams, event.seq);
+      if (!connection) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: Last-Event-ID is too old; later events were dropped');
+      return connection.response;
+    }
+    if (session.standalone.attached) {
       return rpcErrorResponse(409, ErrorCode.InvalidRequest, 'Conflict: this session already has an open stream');
     }
-    stream.onclose = () => {
-      session.detachStream(stream);
-      session.touch(sessions.now());
-    };
-    return stream.response;
+    return connect(session, session.standalone, deps.streams)!.response;
   }
 
   async function remove(request: Request): Promise<Response> {

@@ -1,49 +1,86 @@
 // Answers a POST that carried requests. The answer is plain JSON when the responses are ready
-// before anything else needs saying, and becomes an SSE stream the moment a related message
-// (progress, a log line, a server-initiated request) must go out first. Either form is allowed
-// by the spec (basic/transports.mdx "Sending Messages to the Server", item 5).
+// quickly and nothing else needs saying first; it becomes an SSE stream of the session (event
+// ids, replay on Last-Event-ID) the moment a related message (progress, a server-initiated
+// request) must go out, or once the request has run for STREAM_AFTER_MS, so a long call
+// survives a dropped connection. Both forms are allowed by basic/transports.mdx ("Sending
+// Messages to the Server", item 5). A client closing the stream does not cancel anything.
 import type { JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.js';
 import type { RequestChannel } from '../router/router.js';
-import { SseStream } from './sse-stream.js';
+import type { DownstreamSession } from '../session/session.js';
+import type { SessionStream } from '../session/streams.js';
+import { SSE_HEADERS, SseConnection } from './sse-connection.js';
 
-export interface RespondOptions {
-  headers?: Record<string, string>;
-  /** A batch answers with an array even when it holds one response. */
-  batch?: boolean;
+/** A request still running after this long is answered over SSE, which a client can resume. */
+export const STREAM_AFTER_MS = 250;
+
+export interface StreamSettings {
+  keepAliveMs: number;
+  retryMs: number;
 }
 
-export function respond(run: (channel: RequestChannel) => Promise<(JsonRpcResponse | undefined)[]>, options: RespondOptions = {}): Promise<Response> {
-  const headers = options.headers ?? {};
+/** Priming events and retry hints are for clients of 2025-11-25 and later (transports.mdx). */
+export function primes(session: DownstreamSession): boolean {
+  return session.info.protocolVersion >= '2025-11-25';
+}
+
+/** Attaches a new SSE connection to `stream`, detaching it again when the client goes away. */
+export function connect(session: DownstreamSession, stream: SessionStream, settings: StreamSettings, after?: number): SseConnection | undefined {
+  const connection = new SseConnection({}, settings.keepAliveMs);
+  const options = after !== undefined ? { after } : primes(session) ? { primeRetryMs: settings.retryMs } : {};
+  if (!stream.attach(connection, options)) {
+    connection.close();
+    return undefined;
+  }
+  connection.onclose = () => stream.detach(connection);
+  return connection;
+}
+
+export function respond(
+  session: DownstreamSession,
+  run: (channel: RequestChannel) => Promise<(JsonRpcResponse | undefined)[]>,
+  settings: StreamSettings,
+  options: { batch?: boolean } = {},
+): Promise<Response> {
   return new Promise<Response>((resolve, reject) => {
-    let stream: SseStream | undefined;
+    let stream: SessionStream | undefined;
+    let settled = false;
+    const upgrade = (): SessionStream => {
+      if (stream) return stream;
+      const opened = session.openRequestStream();
+      stream = opened;
+      resolve(connect(session, opened, settings)!.response);
+      return opened;
+    };
+    const timer = setTimeout(upgrade, STREAM_AFTER_MS);
     const channel: RequestChannel = {
       send(message: JsonRpcMessage) {
-        if (!stream) {
-          stream = new SseStream(headers);
-          resolve(stream.response);
-        }
-        stream.send(message);
+        // After the answer, related messages (a task's progress) go to the standalone stream.
+        if (settled) session.deliver(message);
+        else upgrade().send(message);
       },
     };
-    run(channel).then((results) => {
-      const responses = results.filter((r): r is JsonRpcResponse => r !== undefined);
-      if (stream) {
-        for (const response of responses) stream.send(response);
-        stream.close();
-        return;
-      }
-      if (responses.length === 0) {
-        // Every request was cancelled: no response is due, so the stream ends empty.
-        const empty = new SseStream(headers);
-        empty.close();
-        resolve(empty.response);
-        return;
-      }
-      const body = options.batch ? responses : responses[0];
-      resolve(new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json', ...headers } }));
-    }, (err: unknown) => {
-      stream?.close();
-      reject(err);
-    });
+    run(channel).then(
+      (results) => {
+        settled = true;
+        clearTimeout(timer);
+        const responses = results.filter((r): r is JsonRpcResponse => r !== undefined);
+        if (stream) {
+          for (const response of responses) stream.send(response);
+          stream.finish();
+        } else if (responses.length === 0) {
+          // Every request was cancelled: no response is due, so the stream ends empty.
+          resolve(new Response(null, { status: 200, headers: SSE_HEADERS }));
+        } else {
+          const body = options.batch ? responses : responses[0];
+          resolve(new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } }));
+        }
+      },
+      (err: unknown) => {
+        settled = true;
+        clearTimeout(timer);
+        stream?.finish();
+        reject(err);
+      },
+    );
   });
 }

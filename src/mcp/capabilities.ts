@@ -25,7 +25,36 @@ export function supportsMethod(capabilities: ServerCapabilities, method: string)
     case 'logging/setLevel':
       return isObject(capabilities.logging);
     default:
-      return true;
+      return supportsTaskMethod(capabilities, method);
+  }
+}
+
+/** The tasks/* methods need `tasks` (and its list or cancel entry); every other method passes. */
+function supportsTaskMethod(capabilities: JsonObject, method: string): boolean {
+  if (!method.startsWith('tasks/')) return true;
+  const tasks = capabilities.tasks;
+  if (!isObject(tasks)) return false;
+  if (method === 'tasks/list') return isObject(tasks.list);
+  if (method === 'tasks/cancel') return isObject(tasks.cancel);
+  return true;
+}
+
+/** Whether a client that declared `capabilities` accepts a server-initiated request. */
+export function clientSupports(capabilities: JsonObject, method: string): boolean {
+  switch (method) {
+    case 'sampling/createMessage':
+      return isObject(capabilities.sampling);
+    case 'elicitation/create':
+      return isObject(capabilities.elicitation);
+    case 'roots/list':
+      return isObject(capabilities.roots);
+    case 'tasks/get':
+    case 'tasks/result':
+    case 'tasks/list':
+    case 'tasks/cancel':
+      return supportsTaskMethod(capabilities, method);
+    default:
+      return false;
   }
 }
 
@@ -47,6 +76,17 @@ export function mergeCapabilities(upstreams: Iterable<ServerCapabilities>): Serv
     }
     if (isObject(caps.completions)) merged.completions = {};
     if (isObject(caps.logging)) merged.logging = {};
+    if (isObject(caps.tasks)) merged.tasks = mergeTasks(isObject(merged.tasks) ? merged.tasks : {}, caps.tasks);
   }
   return merged;
+}
+
+/** Tasks (2025-11-25): list and cancel when any upstream offers them; task-augmented tools/call likewise. */
+function mergeTasks(into: JsonObject, tasks: JsonObject): JsonObject {
+  const out: JsonObject = { ...into };
+  if (isObject(tasks.list)) out.list = {};
+  if (isObject(tasks.cancel)) out.cancel = {};
+  const requests = tasks.requests;
+  if (isObject(requests) && isObject(requests.tools) && isObject(requests.tools.call)) out.requests = { tools: { call: {} } };
+  return out;
 }

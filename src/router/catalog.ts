@@ -9,12 +9,12 @@ import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
 import type { NamespaceCodec } from './namespace.js';
 
-export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
+export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'tasks';
 
 interface KindInfo {
   method: string;
   /** The item field the codec rewrites. */
-  field: 'name' | 'uri' | 'uriTemplate';
+  field: 'name' | 'uri' | 'uriTemplate' | 'taskId';
 }
 
 export const LIST_KINDS: Record<ListKind, KindInfo> = {
@@ -22,6 +22,7 @@ export const LIST_KINDS: Record<ListKind, KindInfo> = {
   prompts: { method: 'prompts/list', field: 'name' },
   resources: { method: 'resources/list', field: 'uri' },
   resourceTemplates: { method: 'resources/templates/list', field: 'uriTemplate' },
+  tasks: { method: 'tasks/list', field: 'taskId' },
 };
 
 export type Upstreams = ReadonlyMap<string, UpstreamClient>;
@@ -112,7 +113,10 @@ export class Catalog {
     for (const item of raw) {
       const original = isObject(item) ? item[field] : undefined;
       if (typeof original !== 'string' || original === '') continue; // hostile or broken entry
-      const exposed = field === 'name' ? this.#exposeName(kind, client.name, original) : this.#codec.exposeUri(client.name, original);
+      const exposed =
+        field === 'name' ? this.#exposeName(kind, client.name, original)
+        : field === 'taskId' ? this.#codec.exposeTaskId(client.name, original)
+        : this.#codec.exposeUri(client.name, original);
       items.push(exposed === original ? (item as JsonObject) : { ...(item as JsonObject), [field]: exposed });
     }
     const nextCursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;

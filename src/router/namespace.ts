@@ -84,6 +84,20 @@ export class NamespaceCodec {
     return this.#unprefixed === undefined ? undefined : { upstream: this.#unprefixed, uri: exposed };
   }
 
+  /**
+   * The client-facing id of an upstream's task: `<prefix>:<taskId>`, for every upstream (task
+   * ids are opaque to clients, so even an unprefixed upstream's are mapped).
+   */
+  exposeTaskId(upstream: string, taskId: string): string {
+    return `${this.#routing.get(upstream) ?? upstream}:${taskId}`;
+  }
+
+  splitTaskId(exposed: string): { upstream: string; taskId: string } | undefined {
+    const at = exposed.indexOf(':');
+    const upstream = at > 0 ? this.#byPrefix.get(exposed.slice(0, at)) : undefined;
+    return upstream === undefined ? undefined : { upstream, taskId: exposed.slice(at + 1) };
+  }
+
   #fitsBare(name: string): boolean {
     if (name.length > this.#max || !LEGAL.test(name) || SHORTENED.test(name)) return false;
     const at = name.indexOf(this.#separator);

@@ -5,15 +5,16 @@ import { mergeCapabilities, supportsMethod } from '../mcp/capabilities.js';
 import { ErrorCode, GatewayError, RpcError, isInternal, toJsonRpcError } from '../mcp/errors.js';
 import {
   failure,
+  isFailure,
   isObject,
   notification,
   success,
   type JsonObject,
-  type JsonRpcMessage,
   type JsonRpcNotification,
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from '../mcp/jsonrpc.js';
+import { createdTaskId, mapRelatedTask, withCreatedTaskId } from '../mcp/tasks.js';
 import { negotiateVersion } from '../mcp/versions.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { SessionStore } from '../session/store.js';
@@ -22,11 +23,9 @@ import type { UpstreamPool } from '../upstream/pool.js';
 import type { Logger } from '../util/log.js';
 import { GATEWAY_NAME, GATEWAY_VERSION } from '../version.js';
 import type { Catalog, ListKind } from './catalog.js';
+import { answerFromClient, routeClientNotification, wireUpstream, type RequestChannel } from './relay.js';
 
-/** Where messages related to one client request go ahead of its response (its SSE stream). */
-export interface RequestChannel {
-  send(message: JsonRpcMessage): void;
-}
+export type { RequestChannel } from './relay.js';
 
 export interface RouterDeps {
   pool: UpstreamPool;
@@ -40,6 +39,7 @@ const LIST_METHODS: Record<string, ListKind> = {
   'prompts/list': 'prompts',
   'resources/list': 'resources',
   'resources/templates/list': 'resourceTemplates',
+  'tasks/list': 'tasks',
 };
 
 export class Router {
@@ -63,7 +63,15 @@ export class Router {
     const session = sessions.create({ protocolVersion, clientCapabilities: params.capabilities, clientInfo: params.clientInfo });
     const upstreamParams = { protocolVersion, capabilities: params.capabilities, clientInfo: params.clientInfo };
     const opened = await Promise.allSettled(
-      pool.names.map((name) => pool.open(name, upstreamParams, (client) => this.#wire(session, client))),
+      pool.names.map((name) =>
+        pool.open(name, upstreamParams, (client) =>
+          wireUpstream(session, client, {
+            codec: this.#deps.catalog.codec,
+            logger,
+            clientRequestTimeoutMs: (upstream) => pool.config(upstream)?.maxTotalTimeoutMs ?? 600_000,
+          }),
+        ),
+      ),
     );
     const instructions: string[] = [];
     opened.forEach((outcome, i) => {
@@ -102,6 +110,7 @@ export class Router {
   }
 
   handleNotification(session: DownstreamSession, message: JsonRpcNotification): void {
+    if (routeClientNotification(session, message)) return;
     switch (message.method) {
       case 'notifications/cancelled': {
         const id = message.params?.requestId;
@@ -116,8 +125,13 @@ export class Router {
     }
   }
 
-  /** A client's answer to a server-initiated request. */
-  handleResponse(_session: DownstreamSession, _response: JsonRpcResponse): void {}
+  /** A client's answer to a server-initiated request; unknown ids are dropped. */
+  handleResponse(session: DownstreamSession, response: JsonRpcResponse): void {
+    const outcome = isFailure(response) ? new RpcError(response.error) : response.result;
+    if (!answerFromClient(session, response.id, outcome, this.#deps.catalog.codec)) {
+      this.#deps.logger.debug('dropped a client response with an unknown id', { id: response.id });
+    }
+  }
 
   async #dispatch(session: DownstreamSession, request: JsonRpcRequest, channel: RequestChannel, signal: AbortSignal): Promise<JsonObject> {
     const { method } = request;
@@ -135,8 +149,15 @@ export class Router {
         const name = requireString(params, 'name');
         const target = await catalog.resolveName(method === 'tools/call' ? 'tools' : 'prompts', name, session.upstreams);
         if (!target) throw new GatewayError('unknown_name', `Unknown ${method === 'tools/call' ? 'tool' : 'prompt'}: ${name}`);
-        return this.#forward(target.client, method, { ...params, name: target.name }, channel, signal);
+        const result = await this.#forward(target.client, method, { ...params, name: target.name }, channel, signal);
+        // A task-augmented call answers with the task; the client sees its gateway-wide id.
+        const taskId = isObject(params.task) ? createdTaskId(result) : undefined;
+        return taskId === undefined ? result : withCreatedTaskId(result, catalog.codec.exposeTaskId(target.client.name, taskId));
       }
+      case 'tasks/get':
+      case 'tasks/cancel':
+      case 'tasks/result':
+        return this.#task(session, method, params, channel, signal);
       case 'resources/read':
       case 'resources/subscribe':
       case 'resources/unsubscribe': {
@@ -176,6 +197,18 @@ export class Router {
     throw new GatewayError('invalid_params', 'ref.type must be ref/prompt or ref/resource');
   }
 
+  /** tasks/get, tasks/cancel and tasks/result reach the upstream that owns the task. */
+  async #task(session: DownstreamSession, method: string, params: JsonObject, channel: RequestChannel, signal: AbortSignal): Promise<JsonObject> {
+    const exposed = requireString(params, 'taskId');
+    const { codec } = this.#deps.catalog;
+    const split = codec.splitTaskId(exposed);
+    const client = split && session.upstreams.get(split.upstream);
+    if (!split || !client) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
+    const result = await this.#forward(client, method, { ...params, taskId: split.taskId }, channel, signal);
+    if (method === 'tasks/result') return mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id));
+    return typeof result.taskId === 'string' ? { ...result, taskId: codec.exposeTaskId(client.name, result.taskId) } : result;
+  }
+
   #forward(client: UpstreamClient, method: string, params: JsonObject, channel: RequestChannel, signal: AbortSignal): Promise<JsonObject> {
     // A method is never sent to an upstream that did not declare the capability for it.
     if (!supportsMethod(client.capabilities, method)) throw new GatewayError('method_not_found', `Method not found: ${method}`);
@@ -184,40 +217,6 @@ export class Router {
       context: channel,
       onProgress: (progress) => channel.send(notification('notifications/progress', progress)),
     });
-  }
-
-  /** Wires an upstream session's notifications and requests to the client session that owns it. */
-  #wire(session: DownstreamSession, client: UpstreamClient): void {
-    client.onnotification = (message, context) => {
-      const forwarded = this.#rewriteNotification(client.name, message);
-      if (!forwarded) return;
-      const channel = context as RequestChannel | undefined;
-      if (channel) channel.send(forwarded);
-      else if (!session.deliver(forwarded)) this.#deps.logger.debug('notification dropped: no open stream', { method: message.method });
-    };
-    client.onrequest = async (request) => {
-      throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method}` });
-    };
-  }
-
-  /** What a client sees of an upstream notification, or undefined when it is not forwarded. */
-  #rewriteNotification(upstream: string, message: JsonRpcNotification): JsonRpcNotification | undefined {
-    const params = message.params ?? {};
-    switch (message.method) {
-      case 'notifications/tools/list_changed':
-      case 'notifications/prompts/list_changed':
-      case 'notifications/resources/list_changed':
-        return notification(message.method);
-      case 'notifications/resources/updated':
-        if (typeof params.uri !== 'string') return undefined;
-        return notification(message.method, { ...params, uri: this.#deps.catalog.codec.exposeUri(upstream, params.uri) });
-      case 'notifications/message': {
-        const logger = typeof params.logger === 'string' ? `${upstream}/${params.logger}` : upstream;
-        return notification(message.method, { ...params, logger });
-      }
-      default:
-        return undefined;
-    }
   }
 }
 

@@ -1,20 +1,32 @@
 // A downstream (client) session: what was negotiated, the upstream sessions opened for it, the
-// client's requests in flight (so a cancellation finds them), and its GET stream, if open.
-import type { JsonObject, JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
+// client's requests in flight (so a cancellation finds them), the gateway's own requests to the
+// client (server-initiated ones it relays), and the session's SSE streams.
+import type { JsonObject, JsonRpcId, JsonRpcMessage, ProgressToken } from '../mcp/jsonrpc.js';
+import { PendingRequests, type Deadlines } from '../mcp/pending.js';
 import type { SessionVersion } from '../mcp/versions.js';
 import type { UpstreamClient } from '../upstream/client.js';
-
-/** Somewhere to write messages for the client: an open SSE stream. */
-export interface MessageSink {
-  send(message: JsonRpcMessage): void;
-  close(): void;
-}
+import { EventLog, SessionStream, type LogLimits } from './streams.js';
 
 export interface SessionInfo {
   protocolVersion: SessionVersion;
   clientCapabilities: JsonObject;
   clientInfo: JsonObject;
 }
+
+/** A request the gateway sent to the client on an upstream's behalf. */
+export interface ClientRequest {
+  upstream: string;
+  /** The id the upstream gave it. */
+  upstreamId: JsonRpcId;
+  method: string;
+  /** The upstream's progress token for it; the client sees the gateway's request id instead. */
+  progressToken: ProgressToken | undefined;
+}
+
+/** Request streams kept for resumption after their response; older ones are forgotten. */
+const MAX_DONE_STREAMS = 100;
+/** Client-side task ids remembered, to route the client's notifications/tasks/status. */
+const MAX_CLIENT_TASKS = 1_000;
 
 export class DownstreamSession {
   readonly id: string;
@@ -23,15 +35,24 @@ export class DownstreamSession {
   readonly upstreams = new Map<string, UpstreamClient>();
   /** What the gateway advertised to this client. */
   capabilities: JsonObject = {};
+  /** Requests the gateway relayed to the client, by the id the gateway gave them. */
+  readonly clientRequests = new PendingRequests<ClientRequest>();
+  /** Tasks the client created for an upstream's requests: client task id → upstream name. */
+  readonly clientTasks = new Map<string, string>();
   readonly #inflight = new Map<JsonRpcId, AbortController>();
-  #stream: MessageSink | undefined;
+  readonly #limits: LogLimits;
+  readonly #streams = new Map<string, SessionStream>();
+  #log: EventLog | undefined;
+  #standalone: SessionStream | undefined;
+  #nextClientRequestId = 0;
   #lastActive: number;
   #closed = false;
 
-  constructor(id: string, info: SessionInfo, now: number) {
+  constructor(id: string, info: SessionInfo, now: number, limits: LogLimits) {
     this.id = id;
     this.info = info;
     this.#lastActive = now;
+    this.#limits = limits;
   }
 
   get closed(): boolean {
@@ -44,7 +65,9 @@ export class DownstreamSession {
 
   /** When the session became idle, or undefined while a request or stream keeps it busy. */
   idleSince(): number | undefined {
-    return this.#inflight.size > 0 || this.#stream ? undefined : this.#lastActive;
+    if (this.#inflight.size > 0 || this.clientRequests.size > 0) return undefined;
+    for (const stream of this.#streams.values()) if (stream.attached) return undefined;
+    return this.#standalone?.attached ? undefined : this.#lastActive;
   }
 
   /** Registers a client request; the signal aborts when the client cancels it or the session ends. */
@@ -69,32 +92,64 @@ export class DownstreamSession {
     return true;
   }
 
-  /** Attaches the GET stream; false when one is already open (one per session). */
-  attachStream(sink: MessageSink): boolean {
-    if (this.#closed || this.#stream) return false;
-    this.#stream = sink;
-    return true;
+  /** The stream for server-initiated messages (the GET stream), created on first use. */
+  get standalone(): SessionStream {
+    this.#standalone ??= new SessionStream('standalone', this.#eventLog());
+    return this.#standalone;
   }
 
-  detachStream(sink: MessageSink): void {
-    if (this.#stream === sink) this.#stream = undefined;
+  /** A new stream for one POST's answer. */
+  openRequestStream(): SessionStream {
+    const stream = new SessionStream('request', this.#eventLog());
+    this.#streams.set(stream.key, stream);
+    if (this.#streams.size > MAX_DONE_STREAMS) {
+      for (const [key, old] of this.#streams) {
+        if (this.#streams.size <= MAX_DONE_STREAMS) break;
+        if (old.done && !old.attached) {
+          this.#streams.delete(key);
+          this.#log?.forget(key);
+        }
+      }
+    }
+    return stream;
   }
 
-  /** Sends on the GET stream; false when none is open and the message was not delivered. */
-  deliver(message: JsonRpcMessage): boolean {
-    if (!this.#stream) return false;
-    this.#stream.send(message);
-    return true;
+  /** A stream of this session by key (for Last-Event-ID). */
+  stream(key: string): SessionStream | undefined {
+    if (this.#standalone?.key === key) return this.#standalone;
+    return this.#streams.get(key);
+  }
+
+  /** Sends a message on the standalone stream (delivered now, or when the client attaches). */
+  deliver(message: JsonRpcMessage): void {
+    if (!this.#closed) this.standalone.send(message);
+  }
+
+  /** Registers a request to the client and returns the id to send it with. */
+  sendRequestToClient(request: ClientRequest, deadlines: Deadlines): { id: number; result: Promise<JsonObject> } {
+    const id = ++this.#nextClientRequestId;
+    return { id, result: this.clientRequests.add(id, request, deadlines) };
+  }
+
+  rememberClientTask(taskId: string, upstream: string): void {
+    if (this.clientTasks.size >= MAX_CLIENT_TASKS) this.clientTasks.delete(this.clientTasks.keys().next().value!);
+    this.clientTasks.set(taskId, upstream);
   }
 
   /** Ends everything the session holds. Idempotent. */
-  async close(): Promise<void> {
+  async close(reason: Error): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     for (const controller of this.#inflight.values()) controller.abort();
     this.#inflight.clear();
-    this.#stream?.close();
-    this.#stream = undefined;
+    this.clientRequests.rejectAll(reason);
+    for (const stream of this.#streams.values()) stream.finish();
+    this.#standalone?.finish();
     await Promise.allSettled([...this.upstreams.values()].map((client) => client.close()));
+  }
+
+  #eventLog(): EventLog {
+    this.#log ??= new EventLog(this.#limits);
+    return this.#log;
   }
 }

@@ -2,10 +2,14 @@
 // (spec: basic/transports.mdx "Session Management"). Idle sessions are closed by a sweeper.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../util/log.js';
+import { GatewayError } from '../mcp/errors.js';
 import { DownstreamSession, type SessionInfo } from './session.js';
+import type { LogLimits } from './streams.js';
 
 export interface SessionStoreOptions {
   idleTimeoutMs: number;
+  /** Each session's replay buffer. */
+  replay: LogLimits;
   logger: Logger;
   now?: () => number;
 }
@@ -30,7 +34,7 @@ export class SessionStore {
   }
 
   create(info: SessionInfo): DownstreamSession {
-    const session = new DownstreamSession(randomBytes(24).toString('base64url'), info, this.#now());
+    const session = new DownstreamSession(randomBytes(24).toString('base64url'), info, this.#now(), this.#options.replay);
     this.#sessions.set(session.id, session);
     return session;
   }
@@ -39,11 +43,11 @@ export class SessionStore {
     return this.#sessions.get(id);
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(id: string, reason = 'session ended'): Promise<void> {
     const session = this.#sessions.get(id);
     if (!session) return;
     this.#sessions.delete(id);
-    await session.close();
+    await session.close(new GatewayError('upstream_closed', reason));
   }
 
   /** Closes sessions idle for longer than the timeout. */
@@ -54,7 +58,7 @@ export class SessionStore {
       return since !== undefined && since <= cutoff;
     });
     for (const session of idle) this.#options.logger.info('closing idle session', { session: session.id.slice(0, 8) });
-    await Promise.allSettled(idle.map((s) => this.delete(s.id)));
+    await Promise.allSettled(idle.map((s) => this.delete(s.id, 'session idle timeout')));
     return idle.length;
   }
 
@@ -69,6 +73,6 @@ export class SessionStore {
     clearInterval(this.#sweeper);
     this.#sweeper = undefined;
     const all = [...this.#sessions.keys()];
-    await Promise.allSettled(all.map((id) => this.delete(id)));
+    await Promise.allSettled(all.map((id) => this.delete(id, 'gateway shutting down')));
   }
 }

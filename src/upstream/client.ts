@@ -1,7 +1,8 @@
-// One MCP client per upstream session: the only place where requests are correlated with
-// responses. Each request has one Pending record (resolve, reject, timer, the caller's progress
-// token and context). Abort and timeout send notifications/cancelled upstream; close rejects
-// everything pending. Nothing waits forever.
+// One MCP client per upstream session: the only place where the gateway's requests to an
+// upstream are correlated with their responses. The progress token an upstream sees is the
+// gateway's request id, mapped back to the caller's own token; progress restarts the idle
+// deadline but never the total one. Abort and timeout send notifications/cancelled with the
+// upstream's id; close rejects everything pending. Nothing waits forever.
 import { ErrorCode, GatewayError, RpcError, toJsonRpcError } from '../mcp/errors.js';
 import {
   failure,
@@ -20,13 +21,18 @@ import {
   type JsonRpcRequest,
   type ProgressToken,
 } from '../mcp/jsonrpc.js';
+import { PendingRequests } from '../mcp/pending.js';
+import { createdTaskId, isTerminalTaskStatus } from '../mcp/tasks.js';
 import { isSupportedVersion } from '../mcp/versions.js';
 import type { Logger } from '../util/log.js';
 import { TransportError, type MessageExtra, type Transport } from '../transport/types.js';
 
 export interface RequestOptions {
   signal?: AbortSignal;
+  /** Idle deadline; progress restarts it. Defaults to the upstream's timeoutMs. */
   timeoutMs?: number;
+  /** Total deadline, however much progress arrives. Defaults to the upstream's maxTotalTimeoutMs. */
+  maxTotalMs?: number;
   /** Receives notifications/progress params with the caller's own progress token restored. */
   onProgress?: (params: JsonObject) => void;
   /** Opaque caller state handed back with messages the upstream relates to this request. */
@@ -45,9 +51,6 @@ export type ServerRequestHandler = (request: JsonRpcRequest, context: unknown) =
 
 interface Pending {
   method: string;
-  resolve: (result: JsonObject) => void;
-  reject: (err: Error) => void;
-  timer: NodeJS.Timeout | undefined;
   progressToken: ProgressToken | undefined;
   onProgress: ((params: JsonObject) => void) | undefined;
   context: unknown;
@@ -56,18 +59,33 @@ interface Pending {
   detach: () => void;
 }
 
+/** Where progress for a task goes after the request that created it has been answered. */
+interface TaskProgressRoute {
+  taskId: string;
+  progressToken: ProgressToken;
+  onProgress: (params: JsonObject) => void;
+  expires: number;
+}
+
 export interface UpstreamClientOptions {
   timeoutMs: number;
+  maxTotalTimeoutMs: number;
   logger: Logger;
   /** Called once when the client ends: closed by its owner (no reason) or lost (reason). */
   onEnd?: (reason?: Error) => void;
 }
 
+/** Requests whose server-initiated messages may belong to them (not lists or pings). */
+const WORK_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete', 'tasks/result']);
+const MAX_TASK_ROUTES = 1_000;
+const TASK_ROUTE_LIFETIME_MS = 60 * 60_000;
+
 export class UpstreamClient {
   readonly name: string;
   readonly #transport: Transport;
   readonly #options: UpstreamClientOptions;
-  readonly #pending = new Map<JsonRpcId, Pending>();
+  readonly #pending = new PendingRequests<Pending>();
+  readonly #taskRoutes = new Map<ProgressToken, TaskProgressRoute>();
   #nextId = 0;
   #closed = false;
   #init: InitializeResult | undefined;
@@ -99,6 +117,11 @@ export class UpstreamClient {
     return this.#closed;
   }
 
+  /** Requests in flight (for tests and health). */
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
   /** Starts the transport and performs the initialize handshake within `timeoutMs`. */
   async connect(params: JsonObject, timeoutMs: number): Promise<InitializeResult> {
     let timer: NodeJS.Timeout | undefined;
@@ -107,7 +130,7 @@ export class UpstreamClient {
     });
     try {
       await Promise.race([this.#transport.start(), timedOut]);
-      const result = await Promise.race([this.request('initialize', params, { timeoutMs }), timedOut]);
+      const result = await Promise.race([this.request('initialize', params, { timeoutMs, maxTotalMs: timeoutMs }), timedOut]);
       const init = parseInitializeResult(result);
       if (!init) throw new GatewayError('upstream_protocol', `upstream ${this.name} sent an invalid initialize result`);
       if (!isSupportedVersion(init.protocolVersion)) {
@@ -133,29 +156,28 @@ export class UpstreamClient {
     const id = ++this.#nextId;
     const progressToken = progressTokenOf(params);
     const outgoing = progressToken === undefined ? params : withProgressToken(params!, id);
-    return new Promise<JsonObject>((resolve, reject) => {
-      const onAbort = (): void => this.#cancel(id, 'cancelled by client', new GatewayError('cancelled', 'request cancelled'));
-      const pending: Pending = {
-        method,
-        resolve,
-        reject,
-        timer: undefined,
-        progressToken,
-        onProgress: options.onProgress,
-        context: options.context,
-        exchange: new AbortController(),
-        detach: () => options.signal?.removeEventListener('abort', onAbort),
-      };
-      const timeoutMs = options.timeoutMs ?? this.#options.timeoutMs;
-      pending.timer = setTimeout(() => {
-        const err = new GatewayError('upstream_timeout', `upstream ${this.name} did not answer ${method} within ${timeoutMs} ms`);
+    const signal = options.signal;
+    const onAbort = (): void => this.#cancel(id, 'cancelled by client', new GatewayError('cancelled', 'request cancelled'));
+    const pending: Pending = {
+      method,
+      progressToken,
+      onProgress: options.onProgress,
+      context: options.context,
+      exchange: new AbortController(),
+      detach: () => signal?.removeEventListener('abort', onAbort),
+    };
+    const result = this.#pending.add(id, pending, {
+      timeoutMs: options.timeoutMs ?? this.#options.timeoutMs,
+      maxTotalMs: options.maxTotalMs ?? this.#options.maxTotalTimeoutMs,
+      onTimeout: (elapsed) => {
+        const err = new GatewayError('upstream_timeout', `upstream ${this.name} did not answer ${method} within ${elapsed} ms`);
         this.#cancel(id, 'timeout', err);
-      }, timeoutMs);
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-      this.#pending.set(id, pending);
-      const message: JsonRpcRequest = outgoing === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params: outgoing };
-      this.#transport.send(message, { signal: pending.exchange.signal }).catch((err: unknown) => this.#settle(id, undefined, this.#wrap(err)));
+      },
     });
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const message: JsonRpcRequest = outgoing === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params: outgoing };
+    this.#transport.send(message, { signal: pending.exchange.signal }).catch((err: unknown) => this.#settle(id, this.#wrap(err)));
+    return result;
   }
 
   async notify(method: string, params?: JsonObject): Promise<void> {
@@ -170,16 +192,21 @@ export class UpstreamClient {
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      this.#rejectAll(new GatewayError('upstream_closed', `upstream ${this.name} closed`));
+      this.#abandonAll(new GatewayError('upstream_closed', `upstream ${this.name} closed`));
       this.#options.onEnd?.();
     }
     await this.#transport.close();
   }
 
+  #settle(id: JsonRpcId, outcome: JsonObject | Error): Pending | undefined {
+    const pending = this.#pending.settle(id, outcome);
+    pending?.detach();
+    return pending;
+  }
+
   #cancel(id: JsonRpcId, reason: string, err: Error): void {
-    const pending = this.#pending.get(id);
+    const pending = this.#settle(id, err);
     if (!pending) return;
-    this.#settle(id, undefined, err);
     pending.exchange.abort();
     // The spec forbids cancelling initialize; a failed handshake closes the transport instead.
     if (!this.#closed && pending.method !== 'initialize') {
@@ -187,27 +214,18 @@ export class UpstreamClient {
     }
   }
 
-  #settle(id: JsonRpcId, result: JsonObject | undefined, err?: Error): void {
-    const pending = this.#pending.get(id);
-    if (!pending) return;
-    this.#pending.delete(id);
-    clearTimeout(pending.timer);
-    pending.detach();
-    if (err) pending.reject(err);
-    else pending.resolve(result!);
-  }
-
-  #rejectAll(err: Error): void {
-    for (const [id, pending] of [...this.#pending]) {
-      this.#settle(id, undefined, err);
+  #abandonAll(err: Error): void {
+    for (const pending of this.#pending.rejectAll(err)) {
+      pending.detach();
       pending.exchange.abort();
     }
+    this.#taskRoutes.clear();
   }
 
   #onTransportClose(reason?: Error): void {
     const wasClosed = this.#closed;
     this.#closed = true;
-    this.#rejectAll(new GatewayError('upstream_closed', `upstream ${this.name} closed${reason ? `: ${reason.message}` : ''}`));
+    this.#abandonAll(new GatewayError('upstream_closed', `upstream ${this.name} closed${reason ? `: ${reason.message}` : ''}`));
     if (!wasClosed) {
       this.#options.logger.warn('upstream connection ended', { reason });
       this.#options.onEnd?.(reason);
@@ -225,34 +243,72 @@ export class UpstreamClient {
   }
 
   #receive(message: JsonRpcMessage, extra: MessageExtra | undefined): void {
-    if (isResponse(message)) {
-      const id = message.id;
-      if (id === null || !this.#pending.has(id)) {
-        this.unknownResponses++;
-        this.#options.logger.debug('dropped a response with an unknown id', { id });
-        return;
-      }
-      if (isFailure(message)) this.#settle(id, undefined, new RpcError(message.error));
-      else this.#settle(id, message.result);
-      return;
-    }
-    const context = extra?.relatedRequestId === undefined ? undefined : this.#pending.get(extra.relatedRequestId)?.context;
+    if (isResponse(message)) return this.#onResponse(message.id, isFailure(message) ? new RpcError(message.error) : message.result);
     if (isRequest(message)) {
-      void this.#answer(message, context);
+      void this.#answer(message, this.#relatedContext(extra));
       return;
     }
     if (message.method === 'notifications/progress' && this.#onProgress(message)) return;
-    this.onnotification?.(message, context);
+    if (message.method === 'notifications/tasks/status') this.#onTaskStatus(message.params);
+    const related = extra?.relatedRequestId === undefined ? undefined : this.#pending.get(extra.relatedRequestId)?.context;
+    this.onnotification?.(message, related);
   }
 
-  /** Routes progress to the request that owns the token; false when nothing does. */
+  #onResponse(id: JsonRpcId | null, outcome: JsonObject | Error): void {
+    const pending = id === null ? undefined : this.#settle(id, outcome);
+    if (!pending) {
+      this.unknownResponses++;
+      this.#options.logger.debug('dropped a response with an unknown id', { id });
+      return;
+    }
+    // "The progressToken provided in the initial request remains valid throughout the task
+    // lifetime" (basic/utilities/tasks.mdx): keep routing it once the task is created.
+    const taskId = outcome instanceof Error ? undefined : createdTaskId(outcome);
+    if (taskId !== undefined && pending.progressToken !== undefined && pending.onProgress) {
+      if (this.#taskRoutes.size >= MAX_TASK_ROUTES) this.#taskRoutes.delete(this.#taskRoutes.keys().next().value!);
+      this.#taskRoutes.set(id!, { taskId, progressToken: pending.progressToken, onProgress: pending.onProgress, expires: Date.now() + TASK_ROUTE_LIFETIME_MS });
+    }
+  }
+
+  /**
+   * The context of the request a server-initiated message belongs to: the request whose HTTP
+   * response stream carried it, or (stdio has no streams) the only request in flight that can
+   * ask for input. Otherwise none, and the message goes to the client's standalone stream.
+   */
+  #relatedContext(extra: MessageExtra | undefined): unknown {
+    if (extra?.relatedRequestId !== undefined) return this.#pending.get(extra.relatedRequestId)?.context;
+    let only: Pending | undefined;
+    for (const [, pending] of this.#pending.values()) {
+      if (!WORK_METHODS.has(pending.method)) continue;
+      if (only) return undefined;
+      only = pending;
+    }
+    return only?.context;
+  }
+
+  /** Routes progress to the request (or task) that owns the token; false when nothing does. */
   #onProgress(message: JsonRpcNotification): boolean {
     const token = message.params?.progressToken;
     if (typeof token !== 'number' && typeof token !== 'string') return false;
     const pending = this.#pending.get(token);
-    if (!pending || pending.progressToken === undefined) return false;
-    pending.onProgress?.({ ...message.params, progressToken: pending.progressToken });
+    if (pending?.progressToken !== undefined) {
+      this.#pending.touch(token);
+      pending.onProgress?.({ ...message.params, progressToken: pending.progressToken });
+      return true;
+    }
+    const route = this.#taskRoutes.get(token);
+    if (!route) return false;
+    if (route.expires < Date.now()) {
+      this.#taskRoutes.delete(token);
+      return false;
+    }
+    route.onProgress({ ...message.params, progressToken: route.progressToken });
     return true;
+  }
+
+  #onTaskStatus(params: JsonObject | undefined): void {
+    if (!params || typeof params.taskId !== 'string' || !isTerminalTaskStatus(params.status)) return;
+    for (const [token, route] of this.#taskRoutes) if (route.taskId === params.taskId) this.#taskRoutes.delete(token);
   }
 
   async #answer(request: JsonRpcRequest, context: unknown): Promise<void> {

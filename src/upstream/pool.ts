@@ -66,6 +66,7 @@ export class UpstreamPool {
     let open = false;
     const client = new UpstreamClient(name, this.#transport(config, logger), {
       timeoutMs: config.timeoutMs,
+      maxTotalTimeoutMs: config.maxTotalTimeoutMs,
       logger,
       onEnd: (reason) => {
         if (open) health.sessions--;

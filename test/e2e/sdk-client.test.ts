@@ -38,6 +38,7 @@ describe('gateway core with the SDK client', () => {
       resources: { subscribe: true, listChanged: true },
       completions: {},
       logging: {},
+      tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
     });
   });
 

@@ -1,8 +1,8 @@
-// One downstream SSE response: a ReadableStream the HTTP adapter pipes to the socket. Knows
-// when the client went away (the adapter cancels the stream) so nothing writes into the void.
-import type { JsonRpcMessage } from '../mcp/jsonrpc.js';
-import type { MessageSink } from '../session/session.js';
-import { encodeSseComment, encodeSseEvent } from '../util/sse.js';
+// One downstream SSE response (a connection of a session stream): a ReadableStream the HTTP
+// adapter pipes to the socket, with keep-alive comments. Knows when the client went away (the
+// adapter cancels the stream) so nothing writes into the void.
+import type { StreamConnection } from '../session/streams.js';
+import { encodeSseComment } from '../util/sse.js';
 
 const encoder = new TextEncoder();
 
@@ -13,14 +13,15 @@ export const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 } as const;
 
-export class SseStream implements MessageSink {
+export class SseConnection implements StreamConnection {
   readonly response: Response;
   #controller!: ReadableStreamDefaultController<Uint8Array>;
   #open = true;
-  /** Called once when the stream ends, whichever side ended it. */
+  #keepAlive: NodeJS.Timeout | undefined;
+  /** Called once when the connection ends, whichever side ended it. */
   onclose?: () => void;
 
-  constructor(headers: Record<string, string> = {}) {
+  constructor(headers: Record<string, string> = {}, keepAliveMs = 0) {
     const body = new ReadableStream<Uint8Array>({
       start: (controller) => {
         this.#controller = controller;
@@ -28,18 +29,14 @@ export class SseStream implements MessageSink {
       cancel: () => this.#finish(),
     });
     this.response = new Response(body, { status: 200, headers: { ...SSE_HEADERS, ...headers } });
+    if (keepAliveMs > 0) {
+      this.#keepAlive = setInterval(() => this.write(encodeSseComment('keep-alive')), keepAliveMs);
+      this.#keepAlive.unref();
+    }
   }
 
   get open(): boolean {
     return this.#open;
-  }
-
-  send(message: JsonRpcMessage): void {
-    this.#write(encodeSseEvent(JSON.stringify(message)));
-  }
-
-  comment(text: string): void {
-    this.#write(encodeSseComment(text));
   }
 
   close(): void {
@@ -52,7 +49,7 @@ export class SseStream implements MessageSink {
     this.#finish();
   }
 
-  #write(text: string): void {
+  write(text: string): void {
     if (!this.#open) return;
     try {
       this.#controller.enqueue(encoder.encode(text));
@@ -64,6 +61,7 @@ export class SseStream implements MessageSink {
   #finish(): void {
     if (!this.#open) return;
     this.#open = false;
+    clearInterval(this.#keepAlive);
     this.onclose?.();
   }
 }

@@ -1,0 +1,93 @@
+// Request correlation: one record per outstanding request (resolve, reject, deadline, the
+// caller's extra state), whichever peer the request went to. Two deadlines, as the lifecycle
+// page asks (basic/lifecycle.mdx "Timeouts"): an idle timeout that progress may reset, and a
+// total timeout that nothing extends.
+import type { JsonObject, JsonRpcId } from './jsonrpc.js';
+
+export interface Deadlines {
+  /** Time allowed without an answer; touch() restarts it. */
+  timeoutMs: number;
+  /** Time allowed in all, however much progress arrives. */
+  maxTotalMs: number;
+  /** Called (once) when either deadline passes; the entry is still pending at that moment. */
+  onTimeout: (elapsedMs: number) => void;
+}
+
+interface Entry<E> {
+  resolve: (result: JsonObject) => void;
+  reject: (err: Error) => void;
+  extra: E;
+  started: number;
+  deadlines: Deadlines;
+  timer: NodeJS.Timeout | undefined;
+}
+
+export class PendingRequests<E> {
+  readonly #entries = new Map<JsonRpcId, Entry<E>>();
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  has(id: JsonRpcId): boolean {
+    return this.#entries.has(id);
+  }
+
+  get(id: JsonRpcId): E | undefined {
+    return this.#entries.get(id)?.extra;
+  }
+
+  *values(): IterableIterator<[JsonRpcId, E]> {
+    for (const [id, entry] of this.#entries) yield [id, entry.extra];
+  }
+
+  /** Registers a request; the promise settles through settle(), rejectAll() or a deadline. */
+  add(id: JsonRpcId, extra: E, deadlines: Deadlines): Promise<JsonObject> {
+    return new Promise<JsonObject>((resolve, reject) => {
+      const entry: Entry<E> = { resolve, reject, extra, started: this.#now(), deadlines, timer: undefined };
+      this.#entries.set(id, entry);
+      this.#arm(id, entry);
+    });
+  }
+
+  /** Restarts the idle deadline (progress arrived), never past the total deadline. */
+  touch(id: JsonRpcId): void {
+    const entry = this.#entries.get(id);
+    if (entry) this.#arm(id, entry);
+  }
+
+  /** Settles a request with its result or error; returns its extra state, or undefined if unknown. */
+  settle(id: JsonRpcId, outcome: JsonObject | Error): E | undefined {
+    const entry = this.#entries.get(id);
+    if (!entry) return undefined;
+    this.#entries.delete(id);
+    clearTimeout(entry.timer);
+    if (outcome instanceof Error) entry.reject(outcome);
+    else entry.resolve(outcome);
+    return entry.extra;
+  }
+
+  /** Rejects everything pending; returns the extra state of what was pending. */
+  rejectAll(err: Error): E[] {
+    const extras: E[] = [];
+    for (const id of [...this.#entries.keys()]) {
+      const extra = this.settle(id, err);
+      if (extra !== undefined) extras.push(extra);
+    }
+    return extras;
+  }
+
+  #arm(id: JsonRpcId, entry: Entry<E>): void {
+    clearTimeout(entry.timer);
+    const elapsed = this.#now() - entry.started;
+    const wait = Math.max(0, Math.min(entry.deadlines.timeoutMs, entry.deadlines.maxTotalMs - elapsed));
+    entry.timer = setTimeout(() => {
+      if (this.#entries.get(id) === entry) entry.deadlines.onTimeout(this.#now() - entry.started);
+    }, wait);
+  }
+}

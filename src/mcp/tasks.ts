@@ -1,0 +1,32 @@
+// Task helpers (2025-11-25, experimental; spec: basic/utilities/tasks.mdx).
+import { isObject, metaOf, type JsonObject } from './jsonrpc.js';
+
+/** The _meta key that ties requests, notifications and results to a task. */
+export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+
+export function isTerminalTaskStatus(status: unknown): boolean {
+  return typeof status === 'string' && TERMINAL.has(status);
+}
+
+/** The task id of a CreateTaskResult, or undefined for any other result. */
+export function createdTaskId(result: JsonObject): string | undefined {
+  return isObject(result.task) && typeof result.task.taskId === 'string' ? result.task.taskId : undefined;
+}
+
+/** A copy of a CreateTaskResult with its task id replaced. */
+export function withCreatedTaskId(result: JsonObject, taskId: string): JsonObject {
+  return { ...result, task: { ...(result.task as JsonObject), taskId } };
+}
+
+/**
+ * A copy of a params or result object whose `_meta` related-task id is mapped through `map`;
+ * the object itself when it has none.
+ */
+export function mapRelatedTask(value: JsonObject, map: (taskId: string) => string): JsonObject {
+  const meta = metaOf(value);
+  const related = meta?.[RELATED_TASK];
+  if (!isObject(related) || typeof related.taskId !== 'string') return value;
+  return { ...value, _meta: { ...meta, [RELATED_TASK]: { ...related, taskId: map(related.taskId) } } };
+}

@@ -1,0 +1,165 @@
+// Upstream → client: everything an upstream session sends that is not a response to the
+// gateway. Its notifications and requests go to the one client session that owns it (upstream
+// sessions are per client session), on the stream of the related client request when there is
+// one, else on the session's standalone stream; names, URIs and task ids are rewritten on the
+// way. A server-initiated request the client did not declare the capability for is refused.
+import { clientSupports } from '../mcp/capabilities.js';
+import { ErrorCode, GatewayError, RpcError } from '../mcp/errors.js';
+import {
+  metaOf,
+  notification,
+  type JsonObject,
+  type JsonRpcId,
+  type JsonRpcMessage,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type ProgressToken,
+} from '../mcp/jsonrpc.js';
+import { createdTaskId, mapRelatedTask } from '../mcp/tasks.js';
+import type { DownstreamSession } from '../session/session.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import type { Logger } from '../util/log.js';
+import type { NamespaceCodec } from './namespace.js';
+
+/** Where messages related to one client request go ahead of its response (its SSE stream). */
+export interface RequestChannel {
+  send(message: JsonRpcMessage): void;
+}
+
+export interface RelayDeps {
+  codec: NamespaceCodec;
+  logger: Logger;
+  /** How long the gateway waits for the client to answer a request relayed from `upstream`. */
+  clientRequestTimeoutMs: (upstream: string) => number;
+}
+
+/** Wires an upstream session's notifications and requests to the client session that owns it. */
+export function wireUpstream(session: DownstreamSession, client: UpstreamClient, deps: RelayDeps): void {
+  const send = (message: JsonRpcMessage, context: unknown): void => {
+    const channel = context as RequestChannel | undefined;
+    if (channel) channel.send(message);
+    else session.deliver(message);
+  };
+
+  client.onnotification = (message, context) => {
+    if (message.method === 'notifications/cancelled') return cancelClientRequest(session, client.name, message);
+    const forwarded = rewriteNotification(client.name, message, deps.codec);
+    if (forwarded) send(forwarded, context);
+    else deps.logger.debug('upstream notification not forwarded', { upstream: client.name, method: message.method });
+  };
+
+  client.onrequest = async (request, context) => {
+    if (!clientSupports(session.info.clientCapabilities, request.method)) {
+      throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (the client did not declare it)` });
+    }
+    const upstreamToken = metaOf(request.params)?.progressToken;
+    const { id, result } = session.sendRequestToClient(
+      { upstream: client.name, upstreamId: request.id, method: request.method, progressToken: isToken(upstreamToken) ? upstreamToken : undefined },
+      {
+        timeoutMs: deps.clientRequestTimeoutMs(client.name),
+        maxTotalMs: deps.clientRequestTimeoutMs(client.name),
+        onTimeout: () => {
+          session.clientRequests.settle(id, new GatewayError('upstream_timeout', `the client did not answer ${request.method} in time`));
+          send(notification('notifications/cancelled', { requestId: id, reason: 'timeout' }), context);
+        },
+      },
+    );
+    send({ jsonrpc: '2.0', id, method: request.method, params: toClientParams(client.name, request, id, deps.codec) }, context);
+    const answer = await result;
+    // A task the client created for this request: its status notifications go back here.
+    const taskId = createdTaskId(answer);
+    if (taskId !== undefined) session.rememberClientTask(taskId, client.name);
+    return answer;
+  };
+}
+
+/** The client answered a request the gateway relayed; the answer goes back to its upstream. */
+export function answerFromClient(session: DownstreamSession, id: JsonRpcId | null, outcome: JsonObject | RpcError, codec: NamespaceCodec): boolean {
+  if (id === null) return false;
+  const request = session.clientRequests.get(id);
+  if (!request) return false;
+  const mapped = outcome instanceof RpcError ? outcome : mapRelatedTask(outcome, (taskId) => localTaskId(codec, request.upstream, taskId));
+  session.clientRequests.settle(id, mapped);
+  return true;
+}
+
+/**
+ * Client notifications that belong to one upstream: progress on a relayed request, and status
+ * of a task the client runs for an upstream. False when the notification is not one of those.
+ */
+export function routeClientNotification(session: DownstreamSession, message: JsonRpcNotification): boolean {
+  const params = message.params ?? {};
+  if (message.method === 'notifications/progress' && isToken(params.progressToken)) {
+    const request = session.clientRequests.get(params.progressToken);
+    const client = request && session.upstreams.get(request.upstream);
+    if (!request || request.progressToken === undefined || !client) return true;
+    client.notify(message.method, { ...params, progressToken: request.progressToken }).catch(() => {});
+    return true;
+  }
+  if (message.method === 'notifications/tasks/status' && typeof params.taskId === 'string') {
+    const upstream = session.clientTasks.get(params.taskId);
+    const client = upstream === undefined ? undefined : session.upstreams.get(upstream);
+    client?.notify(message.method, params).catch(() => {});
+    return true;
+  }
+  return false;
+}
+
+/** The upstream gave up on a request it sent the client: tell the client, with the gateway's id. */
+function cancelClientRequest(session: DownstreamSession, upstream: string, message: JsonRpcNotification): void {
+  const upstreamId = message.params?.requestId;
+  for (const [id, request] of session.clientRequests.values()) {
+    if (request.upstream !== upstream || request.upstreamId !== upstreamId) continue;
+    session.clientRequests.settle(id, new GatewayError('cancelled', 'cancelled by the upstream'));
+    const params: JsonObject = { requestId: id };
+    if (typeof message.params?.reason === 'string') params.reason = message.params.reason;
+    session.deliver(notification('notifications/cancelled', params));
+    return;
+  }
+}
+
+/**
+ * Params of a relayed request as the client sees them: the progress token is the gateway's id
+ * for the request (unique in the session), and a related task id is the client-facing one.
+ */
+function toClientParams(upstream: string, request: JsonRpcRequest, id: number, codec: NamespaceCodec): JsonObject | undefined {
+  if (!request.params) return undefined;
+  let params = mapRelatedTask(request.params, (taskId) => codec.exposeTaskId(upstream, taskId));
+  const meta = metaOf(params);
+  if (meta && isToken(meta.progressToken)) params = { ...params, _meta: { ...meta, progressToken: id } };
+  return params;
+}
+
+/** What a client sees of an upstream notification, or undefined when it is not forwarded. */
+export function rewriteNotification(upstream: string, message: JsonRpcNotification, codec: NamespaceCodec): JsonRpcNotification | undefined {
+  const params = message.params ?? {};
+  switch (message.method) {
+    case 'notifications/tools/list_changed':
+    case 'notifications/prompts/list_changed':
+    case 'notifications/resources/list_changed':
+      return notification(message.method);
+    case 'notifications/resources/updated':
+      if (typeof params.uri !== 'string') return undefined;
+      return notification(message.method, { ...params, uri: codec.exposeUri(upstream, params.uri) });
+    case 'notifications/message': {
+      const logger = typeof params.logger === 'string' ? `${upstream}/${params.logger}` : upstream;
+      return notification(message.method, mapRelatedTask({ ...params, logger }, (id) => codec.exposeTaskId(upstream, id)));
+    }
+    case 'notifications/tasks/status':
+      if (typeof params.taskId !== 'string') return undefined;
+      return notification(message.method, { ...params, taskId: codec.exposeTaskId(upstream, params.taskId) });
+    default:
+      return undefined;
+  }
+}
+
+/** The upstream's own id for a client-facing task id of that upstream; other ids unchanged. */
+export function localTaskId(codec: NamespaceCodec, upstream: string, exposed: string): string {
+  const split = codec.splitTaskId(exposed);
+  return split && split.upstream === upstream ? split.taskId : exposed;
+}
+
+function isToken(value: unknown): value is ProgressToken {
+  return typeof value === 'string' || typeof value === 'number';
+}
+
