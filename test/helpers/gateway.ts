@@ -40,16 +40,34 @@ export const upstream = {
   everything: () => ({ stdio: { command: NODE, args: [EVERYTHING_BIN, 'stdio'] } }),
   memory: () => ({ stdio: { command: NODE, args: [MEMORY_BIN], env: { MEMORY_FILE_PATH: join(tmpdir(), `switchyard-memory-${process.pid}.jsonl`) } } }),
   paged: (env: Record<string, string> = {}) => ({ stdio: { command: NODE, args: [join(FIXTURES, 'paged-server.mjs')], env } }),
+  rogue: (env: Record<string, string> = {}) => ({ stdio: { command: NODE, args: [join(FIXTURES, 'rogue-server.mjs')], env } }),
   http: (url: string, transport?: 'sse') => ({ http: transport ? { url, transport } : { url } }),
 };
 
-/** The official SDK client over Streamable HTTP. */
-export async function connectClient(url: URL, capabilities: ClientCapabilities = {}, protocolVersion?: string): Promise<Client> {
+/** The official SDK client over Streamable HTTP. `prepare` registers handlers before connecting. */
+export async function connectClient(url: URL, capabilities: ClientCapabilities = {}, prepare?: (client: Client) => void): Promise<Client> {
   const client = new Client({ name: 'switchyard-test', version: '1.0.0' }, { capabilities });
-  const transport = new StreamableHTTPClientTransport(url);
-  if (protocolVersion) transport.setProtocolVersion(protocolVersion);
-  await client.connect(transport);
+  prepare?.(client);
+  await client.connect(new StreamableHTTPClientTransport(url, { reconnectionOptions: { initialReconnectionDelay: 50, maxReconnectionDelay: 500, reconnectionDelayGrowFactor: 1.5, maxRetries: 20 } }));
   return client;
+}
+
+/** The rogue fixture's journal: every message it received. */
+export async function journal(client: Client, tool: string): Promise<{ id?: string | number; method?: string; params?: Record<string, unknown> }[]> {
+  return JSON.parse(textOf(await client.callTool({ name: tool, arguments: {} }))) as { id?: string | number; method?: string; params?: Record<string, unknown> }[];
+}
+
+/** Resolves when `predicate` holds, checking after each event `subscribe` reports; rejects after `timeoutMs`. */
+export function until(predicate: () => boolean, subscribe: (wake: () => void) => void, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+  if (predicate()) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs);
+    subscribe(() => {
+      if (!predicate()) return;
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 /** The text of a tool result's first content block. */
@@ -63,4 +81,27 @@ export function textOf(result: unknown): string {
 /** Ends the client's session with an HTTP DELETE, as a host does when the user leaves. */
 export async function terminateSession(client: Client): Promise<void> {
   await (client.transport as unknown as StreamableHTTPClientTransport).terminateSession();
+}
+
+export interface NotificationLog {
+  all: { method: string; params?: Record<string, unknown> }[];
+  /** Resolves once a notification matching `predicate` has arrived (bounded). */
+  waitFor(predicate: (n: { method: string; params?: Record<string, unknown> }) => boolean, what?: string, timeoutMs?: number): Promise<{ method: string; params?: Record<string, unknown> }>;
+}
+
+/** Records every notification the SDK client gets that no handler claimed (install before connect). */
+export function recordNotifications(client: Client): NotificationLog {
+  const all: NotificationLog['all'] = [];
+  const waiters = new Set<() => void>();
+  client.fallbackNotificationHandler = async (n) => {
+    all.push(n as NotificationLog['all'][number]);
+    for (const wake of waiters) wake();
+  };
+  return {
+    all,
+    async waitFor(predicate, what = 'notification', timeoutMs = 10_000) {
+      await until(() => all.some(predicate), (wake) => waiters.add(wake), timeoutMs, what);
+      return all.find(predicate)!;
+    },
+  };
 }
