@@ -94,7 +94,7 @@ export function recordNotifications(client: Client): NotificationLog {
   const all: NotificationLog['all'] = [];
   const waiters = new Set<() => void>();
   client.fallbackNotificationHandler = async (n) => {
-    all.push(n as NotificationLog['all'][number]);
+    all.push(n.params === undefined ? { method: n.method } : { method: n.method, params: n.params as Record<string, unknown> });
     for (const wake of waiters) wake();
   };
   return {
