@@ -49,6 +49,7 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
   };
 
   client.onrequest = async (request, context) => {
+    if (session.closed) throw new GatewayError('upstream_closed', 'the client session has ended');
     if (!clientSupports(session.info.clientCapabilities, request.method)) {
       throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (the client did not declare it)` });
     }
