@@ -20,6 +20,12 @@ export function withCreatedTaskId(result: JsonObject, taskId: string): JsonObjec
   return { ...result, task: { ...(result.task as JsonObject), taskId } };
 }
 
+/** The related-task id in a params or result object's `_meta`, if any. */
+export function relatedTaskId(value: JsonObject | undefined): string | undefined {
+  const related = metaOf(value)?.[RELATED_TASK];
+  return isObject(related) && typeof related.taskId === 'string' ? related.taskId : undefined;
+}
+
 /**
  * A copy of a params or result object whose `_meta` related-task id is mapped through `map`;
  * the object itself when it has none.

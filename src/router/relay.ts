@@ -15,7 +15,7 @@ import {
   type JsonRpcRequest,
   type ProgressToken,
 } from '../mcp/jsonrpc.js';
-import { createdTaskId, mapRelatedTask } from '../mcp/tasks.js';
+import { createdTaskId, mapRelatedTask, relatedTaskId } from '../mcp/tasks.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
@@ -54,8 +54,15 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
       throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (the client did not declare it)` });
     }
     const upstreamToken = metaOf(request.params)?.progressToken;
+    const localTask = relatedTaskId(request.params);
     const { id, result } = session.sendRequestToClient(
-      { upstream: client.name, upstreamId: request.id, method: request.method, progressToken: isToken(upstreamToken) ? upstreamToken : undefined },
+      {
+        upstream: client.name,
+        upstreamId: request.id,
+        method: request.method,
+        progressToken: isToken(upstreamToken) ? upstreamToken : undefined,
+        relatedTask: localTask === undefined ? undefined : { exposed: deps.codec.exposeTaskId(client.name, localTask), local: localTask },
+      },
       {
         timeoutMs: deps.clientRequestTimeoutMs(client.name),
         maxTotalMs: deps.clientRequestTimeoutMs(client.name),
@@ -75,11 +82,14 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
 }
 
 /** The client answered a request the gateway relayed; the answer goes back to its upstream. */
-export function answerFromClient(session: DownstreamSession, id: JsonRpcId | null, outcome: JsonObject | RpcError, codec: NamespaceCodec): boolean {
+export function answerFromClient(session: DownstreamSession, id: JsonRpcId | null, outcome: JsonObject | RpcError): boolean {
   if (id === null) return false;
   const request = session.clientRequests.get(id);
   if (!request) return false;
-  const mapped = outcome instanceof RpcError ? outcome : mapRelatedTask(outcome, (taskId) => localTaskId(codec, request.upstream, taskId));
+  // Only the upstream task id the gateway exposed goes back to its own form; any other id (a
+  // task the client runs itself) belongs to the client and passes unchanged.
+  const related = request.relatedTask;
+  const mapped = outcome instanceof RpcError || !related ? outcome : mapRelatedTask(outcome, (taskId) => (taskId === related.exposed ? related.local : taskId));
   session.clientRequests.settle(id, mapped);
   return true;
 }
@@ -152,12 +162,6 @@ export function rewriteNotification(upstream: string, message: JsonRpcNotificati
     default:
       return undefined;
   }
-}
-
-/** The upstream's own id for a client-facing task id of that upstream; other ids unchanged. */
-export function localTaskId(codec: NamespaceCodec, upstream: string, exposed: string): string {
-  const split = codec.splitTaskId(exposed);
-  return split && split.upstream === upstream ? split.taskId : exposed;
 }
 
 function isToken(value: unknown): value is ProgressToken {

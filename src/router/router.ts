@@ -128,7 +128,7 @@ export class Router {
   /** A client's answer to a server-initiated request; unknown ids are dropped. */
   handleResponse(session: DownstreamSession, response: JsonRpcResponse): void {
     const outcome = isFailure(response) ? new RpcError(response.error) : response.result;
-    if (!answerFromClient(session, response.id, outcome, this.#deps.catalog.codec)) {
+    if (!answerFromClient(session, response.id, outcome)) {
       this.#deps.logger.debug('dropped a client response with an unknown id', { id: response.id });
     }
   }

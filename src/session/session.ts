@@ -21,6 +21,8 @@ export interface ClientRequest {
   method: string;
   /** The upstream's progress token for it; the client sees the gateway's request id instead. */
   progressToken: ProgressToken | undefined;
+  /** The upstream task it relates to, as the client sees it and as the upstream knows it. */
+  relatedTask: { exposed: string; local: string } | undefined;
 }
 
 /** Request streams kept for resumption after their response; older ones are forgotten. */
