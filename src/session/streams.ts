@@ -22,6 +22,7 @@ interface LoggedEvent {
   key: string;
   seq: number;
   data: string;
+  bytes: number;
 }
 
 /**
@@ -41,11 +42,12 @@ export class EventLog {
   }
 
   append(key: string, seq: number, data: string): void {
-    this.#events.push({ key, seq, data });
-    this.#bytes += data.length;
+    const bytes = Buffer.byteLength(data);
+    this.#events.push({ key, seq, data, bytes });
+    this.#bytes += bytes;
     while (this.#events.length - this.#head > this.#limits.events || (this.#bytes > this.#limits.bytes && this.#events.length - this.#head > 1)) {
       const dropped = this.#events[this.#head++]!;
-      this.#bytes -= dropped.data.length;
+      this.#bytes -= dropped.bytes;
       this.#droppedUpTo.set(dropped.key, dropped.seq);
     }
     if (this.#head > 1_024 && this.#head * 2 > this.#events.length) {
@@ -54,9 +56,12 @@ export class EventLog {
     }
   }
 
-  /** The stream's events after `seq`, or undefined when some of them were dropped. */
-  after(key: string, seq: number): LoggedEvent[] | undefined {
-    if ((this.#droppedUpTo.get(key) ?? 0) > seq) return undefined;
+  /**
+   * The stream's events after `seq`; undefined when some of them were dropped, unless
+   * `partial` accepts what is left.
+   */
+  after(key: string, seq: number, partial = false): LoggedEvent[] | undefined {
+    if (!partial && (this.#droppedUpTo.get(key) ?? 0) > seq) return undefined;
     const out: LoggedEvent[] = [];
     for (let i = this.#head; i < this.#events.length; i++) {
       const event = this.#events[i]!;
@@ -73,7 +78,10 @@ export class EventLog {
 export type StreamKind = 'request' | 'standalone';
 
 export interface AttachOptions {
-  /** Replay events after this sequence number; by default, those never written to a connection. */
+  /**
+   * Replay events after this sequence number (a resumption: refused when some were dropped).
+   * By default, the events never written to a connection that the log still holds.
+   */
   after?: number;
   /** Write the priming event (an id and empty data) and the retry hint first (2025-11-25). */
   primeRetryMs?: number;
@@ -88,6 +96,7 @@ export class SessionStream {
   #written = 0;
   #connection: StreamConnection | undefined;
   #done = false;
+  #primed = false;
 
   constructor(kind: StreamKind, log: EventLog) {
     this.kind = kind;
@@ -118,15 +127,26 @@ export class SessionStream {
    * replays what it missed. False when some of those events were dropped from the log.
    */
   attach(connection: StreamConnection, options: AttachOptions = {}): boolean {
-    const events = this.#log.after(this.key, options.after ?? this.#written);
+    const resuming = options.after !== undefined;
+    const events = this.#log.after(this.key, options.after ?? this.#written, !resuming);
     if (!events) return false;
     if (this.#connection && this.#connection !== connection) this.#connection.close();
     this.#connection = connection;
-    if (options.primeRetryMs !== undefined) {
-      connection.write(`id: ${this.key}.${options.after ?? this.#written}\nretry: ${options.primeRetryMs}\ndata: \n\n`);
+    // Priming (2025-11-25): an event id with empty data, so the client can resume from the very
+    // start. A stream never written to primes first with `<key>.0`; later connections prime
+    // after the replay with a sequence number of their own, as event ids must be unique.
+    const prime = (seq: number): void => connection.write(`id: ${this.key}.${seq}\nretry: ${options.primeRetryMs}\ndata: \n\n`);
+    const primeFirst = options.primeRetryMs !== undefined && this.#written === 0 && !this.#primed;
+    if (primeFirst) {
+      this.#primed = true;
+      prime(0);
     }
     for (const event of events) connection.write(encodeSseEvent(event.data, `${event.key}.${event.seq}`));
     if (events.length > 0) this.#written = Math.max(this.#written, events[events.length - 1]!.seq);
+    if (options.primeRetryMs !== undefined && !primeFirst) {
+      this.#written = this.#nextSeq++;
+      prime(this.#written);
+    }
     if (this.#done) this.#closeConnection();
     return true;
   }
@@ -156,6 +176,6 @@ export class SessionStream {
 
 /** Parses a Last-Event-ID of the form this module issues. */
 export function parseEventId(value: string): { key: string; seq: number } | undefined {
-  const match = /^([0-9a-f]{12})\.(\d{1,15})$/.exec(value);
+  const match = /^([0-9a-f]{12})\.(0|[1-9]\d{0,14})$/.exec(value);
   return match ? { key: match[1]!, seq: Number(match[2]) } : undefined;
 }
