@@ -1,11 +1,13 @@
 // Builds a whole gateway from a config: every part is made here and passed down, so each test
-// gets a fresh gateway and close() leaves nothing running (no singletons).
+// gets a fresh gateway and close() leaves nothing running (no singletons). Also the lifecycle:
+// readiness, graceful drain, and hot reload of a new config.
 import type { AddressInfo } from 'node:net';
+import { isDeepStrictEqual } from 'node:util';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { Agent } from 'undici';
 import type { Config } from './config/schema.js';
-import { createApp } from './http/app.js';
+import { createApp, type Readiness } from './http/app.js';
 import { Catalog } from './router/catalog.js';
 import { NamespaceCodec } from './router/namespace.js';
 import { Router } from './router/router.js';
@@ -19,58 +21,118 @@ export interface GatewayOptions {
   baseEnv: Readonly<Record<string, string | undefined>>;
 }
 
+export type { Readiness } from './http/app.js';
+
 export interface Gateway {
   readonly app: Hono;
   /** Listens on the configured host and port (`port` overrides it; 0 picks a free one). */
   start(port?: number): Promise<URL>;
+  readiness(): Readiness;
+  /**
+   * Graceful shutdown: readiness turns false and new sessions are refused at once; requests in
+   * flight get up to shutdown.gracePeriod to finish; then open streams get a retry hint and
+   * close, and everything stops.
+   */
+  drain(): Promise<void>;
+  /** Applies a new config; returns the top-level keys that need a restart to change. */
+  reload(next: Config): string[];
   close(): Promise<void>;
 }
 
-export function createGateway(config: Config, options: GatewayOptions): Gateway {
-  const { logger } = options;
-  const dispatcher = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
-  const pool = new UpstreamPool(config.upstreams, { dispatcher, logger, baseEnv: options.baseEnv });
-  const codec = new NamespaceCodec(
+const DRAIN_POLL_MS = 50;
+
+function codecFor(config: Config): NamespaceCodec {
+  return new NamespaceCodec(
     config.namespacing,
     Object.entries(config.upstreams).map(([upstream, entry]) => ({ upstream, prefix: entry.prefix ?? upstream })),
   );
+}
+
+export function createGateway(initial: Config, options: GatewayOptions): Gateway {
+  const { logger } = options;
+  let config = initial;
+  const dispatcher = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
+  const pool = new UpstreamPool(config.upstreams, { dispatcher, logger, baseEnv: options.baseEnv });
+  const catalog = new Catalog(codecFor(config), logger);
   const sessions = new SessionStore({
     idleTimeoutMs: config.sessions.idleTimeout,
     replay: { events: config.sessions.replayEvents, bytes: config.sessions.replayBytes },
     logger,
   });
-  const router = new Router({ pool, sessions, catalog: new Catalog(codec, logger), logger });
+  const router = new Router({ pool, sessions, catalog, logger });
+  let server: ServerType | undefined;
+  let draining = false;
+
+  const readiness = (): Readiness => {
+    const listening = server !== undefined;
+    const upstreamUp = pool.anyUp;
+    return { ready: listening && !draining && upstreamUp, listening, draining, upstreamUp };
+  };
+
   const app = createApp({
     listen: config.listen,
     router,
     sessions,
     logger,
     health: () => pool.health(),
+    readiness,
     streams: { keepAliveMs: config.sessions.keepAlive, retryMs: config.sessions.retry },
   });
-  let server: ServerType | undefined;
+
+  async function close(): Promise<void> {
+    const listening = server;
+    server = undefined;
+    const stopped = listening ? new Promise<void>((resolve) => listening.close(() => resolve())) : Promise.resolve();
+    await sessions.closeAll();
+    await pool.close();
+    if (listening && 'closeAllConnections' in listening) listening.closeAllConnections();
+    await stopped;
+    await dispatcher.destroy();
+  }
 
   return {
     app,
+    readiness,
     async start(port = config.listen.port) {
       const { host, path } = config.listen;
       const address = await new Promise<AddressInfo>((resolve, reject) => {
-        server = serve({ fetch: app.fetch, hostname: host, port }, resolve);
-        server.once('error', reject);
+        const listening = serve({ fetch: app.fetch, hostname: host, port }, resolve);
+        listening.once('error', reject);
+        server = listening;
       });
       sessions.startSweeper();
+      pool.startProbing(config.health.probeInterval);
       const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
       return new URL(`http://${shownHost}:${address.port}${path}`);
     },
-    async close() {
-      const listening = server;
-      server = undefined;
-      const stopped = listening ? new Promise<void>((resolve) => listening.close(() => resolve())) : Promise.resolve();
-      await sessions.closeAll();
-      await pool.close();
-      if (listening && 'closeAllConnections' in listening) listening.closeAllConnections();
-      await stopped;
-      await dispatcher.destroy();
+    async drain() {
+      draining = true;
+      const grace = config.shutdown.gracePeriod;
+      const deadline = Date.now() + grace;
+      logger.info('draining', { inflight: sessions.inflight(), gracePeriodMs: grace });
+      while (sessions.inflight() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+      const abandoned = sessions.inflight();
+      if (abandoned > 0) logger.warn('grace period over; cancelling requests still in flight', { inflight: abandoned });
+      for (const session of sessions.all()) session.hangUp(config.sessions.retry);
+      await close();
     },
+    reload(next) {
+      const needRestart = (['listen', 'sessions', 'logging'] as const).filter((key) => !isDeepStrictEqual(config[key], next[key]));
+      const namingChanged =
+        !isDeepStrictEqual(config.namespacing, next.namespacing) ||
+        !isDeepStrictEqual(
+          Object.entries(config.upstreams).map(([name, u]) => [name, u.prefix]),
+          Object.entries(next.upstreams).map(([name, u]) => [name, u.prefix]),
+        );
+      // Synchronous from here to the end: every request sees the old config or the new one.
+      const changes = pool.update(next.upstreams);
+      if (namingChanged) catalog.setCodec(codecFor(next));
+      config = next;
+      logger.info('config reloaded', { ...changes, namingChanged, needRestart });
+      void router.reconfigure(changes, namingChanged);
+      if (changes.added.length + changes.changed.length > 0) void pool.probeAll();
+      return needRestart;
+    },
+    close,
   };
 }

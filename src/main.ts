@@ -1,7 +1,11 @@
 // CLI entry: `switchyard [--config FILE] [--port N]`. The only file that touches process.*
 // (argv, env, stdio, signals). Prints exactly one line on stdout, `listening on URL`, when ready;
 // logs go to stderr. A bad config exits 1 with one line naming the file, key path and problem.
-import { dirname, resolve } from 'node:path';
+// SIGTERM/SIGINT drain and exit 0; SIGHUP or a change of the config file reloads it.
+import { createHash } from 'node:crypto';
+import { watch } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { basename, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/load.js';
@@ -65,7 +69,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info('stopping', { signal });
-    gateway.close().then(
+    gateway.drain().then(
       () => process.exit(0),
       (err: unknown) => {
         logger.error('error while stopping', { err });
@@ -75,6 +79,40 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+
+  // Hot reload. The directory is watched, not the file: editors and Kubernetes ConfigMaps
+  // replace files rather than write them; a reload happens only when the content changed.
+  let applied = digest(await readFile(file, 'utf8').catch(() => ''));
+  let timer: NodeJS.Timeout | undefined;
+  const reload = async (why: string): Promise<void> => {
+    const text = await readFile(file, 'utf8').catch(() => undefined);
+    if (text === undefined || (why === 'file change' && digest(text) === applied)) return;
+    try {
+      const next = await loadConfig(file, process.env);
+      applied = digest(text);
+      const needRestart = gateway.reload(next);
+      if (needRestart.length > 0) logger.warn('config keys that only apply after a restart changed', { keys: needRestart });
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      logger.error(`config reload rejected, keeping the running config: ${err.message}`, { trigger: why });
+    }
+  };
+  const schedule = (why: string): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void reload(why).catch((err: unknown) => logger.error('config reload failed', { err })), 200);
+  };
+  process.on('SIGHUP', () => schedule('SIGHUP'));
+  try {
+    watch(dirname(file), { persistent: false }, (_event, name) => {
+      if (name === null || name === basename(file) || name.startsWith('..')) schedule('file change');
+    });
+  } catch (err) {
+    logger.warn('cannot watch the config file; reload with SIGHUP', { err });
+  }
+}
+
+function digest(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
 }
 
 await main();

@@ -33,6 +33,24 @@ const http = z.strictObject({
   transport: z.enum(['streamable-http', 'sse']).default('streamable-http'),
 });
 
+const restart = z.strictObject({
+  /** First delay before restarting a crashed child; doubles per failure, with jitter. */
+  backoff: duration.default(500),
+  maxBackoff: duration.default(30_000),
+  /** This many crashes within `window` is a crash loop: the upstream is marked down. */
+  maxCrashes: z.number().int().min(1).default(5),
+  window: duration.default(60_000),
+  /** A child that stayed up this long starts its backoff afresh. */
+  resetAfter: duration.default(60_000),
+});
+
+const circuit = z.strictObject({
+  /** Consecutive 5xx answers or connection failures that open the circuit. */
+  failures: z.number().int().min(1).default(5),
+  /** How long an open circuit fails fast before one probe request goes through. */
+  openFor: duration.default(10_000),
+});
+
 const upstream = z
   .strictObject({
     stdio: stdio.optional(),
@@ -47,6 +65,12 @@ const upstream = z
     initTimeoutMs: z.number().int().positive().default(10_000),
     /** One upstream session per client session. (`shared` arrives with the scale work.) */
     sharing: z.literal('per-session').default('per-session'),
+    /** A message from the upstream larger than this is treated like a crash. */
+    maxMessageBytes: z.number().int().min(1_024).default(16 * 1024 * 1024),
+    /** Restarting crashed stdio children (and reconnecting legacy SSE streams). */
+    restart: restart.prefault({}),
+    /** Failing fast on an HTTP upstream that keeps failing. */
+    circuit: circuit.prefault({}),
   })
   .superRefine((value, ctx) => {
     if ((value.stdio === undefined) === (value.http === undefined)) {
@@ -88,6 +112,16 @@ const logging = z.strictObject({
   level: z.enum(LOG_LEVELS).default('info'),
 });
 
+const shutdown = z.strictObject({
+  /** On SIGTERM: how long requests in flight may take to finish before sessions are closed. */
+  gracePeriod: duration.default(25_000),
+});
+
+const health = z.strictObject({
+  /** How often each upstream is probed (initialize, then closed) for /readyz; 0 turns probing off. */
+  probeInterval: duration.default(30_000),
+});
+
 export const configSchema = z
   .strictObject({
     listen: listen.prefault({}),
@@ -95,6 +129,8 @@ export const configSchema = z
     namespacing: namespacing.prefault({}),
     sessions: sessions.prefault({}),
     logging: logging.prefault({}),
+    shutdown: shutdown.prefault({}),
+    health: health.prefault({}),
   })
   .superRefine((config, ctx) => {
     const { separator, maxNameLength } = config.namespacing;

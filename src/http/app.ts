@@ -10,12 +10,20 @@ import type { Logger } from '../util/log.js';
 import { checkOrigin, rpcErrorResponse } from './guards.js';
 import { createMcpEndpoint } from './mcp-endpoint.js';
 
+export interface Readiness {
+  ready: boolean;
+  listening: boolean;
+  draining: boolean;
+  upstreamUp: boolean;
+}
+
 export interface AppDeps {
   listen: ListenConfig;
   router: Router;
   sessions: SessionStore;
   logger: Logger;
   health: () => Record<string, UpstreamHealth>;
+  readiness: () => Readiness;
   streams: StreamSettings;
 }
 
@@ -27,6 +35,7 @@ export function createApp(deps: AppDeps): Hono {
     logger: deps.logger,
     maxBodyBytes: deps.listen.maxBodyBytes,
     streams: deps.streams,
+    draining: () => deps.readiness().draining,
   });
   const allowedOrigins = new Set(deps.listen.allowedOrigins);
   const path = deps.listen.path;
@@ -37,7 +46,13 @@ export function createApp(deps: AppDeps): Hono {
     await next();
   });
 
+  // Liveness: the process answers. Readiness: config loaded, listening, not draining, and at
+  // least one upstream up (by a session's handshake or the periodic probe).
   app.get('/healthz', (c) => c.json({ status: 'ok', sessions: deps.sessions.size, upstreams: deps.health() }));
+  app.get('/readyz', (c) => {
+    const readiness = deps.readiness();
+    return c.json({ ...readiness, sessions: deps.sessions.size, upstreams: deps.health() }, readiness.ready ? 200 : 503);
+  });
 
   const methodNotAllowed = (): Response => rpcErrorResponse(405, ErrorCode.InvalidRequest, 'Method Not Allowed', null, { allow: 'GET, POST, DELETE' });
   app.post(path, (c) => endpoint.post(c.req.raw));

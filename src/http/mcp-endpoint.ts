@@ -29,6 +29,8 @@ export interface McpEndpointDeps {
   logger: Logger;
   maxBodyBytes: number;
   streams: StreamSettings;
+  /** While draining, new sessions are refused (503) and existing ones finish their work. */
+  draining: () => boolean;
 }
 
 const SESSION_HEADER = 'mcp-session-id';
@@ -119,6 +121,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
   }
 
   async function initialize(request: Request, message: JsonRpcRequest): Promise<Response> {
+    if (deps.draining()) {
+      return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: the gateway is shutting down', message.id, { 'retry-after': '1' });
+    }
     const existing = request.headers.get(SESSION_HEADER);
     if (existing !== null) {
       const session = sessions.get(existing);

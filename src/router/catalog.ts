@@ -2,6 +2,7 @@
 // the namespace codec, merge in upstream-name order, and follow every upstream's nextCursor
 // behind one opaque composite cursor, so nothing is truncated and nothing repeated. Also maps
 // client-facing names back to their upstream and original name.
+import { createHash } from 'node:crypto';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import { supportsMethod } from '../mcp/capabilities.js';
@@ -27,11 +28,19 @@ export const LIST_KINDS: Record<ListKind, KindInfo> = {
 
 export type Upstreams = ReadonlyMap<string, UpstreamClient>;
 
+/** Told about every upstream page a list returned: first page of a traversal or not, more to come or not. */
+export type PageObserver = (upstream: string, items: readonly JsonObject[], first: boolean, more: boolean) => void;
+
+/** Extends a list fingerprint with one more page (the same chain for the client's view and a re-read). */
+export function extendFingerprint(previous: string, items: readonly JsonObject[]): string {
+  return createHash('sha256').update(previous).update(JSON.stringify(items)).digest('base64url');
+}
+
 /** Pages followed when rebuilding an upstream's aliases; bounds a hostile upstream's cursor loop. */
 const MAX_ALIAS_PAGES = 100;
 
 export class Catalog {
-  readonly #codec: NamespaceCodec;
+  #codec: NamespaceCodec;
   readonly #logger: Logger;
   readonly #aliasLimit: number;
   /** `${kind}:${exposed}` → original name, for shortened names only (deterministic, shared). */
@@ -47,8 +56,14 @@ export class Catalog {
     return this.#codec;
   }
 
+  /** A new naming scheme (config reload); aliases of the old one no longer apply. */
+  setCodec(codec: NamespaceCodec): void {
+    this.#codec = codec;
+    this.#aliases.clear();
+  }
+
   /** One page of the merged list of `kind`. */
-  async list(kind: ListKind, upstreams: Upstreams, cursor: unknown, signal?: AbortSignal): Promise<JsonObject> {
+  async list(kind: ListKind, upstreams: Upstreams, cursor: unknown, signal?: AbortSignal, observe?: PageObserver): Promise<JsonObject> {
     const { method } = LIST_KINDS[kind];
     const first = cursor === undefined;
     const targets: [string, string | undefined][] = first
@@ -74,10 +89,25 @@ export class Catalog {
     for (const page of pages.filter((p) => p !== undefined).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       items.push(...page.items);
       if (page.nextCursor !== undefined) next[page.name] = page.nextCursor;
+      observe?.(page.name, page.items, first, page.nextCursor !== undefined);
     }
     const result: JsonObject = { [kind]: items };
     if (Object.keys(next).length > 0) result.nextCursor = encodeCursor(kind, next);
     return result;
+  }
+
+  /** The fingerprint of an upstream's whole list of `kind`, read afresh (after a restart). */
+  async fingerprint(kind: ListKind, client: UpstreamClient): Promise<string | undefined> {
+    if (!supportsMethod(client.capabilities, LIST_KINDS[kind].method)) return undefined;
+    let fingerprint = '';
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_ALIAS_PAGES; page++) {
+      const result = await this.#page(kind, client, cursor);
+      fingerprint = extendFingerprint(fingerprint, result.items);
+      cursor = result.nextCursor;
+      if (cursor === undefined) break;
+    }
+    return fingerprint;
   }
 
   /** The upstream client and original name behind a client-facing tool or prompt name. */

@@ -27,7 +27,8 @@ export interface RequestChannel {
 }
 
 export interface RelayDeps {
-  codec: NamespaceCodec;
+  /** Read at each use: a config reload may replace the codec. */
+  naming: { readonly codec: NamespaceCodec };
   logger: Logger;
   /** How long the gateway waits for the client to answer a request relayed from `upstream`. */
   clientRequestTimeoutMs: (upstream: string) => number;
@@ -43,7 +44,7 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
 
   client.onnotification = (message, context) => {
     if (message.method === 'notifications/cancelled') return cancelClientRequest(session, client.name, message);
-    const forwarded = rewriteNotification(client.name, message, deps.codec);
+    const forwarded = rewriteNotification(client.name, message, deps.naming.codec);
     if (forwarded) send(forwarded, context);
     else deps.logger.debug('upstream notification not forwarded', { upstream: client.name, method: message.method });
   };
@@ -61,7 +62,7 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
         upstreamId: request.id,
         method: request.method,
         progressToken: isToken(upstreamToken) ? upstreamToken : undefined,
-        relatedTask: localTask === undefined ? undefined : { exposed: deps.codec.exposeTaskId(client.name, localTask), local: localTask },
+        relatedTask: localTask === undefined ? undefined : { exposed: deps.naming.codec.exposeTaskId(client.name, localTask), local: localTask },
       },
       {
         timeoutMs: deps.clientRequestTimeoutMs(client.name),
@@ -72,7 +73,7 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
         },
       },
     );
-    send({ jsonrpc: '2.0', id, method: request.method, params: toClientParams(client.name, request, id, deps.codec) }, context);
+    send({ jsonrpc: '2.0', id, method: request.method, params: toClientParams(client.name, request, id, deps.naming.codec) }, context);
     const answer = await result;
     // A task the client created for this request: its status notifications go back here.
     const taskId = createdTaskId(answer);

@@ -19,10 +19,11 @@ import { negotiateVersion } from '../mcp/versions.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { SessionStore } from '../session/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
-import type { UpstreamPool } from '../upstream/pool.js';
+import type { UpstreamChanges, UpstreamPool } from '../upstream/pool.js';
 import type { Logger } from '../util/log.js';
 import { GATEWAY_NAME, GATEWAY_VERSION } from '../version.js';
 import type { Catalog, ListKind } from './catalog.js';
+import { afterRestart, listObserver, recordSubscription } from './recovery.js';
 import { answerFromClient, routeClientNotification, wireUpstream, type RequestChannel } from './relay.js';
 
 export type { RequestChannel } from './relay.js';
@@ -41,6 +42,12 @@ const LIST_METHODS: Record<string, ListKind> = {
   'resources/templates/list': 'resourceTemplates',
   'tasks/list': 'tasks',
 };
+
+const LIST_CHANGED_BY_CAPABILITY = [
+  ['tools', 'notifications/tools/list_changed'],
+  ['prompts', 'notifications/prompts/list_changed'],
+  ['resources', 'notifications/resources/list_changed'],
+] as const;
 
 export class Router {
   readonly #deps: RouterDeps;
@@ -64,13 +71,7 @@ export class Router {
     const upstreamParams = { protocolVersion, capabilities: params.capabilities, clientInfo: params.clientInfo };
     const opened = await Promise.allSettled(
       pool.names.map((name) =>
-        pool.open(name, upstreamParams, (client) =>
-          wireUpstream(session, client, {
-            codec: this.#deps.catalog.codec,
-            logger,
-            clientRequestTimeoutMs: (upstream) => pool.config(upstream)?.maxTotalTimeoutMs ?? 600_000,
-          }),
-        ),
+        pool.open(name, upstreamParams, (client) => this.#wire(session, client)),
       ),
     );
     const instructions: string[] = [];
@@ -93,6 +94,49 @@ export class Router {
     };
     if (instructions.length > 0) result.instructions = instructions.join('\n\n');
     return { session, response: success(request.id, result) };
+  }
+
+  /**
+   * Applies a config reload to the open sessions: upstream sessions of removed or changed
+   * upstreams are closed, added or changed ones are opened with each session's own client
+   * capabilities, and every session that changed (or all, when naming changed) hears
+   * list_changed. Sessions the reload does not touch keep running as they were.
+   */
+  async reconfigure(changes: UpstreamChanges, namingChanged: boolean): Promise<void> {
+    const { sessions, pool, logger } = this.#deps;
+    const closing = new Set([...changes.removed, ...changes.changed]);
+    const opening = [...changes.added, ...changes.changed];
+    await Promise.allSettled(
+      [...sessions.all()].map(async (session) => {
+        let touched = namingChanged;
+        for (const name of closing) {
+          const client = session.upstreams.get(name);
+          session.upstreams.delete(name);
+          session.listViews.delete(name);
+          session.subscriptions.delete(name);
+          if (client) {
+            touched = true;
+            void client.close();
+          }
+        }
+        const params = { protocolVersion: session.info.protocolVersion, capabilities: session.info.clientCapabilities, clientInfo: session.info.clientInfo };
+        const opened = await Promise.allSettled(opening.map((name) => pool.open(name, params, (client) => this.#wire(session, client))));
+        opened.forEach((outcome, i) => {
+          if (outcome.status === 'rejected') {
+            logger.warn('upstream left out of session after reload', { upstream: opening[i], session: session.id.slice(0, 8), err: outcome.reason });
+          } else if (session.closed) {
+            void outcome.value.close();
+          } else {
+            session.upstreams.set(opening[i]!, outcome.value);
+            touched = true;
+          }
+        });
+        if (!touched || session.closed) return;
+        for (const [capability, method] of LIST_CHANGED_BY_CAPABILITY) {
+          if (isObject(session.capabilities[capability])) session.deliver(notification(method));
+        }
+      }),
+    );
   }
 
   /** Answers one client request; undefined when it was cancelled (no response is due). */
@@ -138,7 +182,7 @@ export class Router {
     const params = request.params ?? {};
     const { catalog } = this.#deps;
     const kind = LIST_METHODS[method];
-    if (kind) return catalog.list(kind, session.upstreams, params.cursor, signal);
+    if (kind) return catalog.list(kind, session.upstreams, params.cursor, signal, listObserver(session, kind));
     switch (method) {
       case 'ping':
         return {};
@@ -164,11 +208,14 @@ export class Router {
         const uri = requireString(params, 'uri');
         const target = catalog.resolveUri(uri, session.upstreams);
         if (!target) throw new GatewayError('unknown_name', `Unknown resource: ${uri}`);
-        return this.#forward(target.client, method, { ...params, uri: target.uri }, channel, signal);
+        const result = await this.#forward(target.client, method, { ...params, uri: target.uri }, channel, signal);
+        if (method !== 'resources/read') recordSubscription(session, target.client.name, target.uri, method === 'resources/subscribe');
+        return result;
       }
       case 'completion/complete':
         return this.#complete(session, params, channel, signal);
       case 'logging/setLevel': {
+        if (typeof params.level === 'string') session.logLevel = params.level;
         const targets = [...session.upstreams.values()].filter((c) => !c.closed && supportsMethod(c.capabilities, method));
         await Promise.allSettled(targets.map((c) => c.request(method, params, { signal })));
         return {};
@@ -207,6 +254,17 @@ export class Router {
     const result = await this.#forward(client, method, { ...params, taskId: split.taskId }, channel, signal);
     if (method === 'tasks/result') return mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id));
     return typeof result.taskId === 'string' ? { ...result, taskId: codec.exposeTaskId(client.name, result.taskId) } : result;
+  }
+
+  /** Wires a new upstream session to the client session that owns it. */
+  #wire(session: DownstreamSession, client: UpstreamClient): void {
+    const { catalog, logger, pool } = this.#deps;
+    wireUpstream(session, client, {
+      naming: catalog,
+      logger,
+      clientRequestTimeoutMs: (upstream) => pool.config(upstream)?.maxTotalTimeoutMs ?? 600_000,
+    });
+    client.onreconnect = () => void afterRestart(session, client, catalog, logger);
   }
 
   #forward(client: UpstreamClient, method: string, params: JsonObject, channel: RequestChannel, signal: AbortSignal): Promise<JsonObject> {

@@ -25,6 +25,13 @@ export interface ClientRequest {
   relatedTask: { exposed: string; local: string } | undefined;
 }
 
+export interface ListView {
+  /** A hash over the pages seen so far, in order. */
+  fingerprint: string;
+  /** The client followed nextCursor to the end. */
+  complete: boolean;
+}
+
 /** Request streams kept for resumption after their response; older ones are forgotten. */
 const MAX_DONE_STREAMS = 100;
 /** Client-side task ids remembered, to route the client's notifications/tasks/status. */
@@ -41,6 +48,15 @@ export class DownstreamSession {
   readonly clientRequests = new PendingRequests<ClientRequest>();
   /** Tasks the client created for an upstream's requests: client task id → upstream name. */
   readonly clientTasks = new Map<string, string>();
+  /**
+   * What the client has seen of each upstream's lists (upstream → list kind → fingerprint), so
+   * that after an upstream restarts the client hears list_changed only if something differs.
+   */
+  readonly listViews = new Map<string, Map<string, ListView>>();
+  /** Resource URIs (the upstream's own) the client subscribed to, per upstream: renewed after a restart. */
+  readonly subscriptions = new Map<string, Set<string>>();
+  /** The level the client set with logging/setLevel: renewed after a restart. */
+  logLevel: string | undefined;
   readonly #inflight = new Map<JsonRpcId, AbortController>();
   readonly #limits: LogLimits;
   readonly #streams = new Map<string, SessionStream>();
@@ -63,6 +79,17 @@ export class DownstreamSession {
 
   touch(now: number): void {
     this.#lastActive = now;
+  }
+
+  /** Client requests being processed. */
+  get inflight(): number {
+    return this.#inflight.size;
+  }
+
+  /** Closes every open connection after a retry hint; the streams stay resumable (drain). */
+  hangUp(retryMs: number): void {
+    this.#standalone?.hangUp(retryMs);
+    for (const stream of this.#streams.values()) stream.hangUp(retryMs);
   }
 
   /** When the session became idle, or undefined while a request or stream keeps it busy. */

@@ -39,6 +39,17 @@ export class SessionStore {
     return session;
   }
 
+  all(): IterableIterator<DownstreamSession> {
+    return this.#sessions.values();
+  }
+
+  /** Client requests being processed, across sessions. */
+  inflight(): number {
+    let total = 0;
+    for (const session of this.#sessions.values()) total += session.inflight;
+    return total;
+  }
+
   get(id: string): DownstreamSession | undefined {
     return this.#sessions.get(id);
   }

@@ -7,6 +7,7 @@ import type { Logger } from '../util/log.js';
 import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError, readBounded } from './http-common.js';
 import { TransportError, type SendOptions, type Transport } from './types.js';
 import { SseParser } from '../util/sse.js';
+import type { CircuitBreaker } from './circuit.js';
 
 export interface StreamableHttpOptions {
   url: string;
@@ -15,6 +16,8 @@ export interface StreamableHttpOptions {
   dispatcher: Dispatcher;
   logger: Logger;
   maxMessageBytes?: number;
+  /** Shared by every session of this upstream. */
+  breaker?: CircuitBreaker;
 }
 
 const GET_RETRY_MIN_MS = 500;
@@ -50,6 +53,20 @@ export class StreamableHttpTransport implements Transport {
 
   async send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
     if (this.#closed) throw new TransportError('closed', 'transport closed');
+    const breaker = this.#options.breaker;
+    if (breaker && !breaker.allow()) throw new TransportError('circuit_open', 'circuit open after repeated upstream failures');
+    let healthy: boolean | undefined;
+    try {
+      await this.#post(message, options, (ok) => (healthy = ok));
+    } finally {
+      if (healthy === true) breaker?.success();
+      else if (healthy === false) breaker?.failure();
+      else breaker?.release();
+    }
+  }
+
+  /** One POST exchange; `judge` learns whether the upstream itself behaved (for the breaker). */
+  async #post(message: JsonRpcMessage, options: SendOptions | undefined, judge: (healthy: boolean) => void): Promise<void> {
     const signal = options?.signal ? AbortSignal.any([this.#abort.signal, options.signal]) : this.#abort.signal;
     const expectId = isRequest(message) ? message.id : undefined;
     let response: Dispatcher.ResponseData;
@@ -62,9 +79,11 @@ export class StreamableHttpTransport implements Transport {
         signal,
       });
     } catch (err) {
+      if (!signal.aborted) judge(false);
       throw networkError(err);
     }
     const { statusCode, headers, body } = response;
+    judge(statusCode < 500);
     const sessionId = headerValue(headers, 'mcp-session-id');
     if (sessionId && expectId !== undefined && isRequest(message) && message.method === 'initialize') this.#sessionId = sessionId;
 
@@ -157,7 +176,10 @@ export class StreamableHttpTransport implements Transport {
         }
         if (statusCode === 404) {
           await body.dump();
-          this.#options.logger.warn('upstream GET stream: session not found');
+          // The upstream forgot this session; whoever owns the transport decides what next.
+          this.#closed = true;
+          this.#abort.abort();
+          this.onclose?.(new TransportError('session_expired', 'upstream session expired', 404));
           return;
         }
         if (statusCode !== 200 || contentTypeOf(responseHeaders) !== 'text/event-stream') {

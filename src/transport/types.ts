@@ -1,6 +1,6 @@
 // The one interface every upstream transport implements (after the MCP SDK's Transport).
 // A transport owns bytes: framing, connections, processes. It never correlates requests.
-import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
+import type { JsonObject, JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
 
 export interface MessageExtra {
   /**
@@ -32,13 +32,17 @@ export interface Transport {
   onerror?: (error: Error) => void;
   /** Called once when the transport ends, with the reason when it was not asked to close. */
   onclose?: (reason?: Error) => void;
+  /** (Reconnecting transports) The connection was lost; requests in flight will not be answered. */
+  ondisconnect?: (reason: Error) => void;
+  /** (Reconnecting transports) A new connection is initialized; `result` is its initialize result. */
+  onreconnect?: (result: JsonObject) => void;
 }
 
 /** A failure of the transport itself (process exit, HTTP status, stream cut). */
 export class TransportError extends Error {
   override readonly name = 'TransportError';
   constructor(
-    readonly code: 'closed' | 'spawn_failed' | 'http_status' | 'session_expired' | 'stream_ended' | 'oversized' | 'network',
+    readonly code: 'closed' | 'spawn_failed' | 'http_status' | 'session_expired' | 'stream_ended' | 'oversized' | 'network' | 'circuit_open',
     message: string,
     readonly status?: number,
     options?: { cause?: unknown },

@@ -73,6 +73,8 @@ export interface UpstreamClientOptions {
   logger: Logger;
   /** Called once when the client ends: closed by its owner (no reason) or lost (reason). */
   onEnd?: (reason?: Error) => void;
+  /** The upstream restarted (or its session was renewed) and is initialized again. */
+  onRestart?: () => void;
 }
 
 /** Requests whose server-initiated messages may belong to them (not lists or pings). */
@@ -95,6 +97,8 @@ export class UpstreamClient {
   onnotification?: (message: JsonRpcNotification, context: unknown) => void;
   onrequest?: ServerRequestHandler;
   onclose?: (reason?: Error) => void;
+  /** The upstream came back after a restart; its lists may have changed. */
+  onreconnect?: () => void;
 
   constructor(name: string, transport: Transport, options: UpstreamClientOptions) {
     this.name = name;
@@ -103,6 +107,16 @@ export class UpstreamClient {
     transport.onmessage = (message, extra) => this.#receive(message, extra);
     transport.onerror = (err) => options.logger.debug('transport error', { err });
     transport.onclose = (reason) => this.#onTransportClose(reason);
+    transport.ondisconnect = (reason) => {
+      options.logger.warn('upstream connection lost; requests in flight failed', { reason, failed: this.#pending.size });
+      this.#abandonAll(new GatewayError('upstream_closed', `upstream ${this.name} crashed (${reason.message}); it is being restarted`));
+    };
+    transport.onreconnect = (result) => {
+      const init = parseInitializeResult(result);
+      if (init && isSupportedVersion(init.protocolVersion)) this.#init = init;
+      options.onRestart?.();
+      this.onreconnect?.();
+    };
   }
 
   get initialized(): InitializeResult | undefined {

@@ -1,9 +1,14 @@
 // Opens upstream sessions from config (the only place that picks a transport kind) and keeps
-// each upstream's health: the outcome of its latest handshake and how many sessions are open.
+// each upstream's health: the outcome of its latest handshake or probe, open sessions,
+// restarts, and the state of its circuit. Stops every session it opened on close().
+import { isDeepStrictEqual } from 'node:util';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import type { JsonObject } from '../mcp/jsonrpc.js';
+import { LATEST_VERSION } from '../mcp/versions.js';
+import { CircuitBreaker, type CircuitState } from '../transport/circuit.js';
 import { LegacySseTransport } from '../transport/legacy-sse.js';
+import { ReconnectingTransport } from '../transport/reconnecting.js';
 import { StdioTransport } from '../transport/stdio.js';
 import { StreamableHttpTransport } from '../transport/streamable-http.js';
 import type { Transport } from '../transport/types.js';
@@ -23,25 +28,35 @@ export interface UpstreamHealth {
   state: UpstreamState;
   transport: 'stdio' | 'streamable-http' | 'sse';
   sessions: number;
+  restarts: number;
   since: string;
+  circuit?: CircuitState;
   lastError?: string;
 }
 
+/** What changed between two sets of upstream configs. */
+export interface UpstreamChanges {
+  added: string[];
+  removed: string[];
+  changed: string[];
+}
+
+const PROBE_CLIENT = { name: 'switchyard-probe', version: '1' };
+
 export class UpstreamPool {
-  readonly #configs: ReadonlyMap<string, UpstreamConfig>;
+  #configs: Map<string, UpstreamConfig>;
   readonly #deps: UpstreamPoolDeps;
   readonly #health = new Map<string, UpstreamHealth>();
+  readonly #breakers = new Map<string, CircuitBreaker>();
   /** Every client not yet fully stopped, so close() leaves no child process behind. */
   readonly #live = new Set<UpstreamClient>();
+  #probeTimer: NodeJS.Timeout | undefined;
+  #closed = false;
 
   constructor(upstreams: Readonly<Record<string, UpstreamConfig>>, deps: UpstreamPoolDeps) {
-    this.#configs = new Map(Object.entries(upstreams));
     this.#deps = deps;
-    const since = new Date().toISOString();
-    for (const [name, config] of this.#configs) {
-      const transport = config.stdio ? 'stdio' : config.http!.transport;
-      this.#health.set(name, { state: 'unknown', transport, sessions: 0, since });
-    }
+    this.#configs = new Map();
+    this.update(upstreams);
   }
 
   /** Upstream names in a stable (sorted) order: the order of merged lists. */
@@ -51,6 +66,46 @@ export class UpstreamPool {
 
   config(name: string): UpstreamConfig | undefined {
     return this.#configs.get(name);
+  }
+
+  /** True when at least one upstream's latest handshake or probe succeeded. */
+  get anyUp(): boolean {
+    for (const health of this.#health.values()) if (health.state === 'up') return true;
+    return false;
+  }
+
+  /** Replaces the configs (hot reload) and says what changed. */
+  update(upstreams: Readonly<Record<string, UpstreamConfig>>): UpstreamChanges {
+    const next = new Map(Object.entries(upstreams));
+    const changes: UpstreamChanges = { added: [], removed: [], changed: [] };
+    for (const name of this.#configs.keys()) if (!next.has(name)) changes.removed.push(name);
+    for (const [name, config] of next) {
+      const previous = this.#configs.get(name);
+      if (!previous) changes.added.push(name);
+      else if (!isDeepStrictEqual(previous, config)) changes.changed.push(name);
+    }
+    const since = new Date().toISOString();
+    for (const name of [...changes.removed, ...changes.changed]) {
+      this.#health.delete(name);
+      this.#breakers.delete(name);
+    }
+    for (const name of [...changes.added, ...changes.changed]) {
+      const config = next.get(name)!;
+      const transport = config.stdio ? 'stdio' : config.http!.transport;
+      const health: UpstreamHealth = { state: 'unknown', transport, sessions: 0, restarts: 0, since };
+      if (config.http?.transport === 'streamable-http') {
+        const breaker = new CircuitBreaker({ failures: config.circuit.failures, openMs: config.circuit.openFor });
+        breaker.onchange = (state) => {
+          health.circuit = state;
+          this.#deps.logger.warn('circuit changed', { upstream: name, state });
+        };
+        health.circuit = breaker.state;
+        this.#breakers.set(name, breaker);
+      }
+      this.#health.set(name, health);
+    }
+    this.#configs = next;
+    return changes;
   }
 
   /**
@@ -64,16 +119,20 @@ export class UpstreamPool {
     const logger = this.#deps.logger.child({ upstream: name });
     const health = this.#health.get(name)!;
     let open = false;
-    const client = new UpstreamClient(name, this.#transport(config, logger), {
+    const client = new UpstreamClient(name, this.#transport(name, config, logger), {
       timeoutMs: config.timeoutMs,
       maxTotalTimeoutMs: config.maxTotalTimeoutMs,
       logger,
       onEnd: (reason) => {
         if (open) health.sessions--;
         open = false;
-        if (reason) this.#record(name, 'down', reason.message);
+        if (reason) this.#record(health, 'down', reason.message);
         // close() is idempotent; this waits for the transport to be fully stopped.
         void client.close().finally(() => this.#live.delete(client));
+      },
+      onRestart: () => {
+        health.restarts++;
+        this.#record(health, 'up');
       },
     });
     this.#live.add(client);
@@ -81,17 +140,39 @@ export class UpstreamPool {
     try {
       await client.connect(initializeParams, config.initTimeoutMs);
     } catch (err) {
-      this.#record(name, 'down', err instanceof Error ? err.message : String(err));
+      this.#record(health, 'down', err instanceof Error ? err.message : String(err));
       throw err;
     }
-    this.#record(name, 'up');
+    this.#record(health, 'up');
     open = true;
     health.sessions++;
     return client;
   }
 
+  /** Probes every upstream now and then every `intervalMs` (0: only now). */
+  startProbing(intervalMs: number): void {
+    void this.probeAll();
+    if (intervalMs > 0 && !this.#probeTimer) {
+      this.#probeTimer = setInterval(() => void this.probeAll(), intervalMs);
+      this.#probeTimer.unref();
+    }
+  }
+
+  /** Opens and closes a session on every upstream, recording each one up or down. */
+  async probeAll(): Promise<void> {
+    await Promise.allSettled(
+      this.names.map(async (name) => {
+        if (this.#closed) return;
+        const client = await this.open(name, { protocolVersion: LATEST_VERSION, capabilities: {}, clientInfo: PROBE_CLIENT });
+        await client.close();
+      }),
+    );
+  }
+
   /** Stops every upstream session still open or stopping. */
   async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#probeTimer);
     await Promise.allSettled([...this.#live].map((client) => client.close()));
   }
 
@@ -99,24 +180,37 @@ export class UpstreamPool {
     return Object.fromEntries([...this.#health].sort(([a], [b]) => a.localeCompare(b)).map(([name, h]) => [name, { ...h }]));
   }
 
-  #record(name: string, state: UpstreamState, error?: string): void {
-    const health = this.#health.get(name)!;
+  #record(health: UpstreamHealth, state: UpstreamState, error?: string): void {
     if (health.state !== state) health.since = new Date().toISOString();
     health.state = state;
     if (error !== undefined) health.lastError = error;
   }
 
-  #transport(config: UpstreamConfig, logger: Logger): Transport {
+  #transport(name: string, config: UpstreamConfig, logger: Logger): Transport {
+    const { restart } = config;
+    const policy = {
+      initialDelayMs: restart.backoff,
+      maxDelayMs: restart.maxBackoff,
+      maxCrashes: restart.maxCrashes,
+      windowMs: restart.window,
+      resetAfterMs: restart.resetAfter,
+    };
     if (config.stdio) {
       const { PATH, HOME } = this.#deps.baseEnv;
       const env: Record<string, string> = {};
       if (PATH !== undefined) env.PATH = PATH;
       if (HOME !== undefined) env.HOME = HOME;
       Object.assign(env, config.stdio.env);
-      return new StdioTransport({ command: config.stdio.command, args: config.stdio.args, env, cwd: config.stdio.cwd ?? '.', logger });
+      const stdio = config.stdio;
+      const make = (): Transport =>
+        new StdioTransport({ command: stdio.command, args: stdio.args, env, cwd: stdio.cwd ?? '.', logger, maxMessageBytes: config.maxMessageBytes });
+      return new ReconnectingTransport(make, { policy, logger, restartOnCrash: true });
     }
     const http = config.http!;
-    const options = { url: http.url, headers: http.headers, dispatcher: this.#deps.dispatcher, logger };
-    return http.transport === 'sse' ? new LegacySseTransport(options) : new StreamableHttpTransport(options);
+    const options = { url: http.url, headers: http.headers, dispatcher: this.#deps.dispatcher, logger, maxMessageBytes: config.maxMessageBytes };
+    if (http.transport === 'sse') return new ReconnectingTransport(() => new LegacySseTransport(options), { policy, logger, restartOnCrash: true });
+    const breaker = this.#breakers.get(name);
+    const make = (): Transport => new StreamableHttpTransport(breaker ? { ...options, breaker } : options);
+    return new ReconnectingTransport(make, { policy, logger, restartOnCrash: false });
   }
 }

@@ -1,0 +1,232 @@
+// A transport that survives its connection: when a stdio child crashes (or an HTTP upstream
+// forgets the session), it makes a fresh inner transport after an exponential backoff with
+// jitter, replays the initialize handshake it saw pass through, and carries on. Requests in
+// flight when the connection was lost are reported lost (ondisconnect) so they fail at once;
+// requests sent during the restart wait for it. A crash loop gives up and closes for good.
+// Restart is this wrapper's whole job; the client and router never see a flag for it.
+import { isRequest, isResponse, type JsonObject, type JsonRpcMessage, type JsonRpcRequest } from '../mcp/jsonrpc.js';
+import type { Logger } from '../util/log.js';
+import { TransportError, type SendOptions, type Transport } from './types.js';
+
+export interface RestartPolicy {
+  /** First backoff delay; doubles per consecutive failure, with jitter. */
+  initialDelayMs: number;
+  maxDelayMs: number;
+  /** This many crashes within windowMs is a crash loop: stop restarting. */
+  maxCrashes: number;
+  windowMs: number;
+  /** A connection that lived this long resets the backoff. */
+  resetAfterMs: number;
+}
+
+/** Requests that are safe to send again on a new upstream session: they change nothing. */
+const RETRY_SAFE = new Set(['ping', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read', 'prompts/get', 'completion/complete']);
+
+const REINIT_ID_PREFIX = 'switchyard-reinit-';
+const REINIT_TIMEOUT_MS = 30_000;
+
+export class ReconnectingTransport implements Transport {
+  readonly #make: () => Transport;
+  readonly #policy: RestartPolicy;
+  readonly #logger: Logger;
+  readonly #restartOnCrash: boolean;
+  #inner: Transport;
+  #initialize: JsonRpcRequest | undefined;
+  #protocolVersion: string | undefined;
+  #ready: Promise<void> | undefined;
+  #closed = false;
+  #attempt = 0;
+  #connectedAt = Date.now();
+  #reinits = 0;
+  #reinit: { id: string; resolve: (result: JsonObject) => void; reject: (err: Error) => void } | undefined;
+  readonly #crashes: number[] = [];
+
+  onmessage?: Transport['onmessage'];
+  onerror?: Transport['onerror'];
+  onclose?: Transport['onclose'];
+  ondisconnect?: Transport['ondisconnect'];
+  onreconnect?: Transport['onreconnect'];
+
+  /**
+   * `restartOnCrash`: make a new connection when the current one ends unasked (stdio).
+   * Either way, a session the upstream forgot (HTTP 404) is re-initialized.
+   */
+  constructor(make: () => Transport, options: { policy: RestartPolicy; logger: Logger; restartOnCrash: boolean }) {
+    this.#make = make;
+    this.#policy = options.policy;
+    this.#logger = options.logger;
+    this.#restartOnCrash = options.restartOnCrash;
+    this.#inner = this.#wire(make());
+  }
+
+  async start(): Promise<void> {
+    this.#connectedAt = Date.now();
+    await this.#inner.start();
+  }
+
+  sessionEstablished(protocolVersion: string): void {
+    this.#protocolVersion = protocolVersion;
+    this.#inner.sessionEstablished?.(protocolVersion);
+  }
+
+  async send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
+    if (isRequest(message) && message.method === 'initialize') this.#initialize = message;
+    if (this.#ready) await waitOrAbort(this.#ready, options?.signal);
+    if (this.#closed) throw new TransportError('closed', 'transport closed');
+    try {
+      await this.#inner.send(message, options);
+    } catch (err) {
+      if (!(err instanceof TransportError) || err.code !== 'session_expired' || this.#closed) throw err;
+      // The upstream forgot our session: start a new one, and send again only what is safe.
+      this.#lost(err, false);
+      if (!isRequest(message) || !RETRY_SAFE.has(message.method)) throw err;
+      await waitOrAbort(this.#ready!, options?.signal);
+      await this.#inner.send(message, options);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#inner.close();
+  }
+
+  #wire(inner: Transport): Transport {
+    inner.onmessage = (message, extra) => {
+      if (inner !== this.#inner) return;
+      // The answer to a replayed initialize is the wrapper's own business.
+      if (isResponse(message) && this.#reinit && message.id === this.#reinit.id) {
+        const waiter = this.#reinit;
+        this.#reinit = undefined;
+        if ('result' in message) waiter.resolve(message.result);
+        else waiter.reject(new TransportError('closed', `re-initialize failed: ${message.error.message}`));
+        return;
+      }
+      this.onmessage?.(message, extra);
+    };
+    inner.onerror = (err) => this.onerror?.(err);
+    inner.onclose = (reason) => {
+      if (inner !== this.#inner || this.#closed) return;
+      if (this.#reinit) {
+        // Lost during the handshake: the reconnection loop counts it and tries again.
+        const waiter = this.#reinit;
+        this.#reinit = undefined;
+        waiter.reject(reason ?? new TransportError('closed', 'closed during re-initialize'));
+        return;
+      }
+      const expired = reason instanceof TransportError && reason.code === 'session_expired';
+      if (!reason || (!this.#restartOnCrash && !expired)) {
+        this.#closed = true;
+        this.onclose?.(reason);
+        return;
+      }
+      this.#lost(reason, !expired);
+    };
+    return inner;
+  }
+
+  /** Reports the loss and starts (once) the backoff and reconnection. */
+  #lost(reason: Error, crashed: boolean): void {
+    if (this.#ready) return;
+    if (crashed && this.#crashLoop()) {
+      this.#closed = true;
+      void this.#inner.close();
+      this.onclose?.(new TransportError('closed', `crash loop: ${this.#crashes.length} crashes within ${this.#policy.windowMs} ms (last: ${reason.message})`));
+      return;
+    }
+    // After a crash nothing in flight will be answered; an expired HTTP session fails (or
+    // retries) each request on its own.
+    if (crashed) this.ondisconnect?.(reason);
+    const ready = this.#reconnect(reason, crashed);
+    this.#ready = ready;
+    ready.then(
+      () => {
+        if (this.#ready === ready) this.#ready = undefined;
+      },
+      () => {},
+    );
+  }
+
+  #crashLoop(): boolean {
+    const now = Date.now();
+    if (now - this.#connectedAt >= this.#policy.resetAfterMs) this.#attempt = 0;
+    this.#crashes.push(now);
+    while (this.#crashes.length > 0 && this.#crashes[0]! < now - this.#policy.windowMs) this.#crashes.shift();
+    return this.#crashes.length >= this.#policy.maxCrashes;
+  }
+
+  async #reconnect(reason: Error, crashed: boolean): Promise<void> {
+    void this.#inner.close().catch(() => {});
+    for (;;) {
+      if (crashed) await delay(this.#backoff());
+      if (this.#closed) throw new TransportError('closed', 'transport closed');
+      this.#logger.warn(crashed ? 'restarting upstream' : 're-initializing upstream session', { reason, attempt: this.#attempt });
+      const inner = this.#wire(this.#make());
+      this.#inner = inner;
+      try {
+        const result = await this.#handshake(inner);
+        this.#connectedAt = Date.now();
+        this.onreconnect?.(result);
+        return;
+      } catch (err) {
+        void inner.close().catch(() => {});
+        crashed = true;
+        if (this.#crashLoop()) {
+          this.#closed = true;
+          this.onclose?.(new TransportError('closed', `crash loop: upstream failed to restart (${(err as Error).message})`));
+          throw err;
+        }
+      }
+    }
+  }
+
+  /** Replays the initialize handshake on a new inner transport; resolves with its result. */
+  async #handshake(inner: Transport): Promise<JsonObject> {
+    await inner.start();
+    if (!this.#initialize) return {};
+    const id = `${REINIT_ID_PREFIX}${++this.#reinits}`;
+    let timer: NodeJS.Timeout | undefined;
+    const answered = new Promise<JsonObject>((resolve, reject) => {
+      this.#reinit = { id, resolve, reject };
+      timer = setTimeout(() => reject(new TransportError('closed', 're-initialize timed out')), REINIT_TIMEOUT_MS);
+    });
+    try {
+      await inner.send({ ...this.#initialize, id });
+      const result = await answered;
+      await inner.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      if (this.#protocolVersion) inner.sessionEstablished?.(this.#protocolVersion);
+      return result;
+    } finally {
+      clearTimeout(timer);
+      this.#reinit = undefined;
+    }
+  }
+
+  #backoff(): number {
+    const base = Math.min(this.#policy.maxDelayMs, this.#policy.initialDelayMs * 2 ** this.#attempt);
+    this.#attempt++;
+    return Math.round(base * (0.5 + Math.random() * 0.5));
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function waitOrAbort(promise: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(new TransportError('closed', 'request abandoned'));
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(new TransportError('closed', 'request abandoned'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}
