@@ -28,6 +28,8 @@ export interface UpstreamHealth {
   state: UpstreamState;
   transport: 'stdio' | 'streamable-http' | 'sse';
   sessions: number;
+  /** Requests to it in flight right now, across sessions. */
+  pending: number;
   restarts: number;
   since: string;
   circuit?: CircuitState;
@@ -92,7 +94,7 @@ export class UpstreamPool {
     for (const name of [...changes.added, ...changes.changed]) {
       const config = next.get(name)!;
       const transport = config.stdio ? 'stdio' : config.http!.transport;
-      const health: UpstreamHealth = { state: 'unknown', transport, sessions: 0, restarts: 0, since };
+      const health: UpstreamHealth = { state: 'unknown', transport, sessions: 0, pending: 0, restarts: 0, since };
       if (config.http?.transport === 'streamable-http') {
         const breaker = new CircuitBreaker({ failures: config.circuit.failures, openMs: config.circuit.openFor });
         breaker.onchange = (state) => {
@@ -177,7 +179,11 @@ export class UpstreamPool {
   }
 
   health(): Record<string, UpstreamHealth> {
-    return Object.fromEntries([...this.#health].sort(([a], [b]) => a.localeCompare(b)).map(([name, h]) => [name, { ...h }]));
+    const pending = new Map<string, number>();
+    for (const client of this.#live) pending.set(client.name, (pending.get(client.name) ?? 0) + client.pendingCount);
+    return Object.fromEntries(
+      [...this.#health].sort(([a], [b]) => a.localeCompare(b)).map(([name, h]) => [name, { ...h, pending: pending.get(name) ?? 0 }]),
+    );
   }
 
   #record(health: UpstreamHealth, state: UpstreamState, error?: string): void {
