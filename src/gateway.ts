@@ -66,7 +66,9 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   const readiness = (): Readiness => {
     const listening = server !== undefined;
     const upstreamUp = pool.anyUp;
-    return { ready: listening && !draining && upstreamUp, listening, draining, upstreamUp };
+    // Without probes, nothing tells an idle gateway's upstreams apart: readiness then rests on
+    // listening and not draining alone (documented with health.probeInterval).
+    return { ready: listening && !draining && (upstreamUp || !pool.probing), listening, draining, upstreamUp };
   };
 
   const app = createApp({

@@ -118,7 +118,10 @@ const shutdown = z.strictObject({
 });
 
 const health = z.strictObject({
-  /** How often each upstream is probed (initialize, then closed) for /readyz; 0 turns probing off. */
+  /**
+   * How often each upstream is probed (initialize, then closed) for /readyz. 0 turns probing
+   * off, and readiness then no longer waits for an upstream to be up.
+   */
   probeInterval: duration.default(30_000),
 });
 

@@ -70,6 +70,11 @@ export class UpstreamPool {
     return this.#configs.get(name);
   }
 
+  /** Whether upstreams are probed; without probes only sessions tell their state. */
+  get probing(): boolean {
+    return this.#probeTimer !== undefined;
+  }
+
   /** True when at least one upstream's latest handshake or probe succeeded. */
   get anyUp(): boolean {
     for (const health of this.#health.values()) if (health.state === 'up') return true;
@@ -151,10 +156,11 @@ export class UpstreamPool {
     return client;
   }
 
-  /** Probes every upstream now and then every `intervalMs` (0: only now). */
+  /** Probes every upstream now and then every `intervalMs`; 0 turns probing off. */
   startProbing(intervalMs: number): void {
+    if (intervalMs <= 0) return;
     void this.probeAll();
-    if (intervalMs > 0 && !this.#probeTimer) {
+    if (!this.#probeTimer) {
       this.#probeTimer = setInterval(() => void this.probeAll(), intervalMs);
       this.#probeTimer.unref();
     }

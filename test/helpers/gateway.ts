@@ -27,7 +27,8 @@ export interface StartOptions {
 }
 
 export async function startGateway(raw: Record<string, unknown>, options: StartOptions = {}): Promise<TestGateway> {
-  const config = configFromObject({ listen: { port: 0 }, ...raw }, { file: join(ROOT, 'gateway.test.yaml'), env: options.env ?? {} });
+  // Probing off unless a test asks: probes spawn extra upstream sessions at unpredictable times.
+  const config = configFromObject({ listen: { port: 0 }, health: { probeInterval: 0 }, ...raw }, { file: join(ROOT, 'gateway.test.yaml'), env: options.env ?? {} });
   const logs: string[] = [];
   const logger = createLogger({ level: options.logLevel ?? 'debug', write: (line) => logs.push(line) });
   const gateway = createGateway(config, { logger, baseEnv: options.baseEnv ?? { PATH: process.env.PATH, HOME: process.env.HOME } });
