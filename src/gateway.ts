@@ -8,6 +8,7 @@ import type { Hono } from 'hono';
 import { Agent } from 'undici';
 import type { Config } from './config/schema.js';
 import { createApp, type Readiness } from './http/app.js';
+import { GatewayError } from './mcp/errors.js';
 import { Catalog } from './router/catalog.js';
 import { NamespaceCodec } from './router/namespace.js';
 import { Router } from './router/router.js';
@@ -114,7 +115,14 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       logger.info('draining', { inflight: sessions.inflight(), gracePeriodMs: grace });
       while (sessions.inflight() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
       const abandoned = sessions.inflight();
-      if (abandoned > 0) logger.warn('grace period over; cancelling requests still in flight', { inflight: abandoned });
+      if (abandoned > 0) {
+        logger.warn('grace period over; cancelling requests still in flight', { inflight: abandoned });
+        const reason = new GatewayError('upstream_unavailable', 'The gateway is shutting down');
+        for (const session of sessions.all()) session.abandon(reason);
+        // Let the error answers reach their streams before the streams close.
+        const flushBy = Date.now() + 1_000;
+        while (sessions.inflight() > 0 && Date.now() < flushBy) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+      }
       for (const session of sessions.all()) session.hangUp(config.sessions.retry);
       await close();
     },

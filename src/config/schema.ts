@@ -110,6 +110,18 @@ const sessions = z.strictObject({
 
 const logging = z.strictObject({
   level: z.enum(LOG_LEVELS).default('info'),
+  /** Tool arguments in call logs: their shape (keys and types) only, or the values too. */
+  arguments: z.enum(['shape', 'values']).default('shape'),
+});
+
+const metrics = z.strictObject({
+  /** Serve Prometheus metrics. */
+  enabled: z.boolean().default(false),
+  /** A separate admin port for /metrics (0 picks one); omitted: on the main listener. */
+  port: z.number().int().min(0).max(65_535).optional(),
+  /** The admin listener's address (only with `port`). */
+  host: z.string().min(1).default('127.0.0.1'),
+  path: z.string().regex(/^\/[^\s?#]*$/).default('/metrics'),
 });
 
 const shutdown = z.strictObject({
@@ -134,6 +146,7 @@ export const configSchema = z
     logging: logging.prefault({}),
     shutdown: shutdown.prefault({}),
     health: health.prefault({}),
+    metrics: metrics.prefault({}),
   })
   .superRefine((config, ctx) => {
     const { separator, maxNameLength } = config.namespacing;

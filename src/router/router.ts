@@ -145,7 +145,9 @@ export class Router {
     try {
       return success(request.id, await this.#dispatch(session, request, channel, signal));
     } catch (err) {
-      if (signal.aborted) return undefined;
+      // A client's cancellation gets no response (cancellation.mdx); one the gateway decided
+      // (shutting down) does.
+      if (signal.aborted) return signal.reason instanceof GatewayError ? failure(request.id, toJsonRpcError(signal.reason)) : undefined;
       if (isInternal(err)) this.#deps.logger.error('request failed', { method: request.method, err });
       return failure(request.id, toJsonRpcError(err));
     } finally {

@@ -117,8 +117,16 @@ export class DownstreamSession {
     const controller = this.#inflight.get(id);
     if (!controller) return false;
     this.#inflight.delete(id);
-    controller.abort();
+    controller.abort('cancelled by client');
     return true;
+  }
+
+  /**
+   * Gives up every request in flight for a reason of the gateway's own (a drain running out of
+   * time): they are cancelled upstream and, unlike a client's cancellation, answered with it.
+   */
+  abandon(reason: Error): void {
+    for (const controller of this.#inflight.values()) controller.abort(reason);
   }
 
   /** The stream for server-initiated messages (the GET stream), created on first use. */
@@ -169,7 +177,7 @@ export class DownstreamSession {
   async close(reason: Error): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const controller of this.#inflight.values()) controller.abort();
+    for (const controller of this.#inflight.values()) controller.abort('session ended');
     this.#inflight.clear();
     this.clientRequests.rejectAll(reason);
     for (const stream of this.#streams.values()) stream.finish();

@@ -171,7 +171,10 @@ export class UpstreamClient {
     const progressToken = progressTokenOf(params);
     const outgoing = progressToken === undefined ? params : withProgressToken(params!, id);
     const signal = options.signal;
-    const onAbort = (): void => this.#cancel(id, 'cancelled by client', new GatewayError('cancelled', 'request cancelled'));
+    const onAbort = (): void => {
+      const reason = signal?.reason;
+      this.#cancel(id, typeof reason === 'string' ? reason : reason instanceof Error ? reason.message : 'cancelled', new GatewayError('cancelled', 'request cancelled'));
+    };
     const pending: Pending = {
       method,
       progressToken,

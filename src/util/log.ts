@@ -22,6 +22,8 @@ export interface LoggerOptions {
   level: LogLevel;
   write: (line: string) => void;
   now?: () => Date;
+  /** Applied to every finished line: keeps secrets out of the log (see util/redact.ts). */
+  redact?: (line: string) => string;
 }
 
 export function createLogger(options: LoggerOptions, bound: LogFields = {}): Logger {
@@ -29,8 +31,8 @@ export function createLogger(options: LoggerOptions, bound: LogFields = {}): Log
   const now = options.now ?? (() => new Date());
   const emit = (level: LogLevel, message: string, fields?: LogFields): void => {
     if (rank[level] < threshold) return;
-    const line = { time: now().toISOString(), level, msg: message, ...bound, ...fields };
-    options.write(`${JSON.stringify(line, errorReplacer)}\n`);
+    const line = JSON.stringify({ time: now().toISOString(), level, msg: message, ...bound, ...fields }, errorReplacer);
+    options.write(`${options.redact ? options.redact(line) : line}\n`);
   };
   return {
     debug: (m, f) => emit('debug', m, f),

@@ -51,7 +51,7 @@ describe('ending a session', () => {
       await terminateSession(client);
       const seen = await recorded(record);
       const call = seen.find((m) => m.method === 'tools/call' && (m.params as { name: string }).name === 'slow')!;
-      expect(seen).toContainEqual({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: call.id, reason: 'cancelled by client' } });
+      expect(seen).toContainEqual({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: call.id, reason: 'session ended' } });
       expect(alive(pid)).toBe(false);
     } finally {
       await client.close();

@@ -1,0 +1,16 @@
+// The secret values a config holds, for the log redactor: every upstream header value (and
+// the credential inside a "Bearer ..." value) and every stdio env value.
+import type { Config } from './schema.js';
+
+export function secretsOf(config: Config): string[] {
+  const secrets: string[] = [];
+  for (const upstream of Object.values(config.upstreams)) {
+    for (const value of Object.values(upstream.http?.headers ?? {})) {
+      secrets.push(value);
+      const credential = /^\s*\S+\s+(\S+)\s*$/.exec(value)?.[1];
+      if (credential) secrets.push(credential);
+    }
+    for (const value of Object.values(upstream.stdio?.env ?? {})) secrets.push(value);
+  }
+  return secrets;
+}

@@ -1,0 +1,208 @@
+// Every metric the gateway exports, defined once, on a registry of its own (no global state).
+// Label values are bounded: methods and notification kinds come from the spec's lists, upstream
+// names from config, tool names only from what upstreams listed; anything else is "other". A
+// client can never grow the series count, whatever names or ids it sends.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Client-to-server methods of the MCP revisions the gateway speaks. */
+const METHODS = new Set([
+  'initialize', 'ping', 'tools/list', 'tools/call', 'prompts/list', 'prompts/get', 'resources/list',
+  'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe',
+  'completion/complete', 'logging/setLevel', 'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel',
+  'server/discover', 'subscriptions/listen',
+]);
+
+/** Server-to-client notifications and requests the gateway relays. */
+const NOTIFICATIONS = new Set([
+  'notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed',
+  'notifications/resources/updated', 'notifications/message', 'notifications/progress', 'notifications/cancelled',
+  'notifications/tasks/status',
+]);
+const SERVER_REQUESTS = new Set(['sampling/createMessage', 'elicitation/create', 'roots/list', 'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
+
+/** Tool names remembered per upstream as label values; more than this and the rest are "other". */
+const MAX_TOOLS_PER_UPSTREAM = 500;
+
+export type Outcome = 'ok' | 'error' | 'cancelled' | 'timeout' | 'unavailable' | 'rejected';
+
+export class Metrics {
+  readonly registry = new Registry();
+  #upstreams: ReadonlySet<string>;
+  readonly #tools = new Map<string, Set<string>>();
+
+  readonly requests = new Counter({
+    name: 'switchyard_requests_total',
+    help: 'Client requests by MCP method, upstream and outcome',
+    labelNames: ['method', 'upstream', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly toolCallDuration = new Histogram({
+    name: 'switchyard_tool_call_duration_seconds',
+    help: 'Latency of tools/call through the gateway, by upstream and tool',
+    labelNames: ['upstream', 'tool'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly upstreamRestarts = new Counter({
+    name: 'switchyard_upstream_restarts_total',
+    help: 'Upstream children restarted (or HTTP sessions renewed) after a crash',
+    labelNames: ['upstream'] as const,
+    registers: [this.registry],
+  });
+  readonly upstreamCrashLoops = new Counter({
+    name: 'switchyard_upstream_crash_loops_total',
+    help: 'Upstream sessions given up after a crash loop',
+    labelNames: ['upstream'] as const,
+    registers: [this.registry],
+  });
+  readonly unknownResponses = new Counter({
+    name: 'switchyard_upstream_unknown_responses_total',
+    help: 'Responses from upstreams whose id matched no request in flight (dropped)',
+    labelNames: ['upstream'] as const,
+    registers: [this.registry],
+  });
+  readonly notifications = new Counter({
+    name: 'switchyard_notifications_total',
+    help: 'Notifications from upstreams, forwarded to a client or dropped, by kind',
+    labelNames: ['method', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly cancellations = new Counter({
+    name: 'switchyard_cancellations_total',
+    help: 'Requests cancelled upstream, by upstream and cause (client, timeout, session end)',
+    labelNames: ['upstream', 'cause'] as const,
+    registers: [this.registry],
+  });
+  readonly serverRequests = new Counter({
+    name: 'switchyard_server_requests_total',
+    help: 'Server-initiated requests relayed to clients, by method and outcome',
+    labelNames: ['method', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly authFailures = new Counter({
+    name: 'switchyard_auth_failures_total',
+    help: 'Requests refused by authentication or authorization, by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly rateLimited = new Counter({
+    name: 'switchyard_rate_limited_total',
+    help: 'Requests refused by a rate or concurrency limit, by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly configReloads = new Counter({
+    name: 'switchyard_config_reloads_total',
+    help: 'Config reloads, applied or rejected',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(upstreams: Iterable<string>) {
+    this.#upstreams = new Set(upstreams);
+    collectDefaultMetrics({ register: this.registry });
+    this.configReloads.inc({ outcome: 'applied' }, 0);
+    this.configReloads.inc({ outcome: 'rejected' }, 0);
+  }
+
+  /** Gauges read at scrape time from the live state. */
+  observe(sources: {
+    sessions: () => number;
+    streams: () => { request: number; standalone: number };
+    upstreams: () => Record<string, { state: string; sessions: number; pending: number; circuit?: string }>;
+  }): void {
+    new Gauge({
+      name: 'switchyard_sessions',
+      help: 'Client sessions open',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.sessions());
+      },
+    });
+    new Gauge({
+      name: 'switchyard_open_streams',
+      help: 'SSE connections open to clients, by kind (request or standalone)',
+      labelNames: ['kind'] as const,
+      registers: [this.registry],
+      collect() {
+        const open = sources.streams();
+        this.set({ kind: 'request' }, open.request);
+        this.set({ kind: 'standalone' }, open.standalone);
+      },
+    });
+    const upstreamGauge = (name: string, help: string, read: (h: { sessions: number; pending: number }) => number): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['upstream'] as const,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const [upstream, health] of Object.entries(sources.upstreams())) this.set({ upstream }, read(health));
+        },
+      });
+    };
+    upstreamGauge('switchyard_upstream_sessions', 'Upstream sessions open, by upstream', (h) => h.sessions);
+    upstreamGauge('switchyard_upstream_pending_requests', 'Requests to each upstream in flight', (h) => h.pending);
+    new Gauge({
+      name: 'switchyard_upstream_state',
+      help: 'Upstream state (1 for the current one of up, down, unknown)',
+      labelNames: ['upstream', 'state'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [upstream, health] of Object.entries(sources.upstreams())) {
+          for (const state of ['up', 'down', 'unknown']) this.set({ upstream, state }, health.state === state ? 1 : 0);
+        }
+      },
+    });
+    new Gauge({
+      name: 'switchyard_upstream_circuit_open',
+      help: 'Whether an HTTP upstream\'s circuit is open (1) or half-open (0.5)',
+      labelNames: ['upstream'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [upstream, health] of Object.entries(sources.upstreams())) {
+          if (health.circuit !== undefined) this.set({ upstream }, health.circuit === 'open' ? 1 : health.circuit === 'half-open' ? 0.5 : 0);
+        }
+      },
+    });
+  }
+
+  /** Configured upstream names change on reload. */
+  setUpstreams(upstreams: Iterable<string>): void {
+    this.#upstreams = new Set(upstreams);
+  }
+
+  method(method: string): string {
+    return METHODS.has(method) ? method : 'other';
+  }
+
+  upstream(name: string | undefined): string {
+    return name !== undefined && this.#upstreams.has(name) ? name : 'none';
+  }
+
+  notification(method: string): string {
+    return NOTIFICATIONS.has(method) ? method : 'other';
+  }
+
+  serverRequest(method: string): string {
+    return SERVER_REQUESTS.has(method) ? method : 'other';
+  }
+
+  /** Remembers tool names an upstream listed; only those become label values. */
+  learnTools(upstream: string, names: Iterable<string>): void {
+    if (!this.#upstreams.has(upstream)) return;
+    let known = this.#tools.get(upstream);
+    if (!known) this.#tools.set(upstream, (known = new Set()));
+    for (const name of names) {
+      if (known.size >= MAX_TOOLS_PER_UPSTREAM) return;
+      known.add(name);
+    }
+  }
+
+  tool(upstream: string | undefined, name: string | undefined): string {
+    return upstream !== undefined && name !== undefined && this.#tools.get(upstream)?.has(name) ? name : 'other';
+  }
+}
