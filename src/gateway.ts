@@ -7,7 +7,11 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { Agent } from 'undici';
 import type { Config } from './config/schema.js';
-import { createApp, type Readiness } from './http/app.js';
+import { createApp, type AppVariables, type Readiness } from './http/app.js';
+import { createMetricsApp } from './http/metrics.js';
+import { secretsOf } from './config/secrets.js';
+import { Metrics } from './metrics/metrics.js';
+import type { Redactor } from './util/redact.js';
 import { GatewayError } from './mcp/errors.js';
 import { Catalog } from './router/catalog.js';
 import { NamespaceCodec } from './router/namespace.js';
@@ -20,14 +24,19 @@ export interface GatewayOptions {
   logger: Logger;
   /** The gateway's environment; stdio children receive only its PATH and HOME. */
   baseEnv: Readonly<Record<string, string | undefined>>;
+  /** The logger's redactor, told about the config's secrets (and new ones on reload). */
+  redactor?: Redactor;
 }
 
 export type { Readiness } from './http/app.js';
 
 export interface Gateway {
-  readonly app: Hono;
+  readonly app: Hono<{ Variables: AppVariables }>;
+  readonly metrics: Metrics;
   /** Listens on the configured host and port (`port` overrides it; 0 picks a free one). */
   start(port?: number): Promise<URL>;
+  /** Where /metrics is served on its own admin port, when configured. */
+  metricsUrl(): URL | undefined;
   readiness(): Readiness;
   /**
    * Graceful shutdown: readiness turns false and new sessions are refused at once; requests in
@@ -37,10 +46,22 @@ export interface Gateway {
   drain(): Promise<void>;
   /** Applies a new config; returns the top-level keys that need a restart to change. */
   reload(next: Config): string[];
+  /** Counts a reload that was refused (an invalid config). */
+  reloadRejected(): void;
   close(): Promise<void>;
 }
 
 const DRAIN_POLL_MS = 50;
+
+async function listen(fetch: (request: Request) => Response | Promise<Response>, host: string, port: number, path: string): Promise<{ server: ServerType; url: URL }> {
+  let server!: ServerType;
+  const address = await new Promise<AddressInfo>((resolve, reject) => {
+    server = serve({ fetch, hostname: host, port }, resolve);
+    server.once('error', reject);
+  });
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return { server, url: new URL(`http://${shownHost}:${address.port}${path}`) };
+}
 
 function codecFor(config: Config): NamespaceCodec {
   return new NamespaceCodec(
@@ -52,16 +73,24 @@ function codecFor(config: Config): NamespaceCodec {
 export function createGateway(initial: Config, options: GatewayOptions): Gateway {
   const { logger } = options;
   let config = initial;
+  options.redactor?.update(secretsOf(config));
+  const metrics = new Metrics(Object.keys(config.upstreams));
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
-  const pool = new UpstreamPool(config.upstreams, { dispatcher, logger, baseEnv: options.baseEnv });
+  const pool = new UpstreamPool(config.upstreams, { dispatcher, logger, baseEnv: options.baseEnv, metrics });
   const catalog = new Catalog(codecFor(config), logger);
   const sessions = new SessionStore({
     idleTimeoutMs: config.sessions.idleTimeout,
     replay: { events: config.sessions.replayEvents, bytes: config.sessions.replayBytes },
     logger,
   });
-  const router = new Router({ pool, sessions, catalog, logger });
+  const router = new Router({ pool, sessions, catalog, logger, metrics, logArguments: () => config.logging.arguments });
+  metrics.observe({
+    sessions: () => sessions.size,
+    streams: () => sessions.openStreams(),
+    upstreams: () => pool.health(),
+  });
   let server: ServerType | undefined;
+  let admin: { server: ServerType; url: URL } | undefined;
   let draining = false;
 
   const readiness = (): Readiness => {
@@ -80,12 +109,16 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     health: () => pool.health(),
     readiness,
     streams: { keepAliveMs: config.sessions.keepAlive, retryMs: config.sessions.retry },
+    metrics: config.metrics.enabled && config.metrics.port === undefined ? { path: config.metrics.path, registry: metrics.registry } : undefined,
   });
 
   async function close(): Promise<void> {
     const listening = server;
     server = undefined;
     const stopped = listening ? new Promise<void>((resolve) => listening.close(() => resolve())) : Promise.resolve();
+    const adminServer = admin?.server;
+    admin = undefined;
+    adminServer?.close();
     await sessions.closeAll();
     await pool.close();
     if (listening && 'closeAllConnections' in listening) listening.closeAllConnections();
@@ -95,18 +128,19 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
 
   return {
     app,
+    metrics,
     readiness,
+    metricsUrl: () => admin?.url,
     async start(port = config.listen.port) {
       const { host, path } = config.listen;
-      const address = await new Promise<AddressInfo>((resolve, reject) => {
-        const listening = serve({ fetch: app.fetch, hostname: host, port }, resolve);
-        listening.once('error', reject);
-        server = listening;
-      });
+      const main = await listen(app.fetch, host, port, path);
+      server = main.server;
+      if (config.metrics.enabled && config.metrics.port !== undefined) {
+        admin = await listen(createMetricsApp(config.metrics.path, metrics.registry).fetch, config.metrics.host, config.metrics.port, config.metrics.path);
+      }
       sessions.startSweeper();
       pool.startProbing(config.health.probeInterval);
-      const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-      return new URL(`http://${shownHost}:${address.port}${path}`);
+      return main.url;
     },
     async drain() {
       draining = true;
@@ -138,10 +172,16 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       const changes = pool.update(next.upstreams);
       if (namingChanged) catalog.setCodec(codecFor(next));
       config = next;
+      metrics.setUpstreams(Object.keys(next.upstreams));
+      metrics.configReloads.inc({ outcome: 'applied' });
+      options.redactor?.update(secretsOf(next));
       logger.info('config reloaded', { ...changes, namingChanged, needRestart });
       void router.reconfigure(changes, namingChanged);
       if (changes.added.length + changes.changed.length > 0) void pool.probeAll();
       return needRestart;
+    },
+    reloadRejected() {
+      metrics.configReloads.inc({ outcome: 'rejected' });
     },
     close,
   };

@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/load.js';
 import { createGateway } from './gateway.js';
 import { createLogger } from './util/log.js';
+import { Redactor } from './util/redact.js';
 
 const USAGE = 'usage: switchyard [--config FILE] [--port N]   (default config: the bundled gateway.yaml)';
 const DEFAULT_CONFIG = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'gateway.yaml');
@@ -50,11 +51,12 @@ async function main(): Promise<void> {
     throw err;
   }
 
-  const logger = createLogger({ level: config.logging.level, write: (line) => process.stderr.write(line) });
+  const redactor = new Redactor();
+  const logger = createLogger({ level: config.logging.level, write: (line) => process.stderr.write(line), redact: (line) => redactor.redact(line) });
   process.on('unhandledRejection', (err) => logger.error('unhandled rejection', { err }));
   process.on('uncaughtException', (err) => logger.error('uncaught exception', { err }));
 
-  const gateway = createGateway(config, { logger, baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME } });
+  const gateway = createGateway(config, { logger, redactor, baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME } });
   let url: URL;
   try {
     url = await gateway.start(port);
@@ -94,6 +96,7 @@ async function main(): Promise<void> {
       if (needRestart.length > 0) logger.warn('config keys that only apply after a restart changed', { keys: needRestart });
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
+      gateway.reloadRejected();
       logger.error(`config reload rejected, keeping the running config: ${err.message}`, { trigger: why });
     }
   };

@@ -15,7 +15,7 @@ import {
   type JsonRpcResponse,
 } from '../mcp/jsonrpc.js';
 import { allowsBatches } from '../mcp/versions.js';
-import type { Router } from '../router/router.js';
+import type { RequestContext, Router } from '../router/router.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { SessionStore } from '../session/store.js';
 import type { Logger } from '../util/log.js';
@@ -51,7 +51,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     return session;
   }
 
-  async function post(request: Request): Promise<Response> {
+  async function post(request: Request, context: RequestContext): Promise<Response> {
     const refused = checkPostHeaders(request);
     if (refused) return refused;
     const text = await readBody(request, deps.maxBodyBytes);
@@ -62,7 +62,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     } catch {
       return rpcErrorResponse(400, ErrorCode.ParseError, 'Parse error');
     }
-    if (Array.isArray(body)) return postBatch(request, body);
+    if (Array.isArray(body)) return postBatch(request, body, context);
 
     const message = parseMessage(body);
     if (!message) {
@@ -84,10 +84,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       accept(session, message);
       return new Response(null, { status: 202 });
     }
-    return respond(session, async (channel) => [await router.handleRequest(session, message, channel)], deps.streams);
+    return respond(session, async (channel) => [await router.handleRequest(session, message, channel, context)], deps.streams);
   }
 
-  async function postBatch(request: Request, items: unknown[]): Promise<Response> {
+  async function postBatch(request: Request, items: unknown[], context: RequestContext): Promise<Response> {
     if (items.length === 0) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: empty batch');
     const session = lookup(request);
     if (session instanceof Response) return session;
@@ -109,7 +109,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (requests.length === 0 && invalid.length === 0) return new Response(null, { status: 202 });
     return respond(
       session,
-      async (channel) => [...invalid, ...(await Promise.all(requests.map((r) => router.handleRequest(session, r, channel))))],
+      async (channel) => [...invalid, ...(await Promise.all(requests.map((r) => router.handleRequest(session, r, channel, context))))],
       deps.streams,
       { batch: true },
     );

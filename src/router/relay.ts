@@ -16,6 +16,7 @@ import {
   type ProgressToken,
 } from '../mcp/jsonrpc.js';
 import { createdTaskId, mapRelatedTask, relatedTaskId } from '../mcp/tasks.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
@@ -32,6 +33,7 @@ export interface RelayDeps {
   logger: Logger;
   /** How long the gateway waits for the client to answer a request relayed from `upstream`. */
   clientRequestTimeoutMs: (upstream: string) => number;
+  metrics: Metrics;
 }
 
 /** Wires an upstream session's notifications and requests to the client session that owns it. */
@@ -42,16 +44,20 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
     else session.deliver(message);
   };
 
+  const { metrics } = deps;
   client.onnotification = (message, context) => {
     if (message.method === 'notifications/cancelled') return cancelClientRequest(session, client.name, message);
     const forwarded = rewriteNotification(client.name, message, deps.naming.codec);
+    metrics.notifications.inc({ method: metrics.notification(message.method), outcome: forwarded && !session.closed ? 'forwarded' : 'dropped' });
     if (forwarded) send(forwarded, context);
     else deps.logger.debug('upstream notification not forwarded', { upstream: client.name, method: message.method });
   };
 
   client.onrequest = async (request, context) => {
-    if (session.closed) throw new GatewayError('upstream_closed', 'the client session has ended');
-    if (!clientSupports(session.info.clientCapabilities, request.method)) {
+    const method = metrics.serverRequest(request.method);
+    if (session.closed || !clientSupports(session.info.clientCapabilities, request.method)) {
+      metrics.serverRequests.inc({ method, outcome: 'refused' });
+      if (session.closed) throw new GatewayError('upstream_closed', 'the client session has ended');
       throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (the client did not declare it)` });
     }
     const upstreamToken = metaOf(request.params)?.progressToken;
@@ -74,7 +80,11 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
       },
     );
     send({ jsonrpc: '2.0', id, method: request.method, params: toClientParams(client.name, request, id, deps.naming.codec) }, context);
-    const answer = await result;
+    const answer = await result.catch((err: unknown) => {
+      metrics.serverRequests.inc({ method, outcome: 'failed' });
+      throw err;
+    });
+    metrics.serverRequests.inc({ method, outcome: 'answered' });
     // A task the client created for this request: its status notifications go back here.
     const taskId = createdTaskId(answer);
     if (taskId !== undefined) session.rememberClientTask(taskId, client.name);

@@ -20,19 +20,35 @@ import type { DownstreamSession } from '../session/session.js';
 import type { SessionStore } from '../session/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { UpstreamChanges, UpstreamPool } from '../upstream/pool.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../util/log.js';
+import { childTraceparent, parseTraceparent } from '../util/trace.js';
 import { GATEWAY_NAME, GATEWAY_VERSION } from '../version.js';
+import { describeCall, outcomeOf, type CallRecord, type RequestContext } from './call-log.js';
 import type { Catalog, ListKind } from './catalog.js';
 import { afterRestart, listObserver, recordSubscription } from './recovery.js';
 import { answerFromClient, routeClientNotification, wireUpstream, type RequestChannel } from './relay.js';
 
 export type { RequestChannel } from './relay.js';
+export type { RequestContext } from './call-log.js';
 
 export interface RouterDeps {
   pool: UpstreamPool;
   sessions: SessionStore;
   catalog: Catalog;
   logger: Logger;
+  metrics: Metrics;
+  /** Tool arguments in call logs: shape only, or values. */
+  logArguments: () => 'shape' | 'values';
+}
+
+/** One client request on its way: where its related messages go, and what it turned out to be. */
+interface Call {
+  session: DownstreamSession;
+  channel: RequestChannel;
+  signal: AbortSignal;
+  context: RequestContext;
+  record: CallRecord;
 }
 
 const LIST_METHODS: Record<string, ListKind> = {
@@ -63,6 +79,7 @@ export class Router {
   async initialize(request: JsonRpcRequest): Promise<{ session: DownstreamSession; response: JsonRpcResponse }> {
     const params = request.params ?? {};
     if (typeof params.protocolVersion !== 'string' || !isObject(params.capabilities) || !isObject(params.clientInfo)) {
+      this.#deps.metrics.requests.inc({ method: 'initialize', upstream: 'none', outcome: 'error' });
       throw new GatewayError('invalid_params', 'initialize needs protocolVersion, capabilities and clientInfo');
     }
     const protocolVersion = negotiateVersion(params.protocolVersion);
@@ -93,6 +110,7 @@ export class Router {
       serverInfo: { name: GATEWAY_NAME, version: GATEWAY_VERSION },
     };
     if (instructions.length > 0) result.instructions = instructions.join('\n\n');
+    this.#deps.metrics.requests.inc({ method: 'initialize', upstream: 'none', outcome: 'ok' });
     return { session, response: success(request.id, result) };
   }
 
@@ -140,19 +158,42 @@ export class Router {
   }
 
   /** Answers one client request; undefined when it was cancelled (no response is due). */
-  async handleRequest(session: DownstreamSession, request: JsonRpcRequest, channel: RequestChannel): Promise<JsonRpcResponse | undefined> {
+  async handleRequest(session: DownstreamSession, request: JsonRpcRequest, channel: RequestChannel, context: RequestContext): Promise<JsonRpcResponse | undefined> {
     const signal = session.begin(request.id);
+    const call: Call = { session, channel, signal, context, record: { started: performance.now() } };
+    let response: JsonRpcResponse | undefined;
     try {
-      return success(request.id, await this.#dispatch(session, request, channel, signal));
+      const result = await this.#dispatch(call, request);
+      call.record.toolError = request.method === 'tools/call' && result.isError === true;
+      response = success(request.id, result);
     } catch (err) {
+      call.record.error = err;
       // A client's cancellation gets no response (cancellation.mdx); one the gateway decided
       // (shutting down) does.
-      if (signal.aborted) return signal.reason instanceof GatewayError ? failure(request.id, toJsonRpcError(signal.reason)) : undefined;
-      if (isInternal(err)) this.#deps.logger.error('request failed', { method: request.method, err });
-      return failure(request.id, toJsonRpcError(err));
+      if (signal.aborted) response = signal.reason instanceof GatewayError ? failure(request.id, toJsonRpcError(signal.reason)) : undefined;
+      else {
+        if (isInternal(err)) this.#deps.logger.error('request failed', { method: request.method, err });
+        response = failure(request.id, toJsonRpcError(err));
+      }
     } finally {
       session.end(request.id, signal);
     }
+    this.#account(request, call, response === undefined && signal.aborted);
+    return response;
+  }
+
+  /** One metric update and one log line per call. */
+  #account(request: JsonRpcRequest, call: Call, cancelled: boolean): void {
+    const { metrics, logger } = this.#deps;
+    const { record } = call;
+    const seconds = (performance.now() - record.started) / 1_000;
+    const outcome = cancelled ? 'cancelled' : outcomeOf(record);
+    const upstream = metrics.upstream(record.upstream);
+    metrics.requests.inc({ method: metrics.method(request.method), upstream, outcome });
+    if (request.method === 'tools/call' && record.upstream !== undefined) {
+      metrics.toolCallDuration.observe({ upstream, tool: metrics.tool(record.upstream, record.tool) }, seconds);
+    }
+    logger.info('call', describeCall(request, call.session, call.context, record, outcome, seconds, this.#deps.logArguments()));
   }
 
   handleNotification(session: DownstreamSession, message: JsonRpcNotification): void {
@@ -179,12 +220,19 @@ export class Router {
     }
   }
 
-  async #dispatch(session: DownstreamSession, request: JsonRpcRequest, channel: RequestChannel, signal: AbortSignal): Promise<JsonObject> {
+  async #dispatch(call: Call, request: JsonRpcRequest): Promise<JsonObject> {
     const { method } = request;
     const params = request.params ?? {};
-    const { catalog } = this.#deps;
+    const { session, signal } = call;
+    const { catalog, metrics } = this.#deps;
     const kind = LIST_METHODS[method];
-    if (kind) return catalog.list(kind, session.upstreams, params.cursor, signal, listObserver(session, kind));
+    if (kind) {
+      const observe = listObserver(session, kind);
+      return catalog.list(kind, session.upstreams, params.cursor, signal, (upstream, items, first, more) => {
+        observe(upstream, items, first, more);
+        if (kind === 'tools') metrics.learnTools(upstream, items.map((t) => String(t.name)));
+      });
+    }
     switch (method) {
       case 'ping':
         return {};
@@ -195,7 +243,8 @@ export class Router {
         const name = requireString(params, 'name');
         const target = await catalog.resolveName(method === 'tools/call' ? 'tools' : 'prompts', name, session.upstreams);
         if (!target) throw new GatewayError('unknown_name', `Unknown ${method === 'tools/call' ? 'tool' : 'prompt'}: ${name}`);
-        const result = await this.#forward(target.client, method, { ...params, name: target.name }, channel, signal);
+        call.record.tool = target.name;
+        const result = await this.#forward(call, target.client, method, { ...params, name: target.name });
         // A task-augmented call answers with the task; the client sees its gateway-wide id.
         const taskId = isObject(params.task) ? createdTaskId(result) : undefined;
         return taskId === undefined ? result : withCreatedTaskId(result, catalog.codec.exposeTaskId(target.client.name, taskId));
@@ -203,19 +252,19 @@ export class Router {
       case 'tasks/get':
       case 'tasks/cancel':
       case 'tasks/result':
-        return this.#task(session, method, params, channel, signal);
+        return this.#task(call, method, params);
       case 'resources/read':
       case 'resources/subscribe':
       case 'resources/unsubscribe': {
         const uri = requireString(params, 'uri');
         const target = catalog.resolveUri(uri, session.upstreams);
         if (!target) throw new GatewayError('unknown_name', `Unknown resource: ${uri}`);
-        const result = await this.#forward(target.client, method, { ...params, uri: target.uri }, channel, signal);
+        const result = await this.#forward(call, target.client, method, { ...params, uri: target.uri });
         if (method !== 'resources/read') recordSubscription(session, target.client.name, target.uri, method === 'resources/subscribe');
         return result;
       }
       case 'completion/complete':
-        return this.#complete(session, params, channel, signal);
+        return this.#complete(call, params);
       case 'logging/setLevel': {
         if (typeof params.level === 'string') session.logLevel = params.level;
         const targets = [...session.upstreams.values()].filter((c) => !c.closed && supportsMethod(c.capabilities, method));
@@ -227,7 +276,8 @@ export class Router {
     }
   }
 
-  async #complete(session: DownstreamSession, params: JsonObject, channel: RequestChannel, signal: AbortSignal): Promise<JsonObject> {
+  async #complete(call: Call, params: JsonObject): Promise<JsonObject> {
+    const { session } = call;
     const ref = params.ref;
     if (!isObject(ref)) throw new GatewayError('invalid_params', 'completion/complete needs a ref');
     const { catalog } = this.#deps;
@@ -235,25 +285,26 @@ export class Router {
       const name = requireString(ref, 'name');
       const target = await catalog.resolveName('prompts', name, session.upstreams);
       if (!target) throw new GatewayError('unknown_name', `Unknown prompt: ${name}`);
-      return this.#forward(target.client, 'completion/complete', { ...params, ref: { ...ref, name: target.name } }, channel, signal);
+      return this.#forward(call, target.client, 'completion/complete', { ...params, ref: { ...ref, name: target.name } });
     }
     if (ref.type === 'ref/resource') {
       const uri = requireString(ref, 'uri');
       const target = catalog.resolveUri(uri, session.upstreams);
       if (!target) throw new GatewayError('unknown_name', `Unknown resource: ${uri}`);
-      return this.#forward(target.client, 'completion/complete', { ...params, ref: { ...ref, uri: target.uri } }, channel, signal);
+      return this.#forward(call, target.client, 'completion/complete', { ...params, ref: { ...ref, uri: target.uri } });
     }
     throw new GatewayError('invalid_params', 'ref.type must be ref/prompt or ref/resource');
   }
 
   /** tasks/get, tasks/cancel and tasks/result reach the upstream that owns the task. */
-  async #task(session: DownstreamSession, method: string, params: JsonObject, channel: RequestChannel, signal: AbortSignal): Promise<JsonObject> {
+  async #task(call: Call, method: string, params: JsonObject): Promise<JsonObject> {
+    const { session } = call;
     const exposed = requireString(params, 'taskId');
     const { codec } = this.#deps.catalog;
     const split = codec.splitTaskId(exposed);
     const client = split && session.upstreams.get(split.upstream);
     if (!split || !client) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
-    const result = await this.#forward(client, method, { ...params, taskId: split.taskId }, channel, signal);
+    const result = await this.#forward(call, client, method, { ...params, taskId: split.taskId });
     if (method === 'tasks/result') return mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id));
     return typeof result.taskId === 'string' ? { ...result, taskId: codec.exposeTaskId(client.name, result.taskId) } : result;
   }
@@ -265,19 +316,36 @@ export class Router {
       naming: catalog,
       logger,
       clientRequestTimeoutMs: (upstream) => pool.config(upstream)?.maxTotalTimeoutMs ?? 600_000,
+      metrics: this.#deps.metrics,
     });
     client.onreconnect = () => void afterRestart(session, client, catalog, logger);
   }
 
-  #forward(client: UpstreamClient, method: string, params: JsonObject, channel: RequestChannel, signal: AbortSignal): Promise<JsonObject> {
+  #forward(call: Call, client: UpstreamClient, method: string, params: JsonObject): Promise<JsonObject> {
+    call.record.upstream = client.name;
     // A method is never sent to an upstream that did not declare the capability for it.
     if (!supportsMethod(client.capabilities, method)) throw new GatewayError('method_not_found', `Method not found: ${method}`);
-    return client.request(method, params, {
+    const { channel, signal } = call;
+    return client.request(method, withTraceContext(params, call.context), {
       signal,
       context: channel,
       onProgress: (progress) => channel.send(notification('notifications/progress', progress)),
     });
   }
+}
+
+/**
+ * Continues the caller's trace (from `_meta.traceparent`, else the HTTP header) into the
+ * upstream request as a child span; HTTP upstreams also get it as a header.
+ */
+function withTraceContext(params: JsonObject, context: RequestContext): JsonObject {
+  const meta = isObject(params._meta) ? params._meta : undefined;
+  const parent = parseTraceparent(meta?.traceparent) ?? context.traceparent;
+  if (parent === undefined) return params;
+  const tracestate = typeof meta?.tracestate === 'string' ? meta.tracestate : context.tracestate;
+  const next: JsonObject = { ...meta, traceparent: childTraceparent(parent) };
+  if (tracestate !== undefined) next.tracestate = tracestate;
+  return { ...params, _meta: next };
 }
 
 function requireString(params: JsonObject, key: string): string {

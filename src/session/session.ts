@@ -81,6 +81,13 @@ export class DownstreamSession {
     this.#lastActive = now;
   }
 
+  /** SSE connections open to this client, by kind. */
+  openStreams(): { request: number; standalone: number } {
+    let request = 0;
+    for (const stream of this.#streams.values()) if (stream.attached) request++;
+    return { request, standalone: this.#standalone?.attached ? 1 : 0 };
+  }
+
   /** Client requests being processed. */
   get inflight(): number {
     return this.#inflight.size;

@@ -43,6 +43,17 @@ export class SessionStore {
     return this.#sessions.values();
   }
 
+  /** SSE connections open to clients, by kind. */
+  openStreams(): { request: number; standalone: number } {
+    const open = { request: 0, standalone: 0 };
+    for (const session of this.#sessions.values()) {
+      const counts = session.openStreams();
+      open.request += counts.request;
+      open.standalone += counts.standalone;
+    }
+    return open;
+  }
+
   /** Client requests being processed, across sessions. */
   inflight(): number {
     let total = 0;

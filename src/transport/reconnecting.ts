@@ -73,14 +73,20 @@ export class ReconnectingTransport implements Transport {
     if (isRequest(message) && message.method === 'initialize') this.#initialize = message;
     if (this.#ready) await waitOrAbort(this.#ready, options?.signal);
     if (this.#closed) throw new TransportError('closed', 'transport closed');
+    const inner = this.#inner;
     try {
-      await this.#inner.send(message, options);
+      await inner.send(message, options);
     } catch (err) {
-      if (!(err instanceof TransportError) || err.code !== 'session_expired' || this.#closed) throw err;
-      // The upstream forgot our session: start a new one, and send again only what is safe.
-      this.#lost(err, false);
-      if (!isRequest(message) || !RETRY_SAFE.has(message.method)) throw err;
-      await waitOrAbort(this.#ready!, options?.signal);
+      const expired = err instanceof TransportError && err.code === 'session_expired';
+      // An exchange cut because a renewal replaced its session met the same expiry.
+      const replaced = inner !== this.#inner && !options?.signal?.aborted;
+      if ((!expired && !replaced) || this.#closed) throw err;
+      // The upstream forgot our session: start a new one (once), and send again only what is safe.
+      if (inner === this.#inner) this.#lost(err as Error, false);
+      if (!isRequest(message) || !RETRY_SAFE.has(message.method)) {
+        throw expired ? err : new TransportError('session_expired', 'upstream session expired', 404);
+      }
+      if (this.#ready) await waitOrAbort(this.#ready, options?.signal);
       await this.#inner.send(message, options);
     }
   }

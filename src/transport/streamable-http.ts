@@ -2,7 +2,7 @@
 // one POST per message, answered by JSON or an SSE stream; a GET stream for server-initiated
 // messages once the session is established; DELETE on close.
 import { request, type Dispatcher } from 'undici';
-import { isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { isObject, isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
 import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError, readBounded } from './http-common.js';
 import { TransportError, type SendOptions, type Transport } from './types.js';
@@ -74,7 +74,7 @@ export class StreamableHttpTransport implements Transport {
       response = await request(this.#options.url, {
         method: 'POST',
         dispatcher: this.#options.dispatcher,
-        headers: this.#headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream' }),
+        headers: this.#headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...traceHeaders(message) }),
         body: JSON.stringify(message),
         signal,
       });
@@ -205,6 +205,13 @@ export class StreamableHttpTransport implements Transport {
       delay = Math.min(delay * 2, GET_RETRY_MAX_MS);
     }
   }
+}
+
+/** W3C trace context of a request's `_meta`, mirrored in HTTP headers for tracing proxies. */
+function traceHeaders(message: JsonRpcMessage): Record<string, string> {
+  const meta = 'params' in message ? message.params?._meta : undefined;
+  if (!isObject(meta) || typeof meta.traceparent !== 'string') return {};
+  return typeof meta.tracestate === 'string' ? { traceparent: meta.traceparent, tracestate: meta.tracestate } : { traceparent: meta.traceparent };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

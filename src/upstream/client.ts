@@ -75,6 +75,10 @@ export interface UpstreamClientOptions {
   onEnd?: (reason?: Error) => void;
   /** The upstream restarted (or its session was renewed) and is initialized again. */
   onRestart?: () => void;
+  /** A request was cancelled upstream; `reason` is what the upstream was told. */
+  onCancel?: (reason: string) => void;
+  /** A response matched nothing in flight and was dropped. */
+  onUnknownResponse?: () => void;
 }
 
 /** Requests whose server-initiated messages may belong to them (not lists or pings). */
@@ -227,6 +231,7 @@ export class UpstreamClient {
     pending.exchange.abort();
     // The spec forbids cancelling initialize; a failed handshake closes the transport instead.
     if (!this.#closed && pending.method !== 'initialize') {
+      this.#options.onCancel?.(reason);
       this.#transport.send(notification('notifications/cancelled', { requestId: id, reason })).catch(() => {});
     }
   }
@@ -275,6 +280,7 @@ export class UpstreamClient {
     const pending = id === null ? undefined : this.#settle(id, outcome);
     if (!pending) {
       this.unknownResponses++;
+      this.#options.onUnknownResponse?.();
       this.#options.logger.debug('dropped a response with an unknown id', { id });
       return;
     }

@@ -5,6 +5,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import type { JsonObject } from '../mcp/jsonrpc.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { LATEST_VERSION } from '../mcp/versions.js';
 import { CircuitBreaker, type CircuitState } from '../transport/circuit.js';
 import { LegacySseTransport } from '../transport/legacy-sse.js';
@@ -20,6 +21,7 @@ export interface UpstreamPoolDeps {
   logger: Logger;
   /** What a stdio child inherits besides its configured env: PATH and HOME only. */
   baseEnv: Readonly<Record<string, string | undefined>>;
+  metrics: Metrics;
 }
 
 export type UpstreamState = 'unknown' | 'up' | 'down';
@@ -44,6 +46,14 @@ export interface UpstreamChanges {
 }
 
 const PROBE_CLIENT = { name: 'switchyard-probe', version: '1' };
+
+/** The bounded label for why a request was cancelled upstream. */
+function causeOf(reason: string): string {
+  if (reason === 'timeout') return 'timeout';
+  if (reason === 'cancelled by client') return 'client';
+  if (reason === 'session ended') return 'session_end';
+  return 'gateway';
+}
 
 export class UpstreamPool {
   #configs: Map<string, UpstreamConfig>;
@@ -125,6 +135,7 @@ export class UpstreamPool {
     if (!config) throw new Error(`unknown upstream ${name}`);
     const logger = this.#deps.logger.child({ upstream: name });
     const health = this.#health.get(name)!;
+    const { metrics } = this.#deps;
     let open = false;
     const client = new UpstreamClient(name, this.#transport(name, config, logger), {
       timeoutMs: config.timeoutMs,
@@ -134,13 +145,17 @@ export class UpstreamPool {
         if (open) health.sessions--;
         open = false;
         if (reason) this.#record(health, 'down', reason.message);
+        if (reason?.message.startsWith('crash loop')) metrics.upstreamCrashLoops.inc({ upstream: name });
         // close() is idempotent; this waits for the transport to be fully stopped.
         void client.close().finally(() => this.#live.delete(client));
       },
       onRestart: () => {
         health.restarts++;
+        metrics.upstreamRestarts.inc({ upstream: name });
         this.#record(health, 'up');
       },
+      onCancel: (reason) => metrics.cancellations.inc({ upstream: name, cause: causeOf(reason) }),
+      onUnknownResponse: () => metrics.unknownResponses.inc({ upstream: name }),
     });
     this.#live.add(client);
     prepare?.(client);

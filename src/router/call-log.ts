@@ -1,0 +1,76 @@
+// What the gateway records about each client call: its request context (from the HTTP layer),
+// what it turned out to be (upstream, tool, outcome), and the one log line it earns. Tool
+// arguments are logged by shape (keys and types) unless the config asks for values.
+import { GatewayError } from '../mcp/errors.js';
+import { isObject, type JsonRpcRequest } from '../mcp/jsonrpc.js';
+import type { Outcome } from '../metrics/metrics.js';
+import type { DownstreamSession } from '../session/session.js';
+import type { LogFields } from '../util/log.js';
+
+/** What a request carries besides its message, however the transport delivered it. */
+export interface RequestContext {
+  /** Also sent back to the client in the x-request-id header. */
+  requestId: string;
+  /** W3C trace context from the HTTP headers, when valid. */
+  traceparent?: string;
+  tracestate?: string;
+  principal?: string;
+  team?: string;
+}
+
+export interface CallRecord {
+  started: number;
+  upstream?: string;
+  /** The tool's original name at its upstream. */
+  tool?: string;
+  /** A tools/call answered with isError: true. */
+  toolError?: boolean;
+  error?: unknown;
+}
+
+export function outcomeOf(record: CallRecord): Outcome {
+  const { error } = record;
+  if (error === undefined) return record.toolError ? 'error' : 'ok';
+  if (error instanceof GatewayError) {
+    if (error.code === 'upstream_timeout') return 'timeout';
+    if (error.code === 'cancelled') return 'cancelled';
+    if (error.code === 'upstream_unavailable' || error.code === 'upstream_closed' || error.code === 'upstream_protocol') return 'unavailable';
+  }
+  return 'error';
+}
+
+/** The fields of a call's log line. */
+export function describeCall(
+  request: JsonRpcRequest,
+  session: DownstreamSession,
+  context: RequestContext,
+  record: CallRecord,
+  outcome: Outcome,
+  seconds: number,
+  argumentsMode: 'shape' | 'values',
+): LogFields {
+  const fields: LogFields = {
+    requestId: context.requestId,
+    session: session.id.slice(0, 8),
+    method: request.method,
+    outcome,
+    durationMs: Math.round(seconds * 1_000_000) / 1_000,
+  };
+  if (context.principal !== undefined) fields.principal = context.principal;
+  if (context.team !== undefined) fields.team = context.team;
+  if (record.upstream !== undefined) fields.upstream = record.upstream;
+  if (record.tool !== undefined) fields.tool = record.tool;
+  if (record.error instanceof Error && outcome !== 'ok') fields.error = record.error.message;
+  const args = request.params?.arguments;
+  if (request.method === 'tools/call' && isObject(args)) fields.arguments = argumentsMode === 'values' ? args : shapeOf(args);
+  return fields;
+}
+
+/** Keys and JSON types of an arguments object, one level deep: never the values. */
+export function shapeOf(args: Record<string, unknown>): Record<string, string> {
+  const shape: Record<string, string> = {};
+  for (const [key, value] of Object.entries(args)) {
+    shape[key] = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+  }
+  return shape;
+}
