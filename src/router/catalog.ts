@@ -28,8 +28,20 @@ export const LIST_KINDS: Record<ListKind, KindInfo> = {
 
 export type Upstreams = ReadonlyMap<string, UpstreamClient>;
 
-/** Told about every upstream page a list returned: first page of a traversal or not, more to come or not. */
-export type PageObserver = (upstream: string, items: readonly JsonObject[], first: boolean, more: boolean) => void;
+/** One upstream page of a merged list, as the client was shown it. */
+export interface ListedPage {
+  upstream: string;
+  /** As the client sees them (renamed). */
+  items: readonly JsonObject[];
+  /** The names, URIs or ids the upstream itself used, in the same order. */
+  originals: readonly string[];
+  /** The first page of a traversal (no cursor). */
+  first: boolean;
+  /** The upstream has more pages. */
+  more: boolean;
+}
+
+export type PageObserver = (page: ListedPage) => void;
 
 /** Extends a list fingerprint with one more page (the same chain for the client's view and a re-read). */
 export function extendFingerprint(previous: string, items: readonly JsonObject[]): string {
@@ -89,7 +101,7 @@ export class Catalog {
     for (const page of pages.filter((p) => p !== undefined).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       items.push(...page.items);
       if (page.nextCursor !== undefined) next[page.name] = page.nextCursor;
-      observe?.(page.name, page.items, first, page.nextCursor !== undefined);
+      observe?.({ upstream: page.name, items: page.items, originals: page.originals, first, more: page.nextCursor !== undefined });
     }
     const result: JsonObject = { [kind]: items };
     if (Object.keys(next).length > 0) result.nextCursor = encodeCursor(kind, next);
@@ -135,14 +147,16 @@ export class Catalog {
     return client;
   }
 
-  async #page(kind: ListKind, client: UpstreamClient, cursor: string | undefined, signal?: AbortSignal): Promise<{ items: JsonObject[]; nextCursor?: string }> {
+  async #page(kind: ListKind, client: UpstreamClient, cursor: string | undefined, signal?: AbortSignal): Promise<{ items: JsonObject[]; originals: string[]; nextCursor?: string }> {
     const { method, field } = LIST_KINDS[kind];
     const result = await client.request(method, cursor === undefined ? undefined : { cursor }, { signal });
     const raw = Array.isArray(result[kind]) ? (result[kind] as unknown[]) : [];
     const items: JsonObject[] = [];
+    const originals: string[] = [];
     for (const item of raw) {
       const original = isObject(item) ? item[field] : undefined;
       if (typeof original !== 'string' || original === '') continue; // hostile or broken entry
+      originals.push(original);
       const exposed =
         field === 'name' ? this.#exposeName(kind, client.name, original)
         : field === 'taskId' ? this.#codec.exposeTaskId(client.name, original)
@@ -150,7 +164,7 @@ export class Catalog {
       items.push(exposed === original ? (item as JsonObject) : { ...(item as JsonObject), [field]: exposed });
     }
     const nextCursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
-    return nextCursor === undefined ? { items } : { items, nextCursor };
+    return nextCursor === undefined ? { items, originals } : { items, originals, nextCursor };
   }
 
   #exposeName(kind: ListKind, upstream: string, original: string): string {

@@ -18,7 +18,7 @@ const LIST_CHANGED: Record<ListKind, string | undefined> = {
 
 /** Records, page by page, what the client is shown of each upstream's list of `kind`. */
 export function listObserver(session: DownstreamSession, kind: ListKind): PageObserver {
-  return (upstream, items, first, more) => {
+  return ({ upstream, items, first, more }) => {
     let views = session.listViews.get(upstream);
     if (!views) session.listViews.set(upstream, (views = new Map()));
     const previous = first ? '' : (views.get(kind)?.fingerprint ?? '');

@@ -228,9 +228,9 @@ export class Router {
     const kind = LIST_METHODS[method];
     if (kind) {
       const observe = listObserver(session, kind);
-      return catalog.list(kind, session.upstreams, params.cursor, signal, (upstream, items, first, more) => {
-        observe(upstream, items, first, more);
-        if (kind === 'tools') metrics.learnTools(upstream, items.map((t) => String(t.name)));
+      return catalog.list(kind, session.upstreams, params.cursor, signal, (page) => {
+        observe(page);
+        if (kind === 'tools') metrics.learnTools(page.upstream, page.originals);
       });
     }
     switch (method) {

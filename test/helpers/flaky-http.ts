@@ -21,6 +21,8 @@ export interface FlakyStats {
   connections: number;
   /** Connections that carried at least one /mcp request. */
   mcpConnections: number;
+  /** The last 20 tools/call requests: their trace and Authorization headers and _meta. */
+  toolCalls: { traceparent: string | null; tracestate: string | null; authorization: string | null; meta: Record<string, unknown> | null }[];
   /** Sessions it knows now. */
   sessions: number;
 }

@@ -9,6 +9,7 @@ import { configFromObject } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { createGateway, type Gateway } from '../../src/gateway.js';
 import { createLogger, type LogLevel } from '../../src/util/log.js';
+import { Redactor } from '../../src/util/redact.js';
 import { EVERYTHING_BIN, FIXTURES, MEMORY_BIN, NODE, ROOT } from './paths.js';
 
 export interface TestGateway {
@@ -30,8 +31,10 @@ export async function startGateway(raw: Record<string, unknown>, options: StartO
   // Probing off unless a test asks: probes spawn extra upstream sessions at unpredictable times.
   const config = configFromObject({ listen: { port: 0 }, health: { probeInterval: 0 }, ...raw }, { file: join(ROOT, 'gateway.test.yaml'), env: options.env ?? {} });
   const logs: string[] = [];
-  const logger = createLogger({ level: options.logLevel ?? 'debug', write: (line) => logs.push(line) });
-  const gateway = createGateway(config, { logger, baseEnv: options.baseEnv ?? { PATH: process.env.PATH, HOME: process.env.HOME } });
+  // As main.ts does: the redactor learns the config's secrets from the gateway.
+  const redactor = new Redactor();
+  const logger = createLogger({ level: options.logLevel ?? 'debug', write: (line) => logs.push(line), redact: (line) => redactor.redact(line) });
+  const gateway = createGateway(config, { logger, redactor, baseEnv: options.baseEnv ?? { PATH: process.env.PATH, HOME: process.env.HOME } });
   const url = await gateway.start();
   return { url, gateway, config, logs, close: () => gateway.close() };
 }
@@ -45,11 +48,18 @@ export const upstream = {
   http: (url: string, transport?: 'sse') => ({ http: transport ? { url, transport } : { url } }),
 };
 
-/** The official SDK client over Streamable HTTP. `prepare` registers handlers before connecting. */
-export async function connectClient(url: URL, capabilities: ClientCapabilities = {}, prepare?: (client: Client) => void): Promise<Client> {
+/**
+ * The official SDK client over Streamable HTTP. `prepare` registers handlers before
+ * connecting; `headers` go on every HTTP request it makes.
+ */
+export async function connectClient(url: URL, capabilities: ClientCapabilities = {}, prepare?: (client: Client) => void, headers?: Record<string, string>): Promise<Client> {
   const client = new Client({ name: 'switchyard-test', version: '1.0.0' }, { capabilities });
   prepare?.(client);
-  await client.connect(new StreamableHTTPClientTransport(url, { reconnectionOptions: { initialReconnectionDelay: 50, maxReconnectionDelay: 500, reconnectionDelayGrowFactor: 1.5, maxRetries: 20 } }));
+  const transport = new StreamableHTTPClientTransport(url, {
+    reconnectionOptions: { initialReconnectionDelay: 50, maxReconnectionDelay: 500, reconnectionDelayGrowFactor: 1.5, maxRetries: 20 },
+    ...(headers ? { requestInit: { headers } } : {}),
+  });
+  await client.connect(transport);
   return client;
 }
 
