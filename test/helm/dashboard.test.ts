@@ -20,7 +20,7 @@ describe('Grafana dashboard', () => {
     const exported = new Set<string>();
     for (const metric of await metrics.registry.getMetricsAsJSON()) {
       exported.add(metric.name);
-      if (metric.type === 'histogram') for (const suffix of ['_bucket', '_count', '_sum']) exported.add(metric.name + suffix);
+      if (String(metric.type) === 'histogram') for (const suffix of ['_bucket', '_count', '_sum']) exported.add(metric.name + suffix);
     }
     expect(dashboard.panels.length).toBeGreaterThan(10);
     for (const panel of dashboard.panels) {
