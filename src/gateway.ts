@@ -1,14 +1,14 @@
 // Builds a whole gateway from a config: every part is made here and passed down, so each test
 // gets a fresh gateway and close() leaves nothing running (no singletons). Also the lifecycle:
 // readiness, graceful drain, and hot reload of a new config.
-import type { AddressInfo } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
-import { serve, type ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { Agent } from 'undici';
 import type { Config } from './config/schema.js';
 import { createApp, type AppVariables, type Readiness } from './http/app.js';
+import { startListener, type Listener } from './http/listener.js';
 import { createMetricsApp } from './http/metrics.js';
+import { Authenticator } from './auth/authenticator.js';
 import { secretsOf } from './config/secrets.js';
 import { Metrics } from './metrics/metrics.js';
 import type { Redactor } from './util/redact.js';
@@ -53,16 +53,6 @@ export interface Gateway {
 
 const DRAIN_POLL_MS = 50;
 
-async function listen(fetch: (request: Request) => Response | Promise<Response>, host: string, port: number, path: string): Promise<{ server: ServerType; url: URL }> {
-  let server!: ServerType;
-  const address = await new Promise<AddressInfo>((resolve, reject) => {
-    server = serve({ fetch, hostname: host, port }, resolve);
-    server.once('error', reject);
-  });
-  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  return { server, url: new URL(`http://${shownHost}:${address.port}${path}`) };
-}
-
 function codecFor(config: Config): NamespaceCodec {
   return new NamespaceCodec(
     config.namespacing,
@@ -89,12 +79,12 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     streams: () => sessions.openStreams(),
     upstreams: () => pool.health(),
   });
-  let server: ServerType | undefined;
-  let admin: { server: ServerType; url: URL } | undefined;
+  let main: Listener | undefined;
+  let admin: Listener | undefined;
   let draining = false;
 
   const readiness = (): Readiness => {
-    const listening = server !== undefined;
+    const listening = main !== undefined;
     const upstreamUp = pool.anyUp;
     // Without probes, nothing tells an idle gateway's upstreams apart: readiness then rests on
     // listening and not draining alone (documented with health.probeInterval).
@@ -102,27 +92,25 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   };
 
   const app = createApp({
-    listen: config.listen,
+    config,
     router,
     sessions,
     logger,
+    metrics,
     health: () => pool.health(),
     readiness,
     streams: { keepAliveMs: config.sessions.keepAlive, retryMs: config.sessions.retry },
-    metrics: config.metrics.enabled && config.metrics.port === undefined ? { path: config.metrics.path, registry: metrics.registry } : undefined,
+    ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen) } : {}),
+    ...(config.metrics.enabled && config.metrics.port === undefined ? { metricsRegistry: metrics.registry } : {}),
   });
 
   async function close(): Promise<void> {
-    const listening = server;
-    server = undefined;
-    const stopped = listening ? new Promise<void>((resolve) => listening.close(() => resolve())) : Promise.resolve();
-    const adminServer = admin?.server;
+    const listeners = [main, admin];
+    main = undefined;
     admin = undefined;
-    adminServer?.close();
     await sessions.closeAll();
     await pool.close();
-    if (listening && 'closeAllConnections' in listening) listening.closeAllConnections();
-    await stopped;
+    await Promise.all(listeners.map((listener) => listener?.close()));
     await dispatcher.destroy();
   }
 
@@ -132,11 +120,11 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     readiness,
     metricsUrl: () => admin?.url,
     async start(port = config.listen.port) {
-      const { host, path } = config.listen;
-      const main = await listen(app.fetch, host, port, path);
-      server = main.server;
+      const { host, path, tls, maxHeaderBytes } = config.listen;
+      main = await startListener({ fetch: app.fetch, host, port, path, maxHeaderBytes, logger, ...(tls ? { tls } : {}) });
       if (config.metrics.enabled && config.metrics.port !== undefined) {
-        admin = await listen(createMetricsApp(config.metrics.path, metrics.registry).fetch, config.metrics.host, config.metrics.port, config.metrics.path);
+        const { host: adminHost, port: adminPort, path: metricsPath } = config.metrics;
+        admin = await startListener({ fetch: createMetricsApp(metricsPath, metrics.registry).fetch, host: adminHost, port: adminPort, path: metricsPath, logger });
       }
       sessions.startSweeper();
       pool.startProbing(config.health.probeInterval);
@@ -161,7 +149,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       await close();
     },
     reload(next) {
-      const needRestart = (['listen', 'sessions', 'logging'] as const).filter((key) => !isDeepStrictEqual(config[key], next[key]));
+      const needRestart = (['listen', 'sessions', 'logging', 'auth', 'metrics'] as const).filter((key) => !isDeepStrictEqual(config[key], next[key]));
       const namingChanged =
         !isDeepStrictEqual(config.namespacing, next.namespacing) ||
         !isDeepStrictEqual(

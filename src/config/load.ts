@@ -52,6 +52,12 @@ export function configFromObject(raw: unknown, options: { file: string; env: Env
   for (const upstream of Object.values(parsed.data.upstreams)) {
     if (upstream.stdio) upstream.stdio.cwd = resolve(baseDir, upstream.stdio.cwd ?? '.');
   }
+  const tls = parsed.data.listen.tls;
+  if (tls) {
+    tls.cert = resolve(baseDir, tls.cert);
+    tls.key = resolve(baseDir, tls.key);
+    if (tls.ca) tls.ca = resolve(baseDir, tls.ca);
+  }
   return deepFreeze(parsed.data);
 }
 

@@ -26,9 +26,22 @@ const stdio = z.strictObject({
   cwd: z.string().min(1).optional(),
 });
 
+const clientCredentials = z.strictObject({
+  /** The upstream's authorization server token endpoint. */
+  tokenUrl: z.url({ protocol: /^https?$/ }),
+  clientId: z.string().min(1),
+  clientSecret: z.string().min(1),
+  scope: z.string().min(1).optional(),
+  /** RFC 8707 resource indicator for the upstream, when its server wants one. */
+  resource: z.string().min(1).optional(),
+  audience: z.string().min(1).optional(),
+});
+
 const http = z.strictObject({
   url: z.url({ protocol: /^https?$/ }),
   headers: stringMap.default({}),
+  /** The gateway's own credential for this upstream (OAuth client-credentials grant). */
+  oauth: clientCredentials.optional(),
   /** `sse` is the deprecated HTTP+SSE transport of 2024-11-05. */
   transport: z.enum(['streamable-http', 'sse']).default('streamable-http'),
 });
@@ -71,12 +84,25 @@ const upstream = z
     restart: restart.prefault({}),
     /** Failing fast on an HTTP upstream that keeps failing. */
     circuit: circuit.prefault({}),
+    /** Check tools/call arguments against the tool's inputSchema before forwarding. */
+    validateArguments: z.boolean().default(true),
   })
   .superRefine((value, ctx) => {
     if ((value.stdio === undefined) === (value.http === undefined)) {
       ctx.addIssue({ code: 'custom', message: 'needs exactly one of `stdio` or `http`' });
     }
   });
+
+/** Asymmetric JWS algorithms only: a shared-secret (HS*) or unsigned token is never accepted. */
+const JWS_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
+
+const tls = z.strictObject({
+  /** PEM files; a renewed certificate is picked up without a restart. */
+  cert: z.string().min(1),
+  key: z.string().min(1),
+  /** PEM CA bundle: when set, clients must present a certificate it signed (mutual TLS). */
+  ca: z.string().min(1).optional(),
+});
 
 const listen = z.strictObject({
   host: z.string().min(1).default('127.0.0.1'),
@@ -88,7 +114,56 @@ const listen = z.strictObject({
   allowedOrigins: z.array(z.string()).default([]),
   /** Largest accepted request body; larger ones get 413. */
   maxBodyBytes: z.number().int().positive().default(4 * 1024 * 1024),
+  /** Deepest JSON nesting accepted in a request body; deeper gets 400. */
+  maxJsonDepth: z.number().int().min(4).max(10_000).default(64),
+  /** Largest request head (all headers); larger gets 431. */
+  maxHeaderBytes: z.number().int().min(1_024).max(1_048_576).default(16 * 1024),
+  /** Host header values accepted besides loopback names, publicUrl's host and a concrete listen.host. */
+  allowedHosts: z.array(z.string().min(1)).default([]),
+  /** Serve HTTPS. */
+  tls: tls.optional(),
+  /** Listening on a non-loopback address without auth is refused unless this is true. */
+  allowUnauthenticated: z.boolean().default(false),
 });
+
+const oauth = z.strictObject({
+  /** The authorization server's issuer identifier (the token's iss). */
+  issuer: z.string().min(1),
+  jwksUri: z.url(),
+  /** This MCP endpoint's canonical URL (RFC 8707 resource); defaults to listen.publicUrl. */
+  resource: z.url().optional(),
+  /** Accepted token audiences; defaults to the resource. */
+  audience: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
+  /** Advertised in the protected resource metadata; defaults to [issuer]. */
+  authorizationServers: z.array(z.string().min(1)).min(1).optional(),
+  /** Scopes every request's token must carry. */
+  scopes: z.array(z.string().min(1)).default([]),
+  algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(['RS256', 'ES256']),
+  clockTolerance: duration.default(30_000),
+  /** Require this JWT typ header, e.g. "at+jwt" (RFC 9068). */
+  typ: z.string().min(1).optional(),
+  /** The claim that names the principal within the issuer. */
+  principalClaim: z.string().min(1).default('sub'),
+  /** An unknown kid refetches the JWKS at most once per this long. */
+  jwksCooldown: duration.default(30_000),
+});
+
+const apiKey = z.strictObject({
+  id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
+  /** "sha256:<hex>" of the key (see README: making an API key). */
+  hash: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'must be "sha256:" and 64 lowercase hex digits'),
+  team: z.string().min(1).optional(),
+  scopes: z.array(z.string().min(1)).default([]),
+});
+
+const auth = z
+  .strictObject({
+    oauth: oauth.optional(),
+    apiKeys: z.array(apiKey).default([]),
+  })
+  .superRefine((value, ctx) => {
+    if (!value.oauth && value.apiKeys.length === 0) ctx.addIssue({ code: 'custom', message: 'needs `oauth`, `apiKeys`, or both' });
+  });
 
 const namespacing = z.strictObject({
   separator: z.string().regex(/^[A-Za-z0-9_.-]{1,4}$/, 'must be 1-4 characters from [A-Za-z0-9_.-]').default('__'),
@@ -98,6 +173,9 @@ const namespacing = z.strictObject({
 const sessions = z.strictObject({
   /** A session with no request in flight and no open stream is closed after this. */
   idleTimeout: duration.default(30 * 60_000),
+  /** Sessions open at once, in all (503 beyond) and per principal (429 beyond). */
+  max: z.number().int().min(1).default(10_000),
+  maxPerPrincipal: z.number().int().min(1).default(100),
   /** Per session: how many SSE events are kept for Last-Event-ID resumption... */
   replayEvents: z.number().int().min(1).max(100_000).default(1_000),
   /** ...and how many bytes of them; the oldest go first when either is exceeded. */
@@ -140,6 +218,7 @@ const health = z.strictObject({
 export const configSchema = z
   .strictObject({
     listen: listen.prefault({}),
+    auth: auth.optional(),
     upstreams: z.record(z.string().regex(UPSTREAM_NAME, 'upstream names must match [a-z0-9][a-z0-9-]{0,31}'), upstream),
     namespacing: namespacing.prefault({}),
     sessions: sessions.prefault({}),
@@ -149,6 +228,16 @@ export const configSchema = z
     metrics: metrics.prefault({}),
   })
   .superRefine((config, ctx) => {
+    if (config.auth?.oauth && !config.auth.oauth.resource && !config.listen.publicUrl) {
+      ctx.addIssue({ code: 'custom', path: ['auth', 'oauth', 'resource'], message: 'set auth.oauth.resource or listen.publicUrl: tokens must be issued for this exact URL' });
+    }
+    if (!config.auth && !config.listen.allowUnauthenticated && !isLoopback(config.listen.host)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['listen', 'host'],
+        message: `${config.listen.host} is not a loopback address and no auth is configured; configure auth or set listen.allowUnauthenticated: true`,
+      });
+    }
     const { separator, maxNameLength } = config.namespacing;
     const seen = new Map<string, string>();
     let unprefixed: string | undefined;
@@ -180,7 +269,14 @@ export const configSchema = z
     }
   });
 
+/** Loopback host names and addresses: the only places an unauthenticated gateway may listen. */
+export function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return bare === 'localhost' || bare === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+}
+
 export type Config = z.output<typeof configSchema>;
+export type AuthConfig = NonNullable<Config['auth']>;
 export type UpstreamConfig = Config['upstreams'][string];
 export type ListenConfig = Config['listen'];
 export type NamespacingConfig = Config['namespacing'];

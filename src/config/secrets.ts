@@ -1,5 +1,5 @@
 // The secret values a config holds, for the log redactor: every upstream header value (and
-// the credential inside a "Bearer ..." value) and every stdio env value.
+// the credential inside a "Bearer ..." value), every stdio env value, every client secret.
 import type { Config } from './schema.js';
 
 export function secretsOf(config: Config): string[] {
@@ -11,6 +11,7 @@ export function secretsOf(config: Config): string[] {
       if (credential) secrets.push(credential);
     }
     for (const value of Object.values(upstream.stdio?.env ?? {})) secrets.push(value);
+    if (upstream.http?.oauth) secrets.push(upstream.http.oauth.clientSecret);
   }
   return secrets;
 }

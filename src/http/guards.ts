@@ -1,5 +1,6 @@
 // Request validators for the MCP endpoint. Each returns a Response when the request must be
 // refused, else undefined, so a handler reads as a flat list of guards (after the MCP SDK).
+import { isLoopback, type ListenConfig } from '../config/schema.js';
 import { ErrorCode } from '../mcp/errors.js';
 import { failure, type JsonRpcId } from '../mcp/jsonrpc.js';
 import { isSupportedVersion } from '../mcp/versions.js';
@@ -17,6 +18,39 @@ export function checkOrigin(request: Request, allowed: ReadonlySet<string>): Res
   const origin = request.headers.get('origin');
   if (origin === null || allowed.has(origin)) return undefined;
   return rpcErrorResponse(403, ErrorCode.InvalidRequest, 'Forbidden: Origin not allowed');
+}
+
+/** Host names (lowercase, without port) a request may name: never derived from the request itself. */
+export function allowedHostsOf(listen: ListenConfig): ReadonlySet<string> {
+  const hosts = new Set(['localhost', '127.0.0.1', '::1']);
+  if (listen.publicUrl) hosts.add(new URL(listen.publicUrl).hostname.replace(/^\[|\]$/g, '').toLowerCase());
+  for (const host of listen.allowedHosts) hosts.add(host.toLowerCase());
+  // A concrete listen address (not a wildcard) is a name clients may use.
+  if (!['0.0.0.0', '::', '[::]'].includes(listen.host)) hosts.add(listen.host.replace(/^\[|\]$/g, '').toLowerCase());
+  return hosts;
+}
+
+/** Host validation against DNS rebinding: 403 unless the Host names this gateway. */
+export function checkHost(request: Request, allowed: ReadonlySet<string>): Response | undefined {
+  // The adapter builds the request URL from the Host header (in-process requests name it).
+  const name = new URL(request.url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (allowed.has(name) || isLoopback(name)) return undefined;
+  return rpcErrorResponse(403, ErrorCode.InvalidRequest, 'Forbidden: Host not allowed');
+}
+
+/** CORS for an allowed Origin: what a browser client needs to call the endpoint and read its headers. */
+export function corsHeaders(origin: string, preflight: boolean): Record<string, string> {
+  const headers: Record<string, string> = {
+    'access-control-allow-origin': origin,
+    vary: 'Origin',
+    'access-control-expose-headers': 'mcp-session-id, mcp-protocol-version, www-authenticate, x-request-id, retry-after',
+  };
+  if (preflight) {
+    headers['access-control-allow-methods'] = 'GET, POST, DELETE';
+    headers['access-control-allow-headers'] = 'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id, x-api-key, x-request-id, traceparent, tracestate';
+    headers['access-control-max-age'] = '600';
+  }
+  return headers;
 }
 
 function accepts(request: Request, type: string): boolean {

@@ -15,6 +15,7 @@ import {
   type JsonRpcResponse,
 } from '../mcp/jsonrpc.js';
 import { allowsBatches } from '../mcp/versions.js';
+import { withinDepth } from '../util/json-depth.js';
 import type { RequestContext, Router } from '../router/router.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { SessionStore } from '../session/store.js';
@@ -28,6 +29,10 @@ export interface McpEndpointDeps {
   sessions: SessionStore;
   logger: Logger;
   maxBodyBytes: number;
+  maxJsonDepth: number;
+  /** Sessions open at once: in all (503 beyond) and per principal (429 beyond). */
+  maxSessions: number;
+  maxSessionsPerPrincipal: number;
   streams: StreamSettings;
   /** While draining, new sessions are refused (503) and existing ones finish their work. */
   draining: () => boolean;
@@ -41,12 +46,15 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
   const missingSession = (): Response => rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required');
   const unknownSession = (): Response => rpcErrorResponse(404, ErrorCode.InvalidRequest, 'Session not found');
 
-  /** The session named by the header, or the refusal to send back. */
-  function lookup(request: Request): DownstreamSession | Response {
+  /**
+   * The session named by the header, or the refusal to send back. A session id is never a
+   * credential: presented by anyone but the principal that opened it, it is unknown.
+   */
+  function lookup(request: Request, context: RequestContext): DownstreamSession | Response {
     const id = request.headers.get(SESSION_HEADER);
     if (id === null) return missingSession();
     const session = sessions.get(id);
-    if (!session || session.closed) return unknownSession();
+    if (!session || session.closed || session.info.principal !== context.principal?.id) return unknownSession();
     session.touch(sessions.now());
     return session;
   }
@@ -56,6 +64,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (refused) return refused;
     const text = await readBody(request, deps.maxBodyBytes);
     if (text === undefined) return rpcErrorResponse(413, ErrorCode.InvalidRequest, `Payload Too Large: the limit is ${deps.maxBodyBytes} bytes`);
+    if (!withinDepth(text, deps.maxJsonDepth)) {
+      return rpcErrorResponse(400, ErrorCode.InvalidRequest, `Invalid Request: JSON nested deeper than ${deps.maxJsonDepth} levels`);
+    }
     let body: unknown;
     try {
       body = JSON.parse(text);
@@ -69,13 +80,13 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       const id = isObject(body) && (typeof body.id === 'string' || typeof body.id === 'number') ? body.id : null;
       return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message', id);
     }
-    if (isRequest(message) && message.method === 'initialize') return initialize(request, message);
+    if (isRequest(message) && message.method === 'initialize') return initialize(request, message, context);
 
     if (request.headers.get(SESSION_HEADER) === null && isRequest(message) && message.method === 'ping') {
       // The lifecycle allows pings before initialization; there is nothing to route.
       return Response.json(success(message.id, {}));
     }
-    const session = lookup(request);
+    const session = lookup(request, context);
     if (session instanceof Response) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
@@ -89,7 +100,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
 
   async function postBatch(request: Request, items: unknown[], context: RequestContext): Promise<Response> {
     if (items.length === 0) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: empty batch');
-    const session = lookup(request);
+    const session = lookup(request, context);
     if (session instanceof Response) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
@@ -120,18 +131,23 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     else router.handleNotification(session, message);
   }
 
-  async function initialize(request: Request, message: JsonRpcRequest): Promise<Response> {
+  async function initialize(request: Request, message: JsonRpcRequest, context: RequestContext): Promise<Response> {
     if (deps.draining()) {
       return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: the gateway is shutting down', message.id, { 'retry-after': '1' });
     }
-    const existing = request.headers.get(SESSION_HEADER);
-    if (existing !== null) {
-      const session = sessions.get(existing);
-      if (!session || session.closed) return unknownSession();
+    if (request.headers.get(SESSION_HEADER) !== null) {
+      const session = lookup(request, context);
+      if (session instanceof Response) return session;
       return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: session already initialized', message.id);
     }
+    if (sessions.size >= deps.maxSessions) {
+      return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: too many sessions are open', message.id, { 'retry-after': '30' });
+    }
+    if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) {
+      return rpcErrorResponse(429, ErrorCode.InvalidRequest, `Too Many Requests: at most ${deps.maxSessionsPerPrincipal} open sessions per principal; end one (DELETE) first`, message.id, { 'retry-after': '30' });
+    }
     try {
-      const { session, response } = await router.initialize(message);
+      const { session, response } = await router.initialize(message, context);
       logger.info('session started', { session: session.id.slice(0, 8), protocolVersion: session.info.protocolVersion, upstreams: [...session.upstreams.keys()] });
       return Response.json(response, { headers: { 'mcp-session-id': session.id } });
     } catch (err) {
@@ -144,10 +160,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
    * first), or with Last-Event-ID resumes the stream that event belongs to, replaying what
    * followed it. An id that is malformed, of another session or too old to replay gets 400.
    */
-  function get(request: Request): Response {
+  function get(request: Request, context: RequestContext): Response {
     const refused = checkGetHeaders(request);
     if (refused) return refused;
-    const session = lookup(request);
+    const session = lookup(request, context);
     if (session instanceof Response) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
@@ -166,8 +182,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     return connect(session, session.standalone, deps.streams)!.response;
   }
 
-  async function remove(request: Request): Promise<Response> {
-    const session = lookup(request);
+  async function remove(request: Request, context: RequestContext): Promise<Response> {
+    const session = lookup(request, context);
     if (session instanceof Response) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;

@@ -4,6 +4,7 @@
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 import type { Outcome } from '../metrics/metrics.js';
+import type { Principal } from '../auth/principal.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { LogFields } from '../util/log.js';
 
@@ -14,7 +15,8 @@ export interface RequestContext {
   /** W3C trace context from the HTTP headers, when valid. */
   traceparent?: string;
   tracestate?: string;
-  principal?: string;
+  /** Who is calling, when auth is configured. */
+  principal?: Principal;
   team?: string;
 }
 
@@ -56,7 +58,7 @@ export function describeCall(
     outcome,
     durationMs: Math.round(seconds * 1_000_000) / 1_000,
   };
-  if (context.principal !== undefined) fields.principal = context.principal;
+  if (context.principal !== undefined) fields.principal = context.principal.id;
   if (context.team !== undefined) fields.team = context.team;
   if (record.upstream !== undefined) fields.upstream = record.upstream;
   if (record.tool !== undefined) fields.tool = record.tool;

@@ -76,7 +76,7 @@ export class Router {
    * Handles initialize: negotiates the version, creates the session and opens every upstream in
    * parallel with the client's own capabilities and info. An upstream that fails is left out.
    */
-  async initialize(request: JsonRpcRequest): Promise<{ session: DownstreamSession; response: JsonRpcResponse }> {
+  async initialize(request: JsonRpcRequest, context: RequestContext): Promise<{ session: DownstreamSession; response: JsonRpcResponse }> {
     const params = request.params ?? {};
     if (typeof params.protocolVersion !== 'string' || !isObject(params.capabilities) || !isObject(params.clientInfo)) {
       this.#deps.metrics.requests.inc({ method: 'initialize', upstream: 'none', outcome: 'error' });
@@ -84,7 +84,12 @@ export class Router {
     }
     const protocolVersion = negotiateVersion(params.protocolVersion);
     const { pool, sessions, logger } = this.#deps;
-    const session = sessions.create({ protocolVersion, clientCapabilities: params.capabilities, clientInfo: params.clientInfo });
+    const session = sessions.create({
+      protocolVersion,
+      clientCapabilities: params.capabilities,
+      clientInfo: params.clientInfo,
+      ...(context.principal ? { principal: context.principal.id } : {}),
+    });
     const upstreamParams = { protocolVersion, capabilities: params.capabilities, clientInfo: params.clientInfo };
     const opened = await Promise.allSettled(
       pool.names.map((name) =>

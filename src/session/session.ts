@@ -11,6 +11,8 @@ export interface SessionInfo {
   protocolVersion: SessionVersion;
   clientCapabilities: JsonObject;
   clientInfo: JsonObject;
+  /** The principal that opened the session; only it may use the session. */
+  principal?: string;
 }
 
 /** A request the gateway sent to the client on an upstream's behalf. */

@@ -16,6 +16,7 @@ export interface SessionStoreOptions {
 
 export class SessionStore {
   readonly #sessions = new Map<string, DownstreamSession>();
+  readonly #perPrincipal = new Map<string, number>();
   readonly #options: SessionStoreOptions;
   readonly #now: () => number;
   #sweeper: NodeJS.Timeout | undefined;
@@ -36,6 +37,8 @@ export class SessionStore {
   create(info: SessionInfo): DownstreamSession {
     const session = new DownstreamSession(randomBytes(24).toString('base64url'), info, this.#now(), this.#options.replay);
     this.#sessions.set(session.id, session);
+    const key = info.principal ?? '';
+    this.#perPrincipal.set(key, (this.#perPrincipal.get(key) ?? 0) + 1);
     return session;
   }
 
@@ -61,6 +64,11 @@ export class SessionStore {
     return total;
   }
 
+  /** Sessions open for `principal`. */
+  countFor(principal: string | undefined): number {
+    return this.#perPrincipal.get(principal ?? '') ?? 0;
+  }
+
   get(id: string): DownstreamSession | undefined {
     return this.#sessions.get(id);
   }
@@ -69,6 +77,10 @@ export class SessionStore {
     const session = this.#sessions.get(id);
     if (!session) return;
     this.#sessions.delete(id);
+    const key = session.info.principal ?? '';
+    const left = (this.#perPrincipal.get(key) ?? 1) - 1;
+    if (left > 0) this.#perPrincipal.set(key, left);
+    else this.#perPrincipal.delete(key);
     await session.close(new GatewayError('upstream_closed', reason));
   }
 

@@ -1,0 +1,40 @@
+// API keys for machine clients: the config stores only a SHA-256 hash of each key; a presented
+// key is hashed and compared in constant time with every stored hash.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { AuthError, type Principal } from './principal.js';
+
+export interface ApiKeyEntry {
+  id: string;
+  /** "sha256:<64 hex digits>" of the key. */
+  hash: string;
+  team?: string;
+  scopes: readonly string[];
+}
+
+/** What to put in the config for `key`. */
+export function hashApiKey(key: string): string {
+  return `sha256:${createHash('sha256').update(key, 'utf8').digest('hex')}`;
+}
+
+export class ApiKeys {
+  readonly #entries: { entry: ApiKeyEntry; digest: Buffer }[];
+
+  constructor(entries: readonly ApiKeyEntry[]) {
+    this.#entries = entries.map((entry) => ({ entry, digest: Buffer.from(entry.hash.slice('sha256:'.length), 'hex') }));
+  }
+
+  get size(): number {
+    return this.#entries.length;
+  }
+
+  verify(key: string): Principal {
+    const digest = createHash('sha256').update(key, 'utf8').digest();
+    let found: ApiKeyEntry | undefined;
+    // Compare with every entry, matched or not, so timing says nothing about which matched.
+    for (const { entry, digest: stored } of this.#entries) if (timingSafeEqual(digest, stored)) found = entry;
+    if (!found) throw new AuthError('unknown_api_key', 'the API key is not valid');
+    const principal: Principal = { id: `apikey:${found.id}`, kind: 'apikey', scopes: found.scopes, claims: {} };
+    if (found.team !== undefined) principal.team = found.team;
+    return principal;
+  }
+}

@@ -1,0 +1,136 @@
+// Authenticates every request to the MCP endpoint (the MCP authorization spec, RFC 6750,
+// RFC 9728): a bearer access token (JWT) or an API key; the answer when it fails, with the
+// WWW-Authenticate challenge that points clients to the protected resource metadata.
+import type { AuthConfig, Config } from '../config/schema.js';
+import { ApiKeys } from './api-keys.js';
+import { JwtVerifier } from './jwt.js';
+import { AuthError, type Principal } from './principal.js';
+
+export interface Credentials {
+  authorization: string | undefined;
+  apiKey: string | undefined;
+  /** The request URL, to refuse tokens in the query string. */
+  url: URL;
+}
+
+export interface Refusal {
+  status: 400 | 401 | 403 | 503;
+  headers: Record<string, string>;
+  message: string;
+}
+
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+export class Authenticator {
+  readonly #verifier: JwtVerifier | undefined;
+  readonly #apiKeys: ApiKeys;
+  readonly #scopes: readonly string[];
+  /** The protected resource metadata document (RFC 9728), when OAuth is configured. */
+  readonly metadata: Record<string, unknown> | undefined;
+  /** Where that document is served, as an absolute URL (for WWW-Authenticate). */
+  readonly metadataUrl: string | undefined;
+  /** The paths serving it: the root form and the form suffixed with the resource's path. */
+  readonly metadataPaths: readonly string[];
+
+  constructor(auth: AuthConfig, listen: Config['listen']) {
+    this.#apiKeys = new ApiKeys(auth.apiKeys);
+    this.#scopes = auth.oauth?.scopes ?? [];
+    const oauth = auth.oauth;
+    if (!oauth) {
+      this.#verifier = undefined;
+      this.metadata = undefined;
+      this.metadataUrl = undefined;
+      this.metadataPaths = [];
+      return;
+    }
+    // Never derived from a Host header: the configured URL is the resource.
+    const resource = oauth.resource ?? listen.publicUrl!;
+    const audience = oauth.audience === undefined ? [resource] : ([] as string[]).concat(oauth.audience);
+    this.#verifier = new JwtVerifier({
+      issuer: oauth.issuer,
+      jwksUri: oauth.jwksUri,
+      audience,
+      algorithms: oauth.algorithms,
+      clockToleranceMs: oauth.clockTolerance,
+      principalClaim: oauth.principalClaim,
+      jwksCooldownMs: oauth.jwksCooldown,
+      ...(oauth.typ ? { typ: oauth.typ } : {}),
+    });
+    const resourceUrl = new URL(resource);
+    const suffix = resourceUrl.pathname === '/' ? '' : resourceUrl.pathname.replace(/\/$/, '');
+    const wellKnown = '/.well-known/oauth-protected-resource';
+    this.metadataPaths = suffix === '' ? [wellKnown] : [`${wellKnown}${suffix}`, wellKnown];
+    this.metadataUrl = new URL(`${wellKnown}${suffix}`, resourceUrl.origin).href;
+    this.metadata = {
+      resource,
+      authorization_servers: oauth.authorizationServers ?? [oauth.issuer],
+      bearer_methods_supported: ['header'],
+      ...(oauth.scopes.length > 0 ? { scopes_supported: oauth.scopes } : {}),
+      resource_name: 'Switchyard MCP gateway',
+    };
+  }
+
+  /** The principal behind a request, or an AuthError saying why there is none. */
+  async authenticate(credentials: Credentials): Promise<Principal> {
+    for (const key of credentials.url.searchParams.keys()) {
+      if (key.toLowerCase() === 'access_token') throw new AuthError('query_token', 'tokens in the query string are not accepted; send an Authorization header');
+    }
+    const bearer = bearerOf(credentials.authorization);
+    const presented = bearer ?? credentials.apiKey;
+    if (presented === undefined) {
+      if (credentials.authorization !== undefined) throw new AuthError('malformed', 'the Authorization header must use the Bearer scheme');
+      throw new AuthError('missing', 'an access token is required');
+    }
+    const useJwt = this.#verifier && (bearer !== undefined && (JWT_SHAPE.test(bearer) || this.#apiKeys.size === 0));
+    const principal = useJwt ? await this.#verifier!.verify(presented) : this.#apiKey(presented);
+    const missing = this.#scopes.filter((scope) => !principal.scopes.includes(scope));
+    if (missing.length > 0) throw new AuthError('insufficient_scope', `the token lacks scope ${missing.join(' ')}`);
+    return principal;
+  }
+
+  #apiKey(presented: string): Principal {
+    if (this.#apiKeys.size === 0) throw new AuthError('malformed', 'the token is malformed');
+    return this.#apiKeys.verify(presented);
+  }
+
+  /** The HTTP answer for a failed authentication (RFC 6750 §3, MCP authorization "Error Handling"). */
+  refusal(err: AuthError): Refusal {
+    const params: string[] = [];
+    const add = (name: string, value: string): void => void params.push(`${name}="${value.replace(/["\\]/g, '')}"`);
+    const scope = this.#scopes.join(' ');
+    switch (err.reason) {
+      case 'missing':
+        if (this.metadataUrl) add('resource_metadata', this.metadataUrl);
+        if (scope) add('scope', scope);
+        return { status: 401, headers: { 'www-authenticate': challenge(params) }, message: 'Unauthorized: an access token is required' };
+      case 'query_token':
+        add('error', 'invalid_request');
+        add('error_description', err.message);
+        if (this.metadataUrl) add('resource_metadata', this.metadataUrl);
+        return { status: 400, headers: { 'www-authenticate': challenge(params) }, message: `Bad Request: ${err.message}` };
+      case 'insufficient_scope':
+        add('error', 'insufficient_scope');
+        add('scope', scope);
+        if (this.metadataUrl) add('resource_metadata', this.metadataUrl);
+        add('error_description', err.message);
+        return { status: 403, headers: { 'www-authenticate': challenge(params) }, message: `Forbidden: ${err.message}` };
+      case 'jwks_unavailable':
+        return { status: 503, headers: { 'retry-after': '5' }, message: 'Service Unavailable: tokens cannot be verified right now' };
+      default:
+        add('error', 'invalid_token');
+        add('error_description', err.message);
+        if (this.metadataUrl) add('resource_metadata', this.metadataUrl);
+        return { status: 401, headers: { 'www-authenticate': challenge(params) }, message: `Unauthorized: ${err.message}` };
+    }
+  }
+}
+
+function challenge(params: string[]): string {
+  return params.length === 0 ? 'Bearer' : `Bearer ${params.join(', ')}`;
+}
+
+/** The credential of an `Authorization: Bearer <token>` header (the scheme is case-insensitive). */
+function bearerOf(header: string | undefined): string | undefined {
+  const match = header === undefined ? null : /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
+  return match ? match[1] : undefined;
+}

@@ -1,0 +1,75 @@
+// Access token verification (OAuth 2.1 §5.2, RFC 9068, the MCP authorization spec): a JWS
+// signed with an allowed asymmetric algorithm by a key from the issuer's JWKS, with the right
+// issuer, an audience that is this resource, an exp (required), a small clock tolerance, and
+// optionally typ at+jwt. An unknown kid refetches the JWKS at most once per cooldown (jose).
+import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type RemoteJWKSet } from 'jose';
+import { AuthError, type Principal } from './principal.js';
+
+export interface JwtVerifierOptions {
+  issuer: string;
+  jwksUri: string;
+  audience: readonly string[];
+  algorithms: readonly string[];
+  clockToleranceMs: number;
+  /** Require the JWT header typ "at+jwt" (RFC 9068). */
+  typ?: string;
+  /** The claim naming the subject within the issuer. */
+  principalClaim: string;
+  jwksCooldownMs: number;
+}
+
+export class JwtVerifier {
+  readonly #options: JwtVerifierOptions;
+  readonly #jwks: RemoteJWKSet;
+
+  constructor(options: JwtVerifierOptions) {
+    this.#options = options;
+    this.#jwks = createRemoteJWKSet(new URL(options.jwksUri), {
+      cooldownDuration: options.jwksCooldownMs,
+      timeoutDuration: 5_000,
+    });
+  }
+
+  async verify(token: string): Promise<Principal> {
+    const { issuer, audience, algorithms, clockToleranceMs, typ, principalClaim } = this.#options;
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, this.#jwks, {
+        issuer,
+        audience: [...audience],
+        algorithms: [...algorithms],
+        clockTolerance: Math.round(clockToleranceMs / 1_000),
+        requiredClaims: ['exp'],
+        ...(typ ? { typ } : {}),
+      }));
+    } catch (err) {
+      throw toAuthError(err);
+    }
+    const subject = payload[principalClaim];
+    if (typeof subject !== 'string' || subject === '') throw new AuthError('claims', `the token has no ${principalClaim} claim`);
+    return { id: `${issuer}|${subject}`, kind: 'oauth', scopes: scopesOf(payload), claims: payload };
+  }
+}
+
+/** Scopes of a token: the space-separated `scope` claim (RFC 9068) or an `scp` array. */
+function scopesOf(payload: JWTPayload): string[] {
+  if (typeof payload.scope === 'string') return payload.scope.split(' ').filter(Boolean);
+  if (Array.isArray(payload.scp)) return payload.scp.filter((s): s is string => typeof s === 'string');
+  return [];
+}
+
+function toAuthError(err: unknown): AuthError {
+  if (err instanceof errors.JWTExpired) return new AuthError('expired', 'the token has expired');
+  if (err instanceof errors.JWTClaimValidationFailed) {
+    if (err.claim === 'iss') return new AuthError('issuer', 'the token was not issued by the expected issuer');
+    if (err.claim === 'aud') return new AuthError('audience', 'the token was not issued for this resource');
+    if (err.claim === 'nbf' || err.claim === 'iat') return new AuthError('not_yet_valid', 'the token is not yet valid');
+    return new AuthError('claims', `the token's ${err.claim} claim is ${err.reason === 'missing' ? 'missing' : 'invalid'}`);
+  }
+  if (err instanceof errors.JOSEAlgNotAllowed) return new AuthError('algorithm', 'the token is signed with an algorithm that is not allowed');
+  if (err instanceof errors.JWKSNoMatchingKey) return new AuthError('unknown_key', 'the token is signed with an unknown key');
+  if (err instanceof errors.JWSSignatureVerificationFailed) return new AuthError('signature', 'the token signature is invalid');
+  if (err instanceof errors.JWKSTimeout || err instanceof errors.JWKSInvalid) return new AuthError('jwks_unavailable', 'the signing keys could not be fetched');
+  if (err instanceof errors.JOSEError) return new AuthError('malformed', 'the token is malformed');
+  return new AuthError('jwks_unavailable', 'the token could not be verified');
+}

@@ -1,0 +1,103 @@
+// An HTTP or HTTPS listener for a fetch handler. With TLS, the certificate files are watched:
+// a renewed certificate (cert-manager, certbot) is loaded for new connections without a restart,
+// while open connections and sessions carry on.
+import { watch, type FSWatcher } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { dirname } from 'node:path';
+import { createSecureContext } from 'node:tls';
+import { serve, type ServerType } from '@hono/node-server';
+import type { Logger } from '../util/log.js';
+
+export interface TlsFiles {
+  cert: string;
+  key: string;
+  ca?: string;
+}
+
+export interface ListenerOptions {
+  fetch: (request: Request) => Response | Promise<Response>;
+  host: string;
+  port: number;
+  path: string;
+  maxHeaderBytes?: number;
+  tls?: TlsFiles;
+  logger: Logger;
+}
+
+export interface Listener {
+  url: URL;
+  server: ServerType;
+  /** Stops accepting connections; resolves when the last one is gone. */
+  close(): Promise<void>;
+}
+
+async function readTls(files: TlsFiles): Promise<{ cert: Buffer; key: Buffer; ca?: Buffer }> {
+  const [cert, key, ca] = await Promise.all([readFile(files.cert), readFile(files.key), files.ca ? readFile(files.ca) : undefined]);
+  return ca ? { cert, key, ca } : { cert, key };
+}
+
+export async function startListener(options: ListenerOptions): Promise<Listener> {
+  const { fetch, host, port, path, tls, logger } = options;
+  const material = tls ? await readTls(tls) : undefined;
+  let server!: ServerType;
+  const address = await new Promise<AddressInfo>((resolve, reject) => {
+    const common = { fetch, hostname: host, port };
+    const serverOptions = options.maxHeaderBytes ? { maxHeaderSize: options.maxHeaderBytes } : {};
+    server = material
+      ? serve(
+          {
+            ...common,
+            createServer: createHttpsServer,
+            serverOptions: { ...serverOptions, ...material, requestCert: material.ca !== undefined, rejectUnauthorized: material.ca !== undefined },
+          },
+          resolve,
+        )
+      : serve({ ...common, serverOptions }, resolve);
+    server.once('error', reject);
+  });
+  const watchers = tls ? watchCertificates(server as HttpsServer, tls, logger) : [];
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    server,
+    url: new URL(`${tls ? 'https' : 'http'}://${shownHost}:${address.port}${path}`),
+    close() {
+      for (const watcher of watchers) watcher.close();
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        if ('closeAllConnections' in server) server.closeAllConnections();
+      });
+    },
+  };
+}
+
+/** Reloads the certificate when any of its files changes (their directories are watched). */
+function watchCertificates(server: HttpsServer, files: TlsFiles, logger: Logger): FSWatcher[] {
+  let timer: NodeJS.Timeout | undefined;
+  const reload = async (): Promise<void> => {
+    try {
+      const material = await readTls(files);
+      createSecureContext(material); // throws on a mismatched or half-written pair
+      server.setSecureContext(material);
+      logger.info('TLS certificate reloaded', { cert: files.cert });
+    } catch (err) {
+      logger.warn('TLS certificate reload failed; keeping the current one', { err });
+    }
+  };
+  const directories = new Set([files.cert, files.key, ...(files.ca ? [files.ca] : [])].map((file) => dirname(file)));
+  const watchers: FSWatcher[] = [];
+  for (const directory of directories) {
+    try {
+      watchers.push(
+        watch(directory, { persistent: false }, () => {
+          clearTimeout(timer);
+          timer = setTimeout(() => void reload(), 100);
+        }),
+      );
+    } catch (err) {
+      logger.warn('cannot watch the TLS files; renewals need a restart', { err, directory });
+    }
+  }
+  return watchers;
+}
