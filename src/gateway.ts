@@ -13,6 +13,7 @@ import { secretsOf } from './config/secrets.js';
 import { Metrics } from './metrics/metrics.js';
 import type { Redactor } from './util/redact.js';
 import { GatewayError } from './mcp/errors.js';
+import { ArgumentValidator } from './router/arguments.js';
 import { Catalog } from './router/catalog.js';
 import { NamespaceCodec } from './router/namespace.js';
 import { Router } from './router/router.js';
@@ -66,14 +67,28 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   options.redactor?.update(secretsOf(config));
   const metrics = new Metrics(Object.keys(config.upstreams));
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
-  const pool = new UpstreamPool(config.upstreams, { dispatcher, logger, baseEnv: options.baseEnv, metrics });
+  const pool = new UpstreamPool(config.upstreams, {
+    dispatcher,
+    logger,
+    baseEnv: options.baseEnv,
+    metrics,
+    ...(options.redactor ? { onSecret: (secret: string) => options.redactor!.add(secret) } : {}),
+  });
   const catalog = new Catalog(codecFor(config), logger);
   const sessions = new SessionStore({
     idleTimeoutMs: config.sessions.idleTimeout,
     replay: { events: config.sessions.replayEvents, bytes: config.sessions.replayBytes },
     logger,
   });
-  const router = new Router({ pool, sessions, catalog, logger, metrics, logArguments: () => config.logging.arguments });
+  const router = new Router({
+    pool,
+    sessions,
+    catalog,
+    logger,
+    metrics,
+    logArguments: () => config.logging.arguments,
+    arguments: new ArgumentValidator(logger),
+  });
   metrics.observe({
     sessions: () => sessions.size,
     streams: () => sessions.openStreams(),

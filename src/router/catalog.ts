@@ -112,14 +112,20 @@ export class Catalog {
   async fingerprint(kind: ListKind, client: UpstreamClient): Promise<string | undefined> {
     if (!supportsMethod(client.capabilities, LIST_KINDS[kind].method)) return undefined;
     let fingerprint = '';
+    await this.scan(kind, client, (page) => (fingerprint = extendFingerprint(fingerprint, page.items)));
+    return fingerprint;
+  }
+
+  /** Reads an upstream's whole list of `kind`, page by page (bounded), telling `onPage` each. */
+  async scan(kind: ListKind, client: UpstreamClient, onPage: PageObserver): Promise<void> {
+    if (!supportsMethod(client.capabilities, LIST_KINDS[kind].method)) return;
     let cursor: string | undefined;
     for (let page = 0; page < MAX_ALIAS_PAGES; page++) {
       const result = await this.#page(kind, client, cursor);
-      fingerprint = extendFingerprint(fingerprint, result.items);
+      onPage({ upstream: client.name, items: result.items, originals: result.originals, first: page === 0, more: result.nextCursor !== undefined });
       cursor = result.nextCursor;
-      if (cursor === undefined) break;
+      if (cursor === undefined) return;
     }
-    return fingerprint;
   }
 
   /** The upstream client and original name behind a client-facing tool or prompt name. */
@@ -178,12 +184,7 @@ export class Catalog {
   }
 
   async #refreshAliases(kind: ListKind, client: UpstreamClient): Promise<void> {
-    if (!supportsMethod(client.capabilities, LIST_KINDS[kind].method)) return;
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_ALIAS_PAGES; page++) {
-      ({ nextCursor: cursor } = await this.#page(kind, client, cursor));
-      if (cursor === undefined) return;
-    }
+    await this.scan(kind, client, () => {});
   }
 }
 

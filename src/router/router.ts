@@ -24,8 +24,9 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../util/log.js';
 import { childTraceparent, parseTraceparent } from '../util/trace.js';
 import { GATEWAY_NAME, GATEWAY_VERSION } from '../version.js';
+import type { ArgumentValidator } from './arguments.js';
 import { describeCall, outcomeOf, type CallRecord, type RequestContext } from './call-log.js';
-import type { Catalog, ListKind } from './catalog.js';
+import type { Catalog, ListedPage, ListKind } from './catalog.js';
 import { afterRestart, listObserver, recordSubscription } from './recovery.js';
 import { answerFromClient, routeClientNotification, wireUpstream, type RequestChannel } from './relay.js';
 
@@ -40,6 +41,7 @@ export interface RouterDeps {
   metrics: Metrics;
   /** Tool arguments in call logs: shape only, or values. */
   logArguments: () => 'shape' | 'values';
+  arguments: ArgumentValidator;
 }
 
 /** One client request on its way: where its related messages go, and what it turned out to be. */
@@ -235,7 +237,7 @@ export class Router {
       const observe = listObserver(session, kind);
       return catalog.list(kind, session.upstreams, params.cursor, signal, (page) => {
         observe(page);
-        if (kind === 'tools') metrics.learnTools(page.upstream, page.originals);
+        if (kind === 'tools') this.#learnTools(page);
       });
     }
     switch (method) {
@@ -249,6 +251,10 @@ export class Router {
         const target = await catalog.resolveName(method === 'tools/call' ? 'tools' : 'prompts', name, session.upstreams);
         if (!target) throw new GatewayError('unknown_name', `Unknown ${method === 'tools/call' ? 'tool' : 'prompt'}: ${name}`);
         call.record.tool = target.name;
+        if (method === 'tools/call') {
+          const invalid = await this.#checkArguments(target.client, target.name, name, params.arguments);
+          if (invalid) return { content: [{ type: 'text', text: invalid }], isError: true };
+        }
         const result = await this.#forward(call, target.client, method, { ...params, name: target.name });
         // A task-augmented call answers with the task; the client sees its gateway-wide id.
         const taskId = isObject(params.task) ? createdTaskId(result) : undefined;
@@ -312,6 +318,22 @@ export class Router {
     const result = await this.#forward(call, client, method, { ...params, taskId: split.taskId });
     if (method === 'tasks/result') return mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id));
     return typeof result.taskId === 'string' ? { ...result, taskId: codec.exposeTaskId(client.name, result.taskId) } : result;
+  }
+
+  #learnTools(page: ListedPage): void {
+    this.#deps.metrics.learnTools(page.upstream, page.originals);
+    this.#deps.arguments.learn(page.upstream, page.items, page.originals);
+  }
+
+  /**
+   * Checks tools/call arguments against the tool's inputSchema (unless the upstream turned
+   * checking off). A tool not listed yet has its upstream's list read first, once.
+   */
+  async #checkArguments(client: UpstreamClient, tool: string, exposed: string, args: unknown): Promise<string | undefined> {
+    const { pool, catalog, arguments: validator } = this.#deps;
+    if (pool.config(client.name)?.validateArguments === false) return undefined;
+    if (!validator.knows(client.name, tool)) await catalog.scan('tools', client, (page) => this.#learnTools(page)).catch(() => {});
+    return validator.check(client.name, tool, exposed, args);
   }
 
   /** Wires a new upstream session to the client session that owns it. */

@@ -18,6 +18,8 @@ export interface StreamableHttpOptions {
   maxMessageBytes?: number;
   /** Shared by every session of this upstream. */
   breaker?: CircuitBreaker;
+  /** The gateway's own credential for the upstream (client-credentials grant), per request. */
+  credentials?: { authorization(): Promise<string>; invalidate(): void };
 }
 
 const GET_RETRY_MIN_MS = 500;
@@ -57,7 +59,14 @@ export class StreamableHttpTransport implements Transport {
     if (breaker && !breaker.allow()) throw new TransportError('circuit_open', 'circuit open after repeated upstream failures');
     let healthy: boolean | undefined;
     try {
-      await this.#post(message, options, (ok) => (healthy = ok));
+      try {
+        await this.#post(message, options, (ok) => (healthy = ok));
+      } catch (err) {
+        // A refused token of our own: fetch a new one and try once more.
+        if (!(err instanceof TransportError) || err.status !== 401 || !this.#options.credentials) throw err;
+        this.#options.credentials.invalidate();
+        await this.#post(message, options, (ok) => (healthy = ok));
+      }
     } finally {
       if (healthy === true) breaker?.success();
       else if (healthy === false) breaker?.failure();
@@ -68,13 +77,14 @@ export class StreamableHttpTransport implements Transport {
   /** One POST exchange; `judge` learns whether the upstream itself behaved (for the breaker). */
   async #post(message: JsonRpcMessage, options: SendOptions | undefined, judge: (healthy: boolean) => void): Promise<void> {
     const signal = options?.signal ? AbortSignal.any([this.#abort.signal, options.signal]) : this.#abort.signal;
+    const authorization = await this.#authorization();
     const expectId = isRequest(message) ? message.id : undefined;
     let response: Dispatcher.ResponseData;
     try {
       response = await request(this.#options.url, {
         method: 'POST',
         dispatcher: this.#options.dispatcher,
-        headers: this.#headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...traceHeaders(message) }),
+        headers: this.#headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...traceHeaders(message), ...authorization }),
         body: JSON.stringify(message),
         signal,
       });
@@ -138,7 +148,7 @@ export class StreamableHttpTransport implements Transport {
         const { body } = await request(this.#options.url, {
           method: 'DELETE',
           dispatcher: this.#options.dispatcher,
-          headers: this.#headers({}),
+          headers: this.#headers(await this.#authorization().catch(() => ({}))),
           signal: AbortSignal.timeout(2_000),
         });
         await body.dump();
@@ -147,6 +157,16 @@ export class StreamableHttpTransport implements Transport {
       }
     }
     this.onclose?.();
+  }
+
+  async #authorization(): Promise<Record<string, string>> {
+    const credentials = this.#options.credentials;
+    if (!credentials) return {};
+    try {
+      return { authorization: await credentials.authorization() };
+    } catch (err) {
+      throw new TransportError('network', `cannot get a token for the upstream: ${(err as Error).message}`, undefined, { cause: err });
+    }
   }
 
   #headers(extra: Record<string, string>): Record<string, string> {
@@ -162,7 +182,7 @@ export class StreamableHttpTransport implements Transport {
     let delay = GET_RETRY_MIN_MS;
     while (!this.#closed) {
       try {
-        const headers = this.#headers({ accept: 'text/event-stream' });
+        const headers = this.#headers({ accept: 'text/event-stream', ...(await this.#authorization()) });
         if (parser.lastEventId !== undefined) headers['last-event-id'] = parser.lastEventId;
         const { statusCode, headers: responseHeaders, body } = await request(this.#options.url, {
           method: 'GET',

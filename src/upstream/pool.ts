@@ -7,6 +7,7 @@ import type { UpstreamConfig } from '../config/schema.js';
 import type { JsonObject } from '../mcp/jsonrpc.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { LATEST_VERSION } from '../mcp/versions.js';
+import { ClientCredentials } from '../auth/client-credentials.js';
 import { CircuitBreaker, type CircuitState } from '../transport/circuit.js';
 import { LegacySseTransport } from '../transport/legacy-sse.js';
 import { ReconnectingTransport } from '../transport/reconnecting.js';
@@ -22,6 +23,8 @@ export interface UpstreamPoolDeps {
   /** What a stdio child inherits besides its configured env: PATH and HOME only. */
   baseEnv: Readonly<Record<string, string | undefined>>;
   metrics: Metrics;
+  /** Told every upstream token the gateway obtains, so logs can redact it. */
+  onSecret?: (secret: string) => void;
 }
 
 export type UpstreamState = 'unknown' | 'up' | 'down';
@@ -60,6 +63,7 @@ export class UpstreamPool {
   readonly #deps: UpstreamPoolDeps;
   readonly #health = new Map<string, UpstreamHealth>();
   readonly #breakers = new Map<string, CircuitBreaker>();
+  readonly #credentials = new Map<string, ClientCredentials>();
   /** Every client not yet fully stopped, so close() leaves no child process behind. */
   readonly #live = new Set<UpstreamClient>();
   #probeTimer: NodeJS.Timeout | undefined;
@@ -105,6 +109,7 @@ export class UpstreamPool {
     for (const name of [...changes.removed, ...changes.changed]) {
       this.#health.delete(name);
       this.#breakers.delete(name);
+      this.#credentials.delete(name);
     }
     for (const name of [...changes.added, ...changes.changed]) {
       const config = next.get(name)!;
@@ -118,6 +123,11 @@ export class UpstreamPool {
         };
         health.circuit = breaker.state;
         this.#breakers.set(name, breaker);
+      }
+      const oauth = config.http?.oauth;
+      if (oauth) {
+        const { onSecret } = this.#deps;
+        this.#credentials.set(name, new ClientCredentials({ ...oauth, dispatcher: this.#deps.dispatcher, ...(onSecret ? { onToken: onSecret } : {}) }));
       }
       this.#health.set(name, health);
     }
@@ -237,7 +247,8 @@ export class UpstreamPool {
     const options = { url: http.url, headers: http.headers, dispatcher: this.#deps.dispatcher, logger, maxMessageBytes: config.maxMessageBytes };
     if (http.transport === 'sse') return new ReconnectingTransport(() => new LegacySseTransport(options), { policy, logger, restartOnCrash: true });
     const breaker = this.#breakers.get(name);
-    const make = (): Transport => new StreamableHttpTransport(breaker ? { ...options, breaker } : options);
+    const credentials = this.#credentials.get(name);
+    const make = (): Transport => new StreamableHttpTransport({ ...options, ...(breaker ? { breaker } : {}), ...(credentials ? { credentials } : {}) });
     return new ReconnectingTransport(make, { policy, logger, restartOnCrash: false });
   }
 }

@@ -10,21 +10,35 @@ const TOKEN_SHAPES = [
 /** Shorter values (a port, "true") would redact innocent text; they are not secrets anyway. */
 const MIN_SECRET_LENGTH = 6;
 
+/** Tokens learned at run time (upstream access tokens) kept at most; the oldest go first. */
+const MAX_LEARNED = 256;
+
 export class Redactor {
+  #configured: string[] = [];
+  #learned: string[] = [];
   #secrets: string[] = [];
 
   constructor(secrets: Iterable<string> = []) {
     this.update(secrets);
   }
 
-  /** Replaces the set of secret values (config reload). */
+  /** Replaces the configured secret values (config reload); learned ones stay. */
   update(secrets: Iterable<string>): void {
-    // Longest first, so a secret containing another is replaced whole.
-    this.#secrets = [...new Set(secrets)].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
+    this.#configured = [...secrets];
+    this.#rebuild();
   }
 
+  /** A secret met at run time, such as an access token the gateway obtained. */
   add(secret: string): void {
-    if (secret.length >= MIN_SECRET_LENGTH && !this.#secrets.includes(secret)) this.update([...this.#secrets, secret]);
+    if (secret.length < MIN_SECRET_LENGTH || this.#learned.includes(secret)) return;
+    this.#learned.push(secret);
+    if (this.#learned.length > MAX_LEARNED) this.#learned.shift();
+    this.#rebuild();
+  }
+
+  #rebuild(): void {
+    // Longest first, so a secret containing another is replaced whole.
+    this.#secrets = [...new Set([...this.#configured, ...this.#learned])].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
   }
 
   redact(text: string): string {
