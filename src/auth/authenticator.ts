@@ -54,6 +54,7 @@ export class Authenticator {
       clockToleranceMs: oauth.clockTolerance,
       principalClaim: oauth.principalClaim,
       jwksCooldownMs: oauth.jwksCooldown,
+      jwksMaxAgeMs: oauth.jwksMaxAge,
       ...(oauth.typ ? { typ: oauth.typ } : {}),
     });
     const resourceUrl = new URL(resource);

@@ -20,12 +20,15 @@ export interface ClientCredentialsOptions {
 /** Refresh this long before expiry, or at 80% of a short lifetime. */
 const REFRESH_MARGIN_MS = 60_000;
 const DEFAULT_LIFETIME_S = 300;
+const FAILURE_BACKOFF_MS = 2_000;
 
 export class ClientCredentials {
   readonly #options: ClientCredentialsOptions;
   readonly #now: () => number;
   #token: { value: string; refreshAt: number; expiresAt: number } | undefined;
   #fetching: Promise<string> | undefined;
+  /** After a failed fetch, callers get the same failure until then (no hammering a broken endpoint). */
+  #failure: { err: Error; until: number } | undefined;
 
   constructor(options: ClientCredentialsOptions) {
     this.#options = options;
@@ -51,7 +54,17 @@ export class ClientCredentials {
   }
 
   #fetch(): Promise<string> {
-    this.#fetching ??= this.#request().finally(() => {
+    if (this.#failure && this.#now() < this.#failure.until) return Promise.reject(this.#failure.err);
+    this.#fetching ??= this.#request().then(
+      (token) => {
+        this.#failure = undefined;
+        return token;
+      },
+      (err: unknown) => {
+        this.#failure = { err: err instanceof Error ? err : new Error(String(err)), until: this.#now() + FAILURE_BACKOFF_MS };
+        throw err;
+      },
+    ).finally(() => {
       this.#fetching = undefined;
     });
     return this.#fetching;

@@ -16,7 +16,12 @@ export interface JwtVerifierOptions {
   /** The claim naming the subject within the issuer. */
   principalClaim: string;
   jwksCooldownMs: number;
+  /** How long fetched keys are trusted before the JWKS is read again (a removed key stops working). */
+  jwksMaxAgeMs: number;
 }
+
+/** The key set could not be read (down, an HTTP error, not JSON): not the token's fault. */
+class KeysUnavailable extends Error {}
 
 export class JwtVerifier {
   readonly #options: JwtVerifierOptions;
@@ -26,15 +31,26 @@ export class JwtVerifier {
     this.#options = options;
     this.#jwks = createRemoteJWKSet(new URL(options.jwksUri), {
       cooldownDuration: options.jwksCooldownMs,
+      cacheMaxAge: options.jwksMaxAgeMs,
       timeoutDuration: 5_000,
     });
+  }
+
+  /** The signing key, telling "no such key" apart from "cannot read the keys". */
+  async #key(...args: Parameters<RemoteJWKSet>): Promise<Awaited<ReturnType<RemoteJWKSet>>> {
+    try {
+      return await this.#jwks(...args);
+    } catch (err) {
+      if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys || err instanceof errors.JOSEAlgNotAllowed || err instanceof errors.JOSENotSupported) throw err;
+      throw new KeysUnavailable('the signing keys could not be fetched', { cause: err });
+    }
   }
 
   async verify(token: string): Promise<Principal> {
     const { issuer, audience, algorithms, clockToleranceMs, typ, principalClaim } = this.#options;
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, this.#jwks, {
+      ({ payload } = await jwtVerify(token, (header, input) => this.#key(header, input), {
         issuer,
         audience: [...audience],
         algorithms: [...algorithms],
@@ -59,6 +75,7 @@ function scopesOf(payload: JWTPayload): string[] {
 }
 
 function toAuthError(err: unknown): AuthError {
+  if (err instanceof KeysUnavailable) return new AuthError('jwks_unavailable', 'the signing keys could not be fetched');
   if (err instanceof errors.JWTExpired) return new AuthError('expired', 'the token has expired');
   if (err instanceof errors.JWTClaimValidationFailed) {
     if (err.claim === 'iss') return new AuthError('issuer', 'the token was not issued by the expected issuer');

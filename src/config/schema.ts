@@ -146,6 +146,8 @@ const oauth = z.strictObject({
   principalClaim: z.string().min(1).default('sub'),
   /** An unknown kid refetches the JWKS at most once per this long. */
   jwksCooldown: duration.default(30_000),
+  /** Fetched keys are trusted this long; then the JWKS is read again (a removed key stops working). */
+  jwksMaxAge: duration.default(10 * 60_000),
 });
 
 const apiKey = z.strictObject({

@@ -57,13 +57,13 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       : serve({ ...common, serverOptions }, resolve);
     server.once('error', reject);
   });
-  const watchers = tls ? watchCertificates(server as HttpsServer, tls, logger) : [];
+  const stopWatching = tls ? watchCertificates(server as HttpsServer, tls, logger) : () => {};
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     server,
     url: new URL(`${tls ? 'https' : 'http'}://${shownHost}:${address.port}${path}`),
     close() {
-      for (const watcher of watchers) watcher.close();
+      stopWatching();
       return new Promise<void>((resolve) => {
         server.close(() => resolve());
         if ('closeAllConnections' in server) server.closeAllConnections();
@@ -72,12 +72,17 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   };
 }
 
-/** Reloads the certificate when any of its files changes (their directories are watched). */
-function watchCertificates(server: HttpsServer, files: TlsFiles, logger: Logger): FSWatcher[] {
+/**
+ * Reloads the certificate when any of its files changes (their directories are watched).
+ * Returns the function that stops watching (no reload runs after it).
+ */
+function watchCertificates(server: HttpsServer, files: TlsFiles, logger: Logger): () => void {
   let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
   const reload = async (): Promise<void> => {
     try {
       const material = await readTls(files);
+      if (stopped) return;
       createSecureContext(material); // throws on a mismatched or half-written pair
       server.setSecureContext(material);
       logger.info('TLS certificate reloaded', { cert: files.cert });
@@ -99,5 +104,9 @@ function watchCertificates(server: HttpsServer, files: TlsFiles, logger: Logger)
       logger.warn('cannot watch the TLS files; renewals need a restart', { err, directory });
     }
   }
-  return watchers;
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    for (const watcher of watchers) watcher.close();
+  };
 }

@@ -202,6 +202,7 @@ export class StreamableHttpTransport implements Transport {
           this.onclose?.(new TransportError('session_expired', 'upstream session expired', 404));
           return;
         }
+        if (statusCode === 401) this.#options.credentials?.invalidate();
         if (statusCode !== 200 || contentTypeOf(responseHeaders) !== 'text/event-stream') {
           await body.dump();
           throw new TransportError('http_status', `GET stream answered HTTP ${statusCode}`, statusCode);
