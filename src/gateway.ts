@@ -13,8 +13,12 @@ import { secretsOf } from './config/secrets.js';
 import { Metrics } from './metrics/metrics.js';
 import type { Redactor } from './util/redact.js';
 import { GatewayError } from './mcp/errors.js';
-import { ArgumentValidator } from './router/arguments.js';
+import { Policy } from './policy/policy.js';
+import { RateLimiter } from './ratelimit/limiter.js';
+import { MemoryBucketStore, type BucketStore } from './ratelimit/memory-store.js';
+import { RedisBucketStore } from './ratelimit/redis-store.js';
 import { Catalog } from './router/catalog.js';
+import { ToolFacts } from './router/tool-facts.js';
 import { NamespaceCodec } from './router/namespace.js';
 import { Router } from './router/router.js';
 import { SessionStore } from './session/store.js';
@@ -61,6 +65,19 @@ function codecFor(config: Config): NamespaceCodec {
   );
 }
 
+function policyFor(config: Config): Policy {
+  const prefixes = new Map(Object.entries(config.upstreams).map(([name, entry]) => [name, entry.prefix ?? name]));
+  return new Policy(config.teams, { separator: config.namespacing.separator, prefixes });
+}
+
+function storeFor(config: Config, logger: Logger): BucketStore {
+  const limits = config.rateLimits;
+  if (limits && typeof limits.store === 'object') {
+    return new RedisBucketStore({ url: limits.store.redis.url, prefix: limits.store.redis.prefix, maxBuckets: limits.maxPrincipals, logger });
+  }
+  return new MemoryBucketStore(limits?.maxPrincipals ?? 100_000);
+}
+
 export function createGateway(initial: Config, options: GatewayOptions): Gateway {
   const { logger } = options;
   let config = initial;
@@ -80,6 +97,9 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     replay: { events: config.sessions.replayEvents, bytes: config.sessions.replayBytes },
     logger,
   });
+  let policy = policyFor(config);
+  const store = storeFor(config, logger);
+  let limiter = new RateLimiter(config.rateLimits, store);
   const router = new Router({
     pool,
     sessions,
@@ -87,7 +107,9 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     logger,
     metrics,
     logArguments: () => config.logging.arguments,
-    arguments: new ArgumentValidator(logger),
+    facts: new ToolFacts(logger),
+    limiter: () => limiter,
+    policy: () => policy,
   });
   metrics.observe({
     sessions: () => sessions.size,
@@ -113,6 +135,8 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     logger,
     metrics,
     health: () => pool.health(),
+    rateLimitStore: () => (store instanceof RedisBucketStore ? store.health : { store: 'memory' }),
+    limiter: () => limiter,
     readiness,
     streams: { keepAliveMs: config.sessions.keepAlive, retryMs: config.sessions.retry },
     ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen) } : {}),
@@ -126,6 +150,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     await sessions.closeAll();
     await pool.close();
     await Promise.all(listeners.map((listener) => listener?.close()));
+    await store.close();
     await dispatcher.destroy();
   }
 
@@ -164,7 +189,9 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       await close();
     },
     reload(next) {
-      const needRestart = (['listen', 'sessions', 'logging', 'auth', 'metrics'] as const).filter((key) => !isDeepStrictEqual(config[key], next[key]));
+      const needRestart: string[] = (['listen', 'sessions', 'logging', 'auth', 'metrics'] as const).filter((key) => !isDeepStrictEqual(config[key], next[key]));
+      if (!isDeepStrictEqual(config.rateLimits?.store, next.rateLimits?.store)) needRestart.push('rateLimits.store');
+      const policyChanged = !isDeepStrictEqual(config.teams, next.teams);
       const namingChanged =
         !isDeepStrictEqual(config.namespacing, next.namespacing) ||
         !isDeepStrictEqual(
@@ -174,12 +201,14 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       // Synchronous from here to the end: every request sees the old config or the new one.
       const changes = pool.update(next.upstreams);
       if (namingChanged) catalog.setCodec(codecFor(next));
+      if (policyChanged || namingChanged) policy = policyFor(next);
+      if (!isDeepStrictEqual(config.rateLimits, next.rateLimits)) limiter = new RateLimiter(next.rateLimits, store);
       config = next;
       metrics.setUpstreams(Object.keys(next.upstreams));
       metrics.configReloads.inc({ outcome: 'applied' });
       options.redactor?.update(secretsOf(next));
-      logger.info('config reloaded', { ...changes, namingChanged, needRestart });
-      void router.reconfigure(changes, namingChanged);
+      logger.info('config reloaded', { ...changes, namingChanged, policyChanged, needRestart });
+      void router.reconfigure(changes, namingChanged, policyChanged);
       if (changes.added.length + changes.changed.length > 0) void pool.probeAll();
       return needRestart;
     },

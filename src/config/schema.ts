@@ -86,6 +86,8 @@ const upstream = z
     circuit: circuit.prefault({}),
     /** Check tools/call arguments against the tool's inputSchema before forwarding. */
     validateArguments: z.boolean().default(true),
+    /** tools/call requests to this upstream in flight at once, across sessions (this replica). */
+    maxConcurrent: z.number().int().positive().optional(),
   })
   .superRefine((value, ctx) => {
     if ((value.stdio === undefined) === (value.http === undefined)) {
@@ -167,6 +169,59 @@ const auth = z
     if (!value.oauth && value.apiKeys.length === 0) ctx.addIssue({ code: 'custom', message: 'needs `oauth`, `apiKeys`, or both' });
   });
 
+const teamMatch = z.union([
+  /** A JWT claim (dotted path for nested claims) equal to, or an array containing, the value. */
+  z.strictObject({ claim: z.string().min(1), value: z.union([z.string(), z.number(), z.boolean()]) }),
+  /** One principal by id (`<issuer>|<sub>` or `apikey:<id>`). */
+  z.strictObject({ principal: z.string().min(1) }),
+]);
+
+const toolView = z.strictObject({
+  /** The name this team sees the tool under (it shadows any other tool of that name). */
+  name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match ^[A-Za-z0-9_-]{1,64}$').optional(),
+  title: z.string().optional(),
+  description: z.string().optional(),
+  /** Arguments fixed for this team: clients cannot override them and do not see them. */
+  pin: z.record(z.string(), z.unknown()).default({}),
+});
+
+const team = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
+  /** Principals in the team: any of these. API keys name their team themselves. */
+  match: z.union([teamMatch, z.array(teamMatch)]).optional(),
+  /** The team of principals that match no team. */
+  default: z.boolean().default(false),
+  /** Globs over namespaced tool and prompt names and resource URIs, or `upstream:<name>`. */
+  allow: z.array(z.string().min(1)).default(['*']),
+  deny: z.array(z.string().min(1)).default([]),
+  /** Per-tool renames, descriptions and pinned arguments, by namespaced tool name. */
+  views: z.record(z.string(), toolView).default({}),
+  /** Ask the user (elicitation) before a destructive tool runs; refuse when they cannot be asked. */
+  confirm: z.boolean().default(false),
+});
+
+const limit = z.strictObject({
+  rate: z.number().positive(),
+  per: duration,
+  /** Bucket size: the burst allowed after a quiet spell. Defaults to `rate`. */
+  burst: z.number().int().positive().optional(),
+});
+
+const rateLimits = z.strictObject({
+  /** Requests per principal (initialize, notifications, ping and the GET stream are free). */
+  perClient: limit.optional(),
+  /** Calls per (principal, tool), by namespaced tool name or glob. */
+  perTool: z.record(z.string().min(1), limit).default({}),
+  store: z
+    .union([
+      z.literal('memory'),
+      z.strictObject({ redis: z.strictObject({ url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'), prefix: z.string().default('switchyard:') }) }),
+    ])
+    .default('memory'),
+  /** Buckets kept in memory; while all hold recent activity, new principals wait (never a fresh burst). */
+  maxPrincipals: z.number().int().min(100).default(100_000),
+});
+
 const namespacing = z.strictObject({
   separator: z.string().regex(/^[A-Za-z0-9_.-]{1,4}$/, 'must be 1-4 characters from [A-Za-z0-9_.-]').default('__'),
   maxNameLength: z.number().int().min(16).max(256).default(64),
@@ -221,6 +276,8 @@ export const configSchema = z
   .strictObject({
     listen: listen.prefault({}),
     auth: auth.optional(),
+    teams: z.array(team).optional(),
+    rateLimits: rateLimits.optional(),
     upstreams: z.record(z.string().regex(UPSTREAM_NAME, 'upstream names must match [a-z0-9][a-z0-9-]{0,31}'), upstream),
     namespacing: namespacing.prefault({}),
     sessions: sessions.prefault({}),
@@ -238,6 +295,18 @@ export const configSchema = z
         code: 'custom',
         path: ['listen', 'host'],
         message: `${config.listen.host} is not a loopback address and no auth is configured; configure auth or set listen.allowUnauthenticated: true`,
+      });
+    }
+    if (config.teams) {
+      const names = new Set<string>();
+      config.teams.forEach((t, i) => {
+        if (names.has(t.name)) ctx.addIssue({ code: 'custom', path: ['teams', i, 'name'], message: `team "${t.name}" is defined twice` });
+        names.add(t.name);
+      });
+      const defaults = config.teams.filter((t) => t.default);
+      if (defaults.length > 1) ctx.addIssue({ code: 'custom', path: ['teams'], message: `only one team may be the default (${defaults.map((t) => t.name).join(', ')})` });
+      config.auth?.apiKeys.forEach((key, i) => {
+        if (key.team !== undefined && !names.has(key.team)) ctx.addIssue({ code: 'custom', path: ['auth', 'apiKeys', i, 'team'], message: `no team is named "${key.team}"` });
       });
     }
     const { separator, maxNameLength } = config.namespacing;
@@ -279,6 +348,9 @@ export function isLoopback(host: string): boolean {
 
 export type Config = z.output<typeof configSchema>;
 export type AuthConfig = NonNullable<Config['auth']>;
+export type TeamConfig = NonNullable<Config['teams']>[number];
+export type RateLimitsConfig = NonNullable<Config['rateLimits']>;
+export type LimitConfig = RateLimitsConfig['perTool'][string];
 export type UpstreamConfig = Config['upstreams'][string];
 export type ListenConfig = Config['listen'];
 export type NamespacingConfig = Config['namespacing'];

@@ -8,6 +8,7 @@ import { AuthError, type Principal } from '../auth/principal.js';
 import type { Config } from '../config/schema.js';
 import { ErrorCode } from '../mcp/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { RateLimiter } from '../ratelimit/limiter.js';
 import type { RequestContext, Router } from '../router/router.js';
 import type { SessionStore } from '../session/store.js';
 import type { UpstreamHealth } from '../upstream/pool.js';
@@ -32,6 +33,9 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   health: () => Record<string, UpstreamHealth>;
+  /** The rate-limit store's state (Redis or local fallback). */
+  rateLimitStore: () => { store: string; state?: string; since?: string };
+  limiter: () => RateLimiter;
   readiness: () => Readiness;
   streams: StreamSettings;
   /** Absent: no authentication (only allowed on loopback unless configured otherwise). */
@@ -78,6 +82,8 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AppVariables }> {
     maxSessionsPerPrincipal: config.sessions.maxPerPrincipal,
     streams: deps.streams,
     draining: () => deps.readiness().draining,
+    limiter: deps.limiter,
+    metrics,
   });
   const allowedOrigins = new Set(listen.allowedOrigins);
   const allowedHosts = allowedHostsOf(listen);
@@ -111,7 +117,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AppVariables }> {
     c.res.headers.set('x-request-id', id);
   });
 
-  app.get('/healthz', (c) => c.json({ status: 'ok', sessions: deps.sessions.size, upstreams: deps.health() }));
+  app.get('/healthz', (c) => c.json({ status: 'ok', sessions: deps.sessions.size, rateLimits: deps.rateLimitStore(), upstreams: deps.health() }));
   app.get('/readyz', (c) => {
     const readiness = deps.readiness();
     return c.json({ ...readiness, sessions: deps.sessions.size, upstreams: deps.health() }, readiness.ready ? 200 : 503);

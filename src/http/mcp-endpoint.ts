@@ -10,12 +10,15 @@ import {
   isResponse,
   parseMessage,
   success,
+  type JsonRpcId,
   type JsonRpcMessage,
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from '../mcp/jsonrpc.js';
 import { allowsBatches } from '../mcp/versions.js';
 import { withinDepth } from '../util/json-depth.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { describeLimit, rateLimitHeaders, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
 import type { RequestContext, Router } from '../router/router.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { SessionStore } from '../session/store.js';
@@ -36,6 +39,15 @@ export interface McpEndpointDeps {
   streams: StreamSettings;
   /** While draining, new sessions are refused (503) and existing ones finish their work. */
   draining: () => boolean;
+  limiter: () => RateLimiter;
+  metrics: Metrics;
+}
+
+/** Requests a principal's bucket does not count: the handshake and liveness. */
+const FREE_METHODS = new Set(['initialize', 'ping']);
+
+function describe(outcome: LimitOutcome): string {
+  return describeLimit(outcome.limit);
 }
 
 const SESSION_HEADER = 'mcp-session-id';
@@ -95,6 +107,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       accept(session, message);
       return new Response(null, { status: 202 });
     }
+    const limited = await limit(context, FREE_METHODS.has(message.method) ? 0 : 1, message.id);
+    if (limited) return limited;
     return respond(session, async (channel) => [await router.handleRequest(session, message, channel, context)], deps.streams);
   }
 
@@ -118,12 +132,27 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       else accept(session, message);
     }
     if (requests.length === 0 && invalid.length === 0) return new Response(null, { status: 202 });
+    const limited = await limit(context, requests.filter((r) => !FREE_METHODS.has(r.method)).length, null);
+    if (limited) return limited;
     return respond(
       session,
       async (channel) => [...invalid, ...(await Promise.all(requests.map((r) => router.handleRequest(session, r, channel, context))))],
       deps.streams,
       { batch: true },
     );
+  }
+
+  /**
+   * The principal's token bucket, taken before anything reaches an upstream: a 429 with
+   * Retry-After, RateLimit and RateLimit-Policy headers and the request's id when it is empty.
+   */
+  async function limit(context: RequestContext, cost: number, id: JsonRpcId | null): Promise<Response | undefined> {
+    if (cost === 0) return undefined;
+    const outcome = await deps.limiter().client(context.principal?.id ?? 'anonymous', cost);
+    if (!outcome || outcome.decision.allowed) return undefined;
+    deps.metrics.rateLimited.inc({ kind: 'client' });
+    const headers = rateLimitHeaders(outcome);
+    return rpcErrorResponse(429, ErrorCode.RateLimited, `Too Many Requests: the rate limit is ${outcome.limit.burst} requests, refilled at ${describe(outcome)}; retry in ${headers['retry-after']} s`, id, headers);
   }
 
   function accept(session: DownstreamSession, message: JsonRpcMessage): void {

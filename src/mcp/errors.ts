@@ -14,6 +14,7 @@ export const ErrorCode = {
   UpstreamClosed: -32000,
   Timeout: -32001,
   UpstreamUnavailable: -32002,
+  RateLimited: -32003,
 } as const;
 
 export type GatewayErrorCode =

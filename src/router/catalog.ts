@@ -74,8 +74,17 @@ export class Catalog {
     this.#aliases.clear();
   }
 
-  /** One page of the merged list of `kind`. */
-  async list(kind: ListKind, upstreams: Upstreams, cursor: unknown, signal?: AbortSignal, observe?: PageObserver): Promise<JsonObject> {
+  /**
+   * One page of the merged list of `kind`. `observe` sees each upstream page as the upstream
+   * gave it (renamed); `shape` decides what of it the client is shown.
+   */
+  async list(
+    kind: ListKind,
+    upstreams: Upstreams,
+    cursor: unknown,
+    options: { signal?: AbortSignal; observe?: PageObserver; shape?: (upstream: string, item: JsonObject) => JsonObject | undefined } = {},
+  ): Promise<JsonObject> {
+    const { signal, observe, shape } = options;
     const { method } = LIST_KINDS[kind];
     const first = cursor === undefined;
     const targets: [string, string | undefined][] = first
@@ -99,7 +108,10 @@ export class Catalog {
     const items: JsonObject[] = [];
     const next: Record<string, string> = {};
     for (const page of pages.filter((p) => p !== undefined).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      items.push(...page.items);
+      for (const item of page.items) {
+        const shown = shape ? shape(page.name, item) : item;
+        if (shown) items.push(shown);
+      }
       if (page.nextCursor !== undefined) next[page.name] = page.nextCursor;
       observe?.({ upstream: page.name, items: page.items, originals: page.originals, first, more: page.nextCursor !== undefined });
     }

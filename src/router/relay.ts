@@ -34,6 +34,8 @@ export interface RelayDeps {
   /** How long the gateway waits for the client to answer a request relayed from `upstream`. */
   clientRequestTimeoutMs: (upstream: string) => number;
   metrics: Metrics;
+  /** Told when an upstream says its tools changed. */
+  onToolsChanged?: (upstream: string) => void;
 }
 
 /** Wires an upstream session's notifications and requests to the client session that owns it. */
@@ -47,7 +49,11 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
   const { metrics } = deps;
   client.onnotification = (message, context) => {
     if (message.method === 'notifications/cancelled') return cancelClientRequest(session, client.name, message);
-    const forwarded = rewriteNotification(client.name, message, deps.naming.codec);
+    if (message.method === 'notifications/tools/list_changed') deps.onToolsChanged?.(client.name);
+    let forwarded = rewriteNotification(client.name, message, deps.naming.codec);
+    // Updates about resources the session's teams cannot see never reach it.
+    const uri = forwarded?.method === 'notifications/resources/updated' ? forwarded.params?.uri : undefined;
+    if (typeof uri === 'string' && !session.access.canSee('resource', uri, client.name)) forwarded = undefined;
     metrics.notifications.inc({ method: metrics.notification(message.method), outcome: forwarded && !session.closed ? 'forwarded' : 'dropped' });
     if (forwarded) send(forwarded, context);
     else deps.logger.debug('upstream notification not forwarded', { upstream: client.name, method: message.method });

@@ -2,6 +2,8 @@
 // client message, resolving namespaced names to their upstream and forwarding what the
 // upstreams send back. It sees UpstreamClients only, never a transport kind.
 import { mergeCapabilities, supportsMethod } from '../mcp/capabilities.js';
+import type { Policy } from '../policy/policy.js';
+import type { RateLimiter } from '../ratelimit/limiter.js';
 import { ErrorCode, GatewayError, RpcError, isInternal, toJsonRpcError } from '../mcp/errors.js';
 import {
   failure,
@@ -14,7 +16,7 @@ import {
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from '../mcp/jsonrpc.js';
-import { createdTaskId, mapRelatedTask, withCreatedTaskId } from '../mcp/tasks.js';
+import { mapRelatedTask } from '../mcp/tasks.js';
 import { negotiateVersion } from '../mcp/versions.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { SessionStore } from '../session/store.js';
@@ -22,13 +24,15 @@ import type { UpstreamClient } from '../upstream/client.js';
 import type { UpstreamChanges, UpstreamPool } from '../upstream/pool.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../util/log.js';
-import { childTraceparent, parseTraceparent } from '../util/trace.js';
 import { GATEWAY_NAME, GATEWAY_VERSION } from '../version.js';
-import type { ArgumentValidator } from './arguments.js';
-import { describeCall, outcomeOf, type CallRecord, type RequestContext } from './call-log.js';
+import { forward, requireString, type Call } from './call.js';
+import { describeCall, outcomeOf, type RequestContext } from './call-log.js';
 import type { Catalog, ListedPage, ListKind } from './catalog.js';
 import { afterRestart, listObserver, recordSubscription } from './recovery.js';
 import { answerFromClient, routeClientNotification, wireUpstream, type RequestChannel } from './relay.js';
+import { shapeItem } from './shape.js';
+import { callTool } from './tool-call.js';
+import type { ToolFacts } from './tool-facts.js';
 
 export type { RequestChannel } from './relay.js';
 export type { RequestContext } from './call-log.js';
@@ -41,16 +45,10 @@ export interface RouterDeps {
   metrics: Metrics;
   /** Tool arguments in call logs: shape only, or values. */
   logArguments: () => 'shape' | 'values';
-  arguments: ArgumentValidator;
-}
-
-/** One client request on its way: where its related messages go, and what it turned out to be. */
-interface Call {
-  session: DownstreamSession;
-  channel: RequestChannel;
-  signal: AbortSignal;
-  context: RequestContext;
-  record: CallRecord;
+  facts: ToolFacts;
+  /** Read at each use: a config reload may replace them. */
+  limiter: () => RateLimiter;
+  policy: () => Policy;
 }
 
 const LIST_METHODS: Record<string, ListKind> = {
@@ -92,15 +90,16 @@ export class Router {
       clientInfo: params.clientInfo,
       ...(context.principal ? { principal: context.principal.id } : {}),
     });
+    session.principal = context.principal;
+    session.access = this.#deps.policy().access(context.principal);
+    // Upstreams the session's teams cannot see are never opened: nothing of theirs, not even a
+    // notification or a capability, can reach this client.
+    const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
     const upstreamParams = { protocolVersion, capabilities: params.capabilities, clientInfo: params.clientInfo };
-    const opened = await Promise.allSettled(
-      pool.names.map((name) =>
-        pool.open(name, upstreamParams, (client) => this.#wire(session, client)),
-      ),
-    );
+    const opened = await Promise.allSettled(names.map((name) => pool.open(name, upstreamParams, (client) => this.#wire(session, client))));
     const instructions: string[] = [];
     opened.forEach((outcome, i) => {
-      const name = pool.names[i]!;
+      const name = names[i]!;
       if (outcome.status === 'rejected') {
         logger.warn('upstream left out of session', { upstream: name, session: session.id.slice(0, 8), err: outcome.reason });
         return;
@@ -123,27 +122,27 @@ export class Router {
 
   /**
    * Applies a config reload to the open sessions: upstream sessions of removed or changed
-   * upstreams are closed, added or changed ones are opened with each session's own client
-   * capabilities, and every session that changed (or all, when naming changed) hears
-   * list_changed. Sessions the reload does not touch keep running as they were.
+   * upstreams, or of upstreams the session's teams may no longer see, are closed; added or
+   * changed ones it may see are opened with the session's own client capabilities; and every
+   * session that changed (all, when naming or policy changed) hears list_changed. Sessions the
+   * reload does not touch keep running as they were.
    */
-  async reconfigure(changes: UpstreamChanges, namingChanged: boolean): Promise<void> {
+  async reconfigure(changes: UpstreamChanges, namingChanged: boolean, policyChanged: boolean): Promise<void> {
     const { sessions, pool, logger } = this.#deps;
-    const closing = new Set([...changes.removed, ...changes.changed]);
-    const opening = [...changes.added, ...changes.changed];
+    const replaced = new Set([...changes.removed, ...changes.changed]);
     await Promise.allSettled(
       [...sessions.all()].map(async (session) => {
-        let touched = namingChanged;
-        for (const name of closing) {
-          const client = session.upstreams.get(name);
+        if (policyChanged) session.access = this.#deps.policy().access(session.principal);
+        let touched = namingChanged || policyChanged;
+        for (const [name, client] of [...session.upstreams]) {
+          if (!replaced.has(name) && session.access.canSeeUpstream(name)) continue;
           session.upstreams.delete(name);
           session.listViews.delete(name);
           session.subscriptions.delete(name);
-          if (client) {
-            touched = true;
-            void client.close();
-          }
+          touched = true;
+          void client.close();
         }
+        const opening = pool.names.filter((name) => !session.upstreams.has(name) && session.access.canSeeUpstream(name) && (changes.added.includes(name) || changes.changed.includes(name) || policyChanged));
         const params = { protocolVersion: session.info.protocolVersion, capabilities: session.info.clientCapabilities, clientInfo: session.info.clientInfo };
         const opened = await Promise.allSettled(opening.map((name) => pool.open(name, params, (client) => this.#wire(session, client))));
         opened.forEach((outcome, i) => {
@@ -235,9 +234,16 @@ export class Router {
     const kind = LIST_METHODS[method];
     if (kind) {
       const observe = listObserver(session, kind);
-      return catalog.list(kind, session.upstreams, params.cursor, signal, (page) => {
-        observe(page);
-        if (kind === 'tools') this.#learnTools(page);
+      return catalog.list(kind, session.upstreams, params.cursor, {
+        signal,
+        observe: (page) => {
+          observe(page);
+          if (kind === 'tools') {
+            this.#learnTools(page);
+            rememberTools(session, page);
+          }
+        },
+        shape: (upstream, item) => shapeItem(session.access, kind, upstream, item),
       });
     }
     switch (method) {
@@ -246,19 +252,12 @@ export class Router {
       case 'initialize':
         throw new RpcError({ code: ErrorCode.InvalidRequest, message: 'Session already initialized' });
       case 'tools/call':
+        return callTool(call, params, { ...this.#deps, limiter: this.#deps.limiter(), learn: (page) => this.#learnTools(page) });
       case 'prompts/get': {
         const name = requireString(params, 'name');
-        const target = await catalog.resolveName(method === 'tools/call' ? 'tools' : 'prompts', name, session.upstreams);
-        if (!target) throw new GatewayError('unknown_name', `Unknown ${method === 'tools/call' ? 'tool' : 'prompt'}: ${name}`);
-        call.record.tool = target.name;
-        if (method === 'tools/call') {
-          const invalid = await this.#checkArguments(target.client, target.name, name, params.arguments);
-          if (invalid) return { content: [{ type: 'text', text: invalid }], isError: true };
-        }
-        const result = await this.#forward(call, target.client, method, { ...params, name: target.name });
-        // A task-augmented call answers with the task; the client sees its gateway-wide id.
-        const taskId = isObject(params.task) ? createdTaskId(result) : undefined;
-        return taskId === undefined ? result : withCreatedTaskId(result, catalog.codec.exposeTaskId(target.client.name, taskId));
+        const target = await catalog.resolveName('prompts', name, session.upstreams);
+        if (!target || !session.access.canSee('prompt', name, target.client.name)) throw new GatewayError('unknown_name', `Unknown prompt: ${name}`);
+        return forward(call, target.client, method, { ...params, name: target.name });
       }
       case 'tasks/get':
       case 'tasks/cancel':
@@ -269,8 +268,8 @@ export class Router {
       case 'resources/unsubscribe': {
         const uri = requireString(params, 'uri');
         const target = catalog.resolveUri(uri, session.upstreams);
-        if (!target) throw new GatewayError('unknown_name', `Unknown resource: ${uri}`);
-        const result = await this.#forward(call, target.client, method, { ...params, uri: target.uri });
+        if (!target || !session.access.canSee('resource', uri, target.client.name)) throw new GatewayError('unknown_name', `Unknown resource: ${uri}`);
+        const result = await forward(call, target.client, method, { ...params, uri: target.uri });
         if (method !== 'resources/read') recordSubscription(session, target.client.name, target.uri, method === 'resources/subscribe');
         return result;
       }
@@ -295,14 +294,14 @@ export class Router {
     if (ref.type === 'ref/prompt') {
       const name = requireString(ref, 'name');
       const target = await catalog.resolveName('prompts', name, session.upstreams);
-      if (!target) throw new GatewayError('unknown_name', `Unknown prompt: ${name}`);
-      return this.#forward(call, target.client, 'completion/complete', { ...params, ref: { ...ref, name: target.name } });
+      if (!target || !session.access.canSee('prompt', name, target.client.name)) throw new GatewayError('unknown_name', `Unknown prompt: ${name}`);
+      return forward(call, target.client, 'completion/complete', { ...params, ref: { ...ref, name: target.name } });
     }
     if (ref.type === 'ref/resource') {
       const uri = requireString(ref, 'uri');
       const target = catalog.resolveUri(uri, session.upstreams);
-      if (!target) throw new GatewayError('unknown_name', `Unknown resource: ${uri}`);
-      return this.#forward(call, target.client, 'completion/complete', { ...params, ref: { ...ref, uri: target.uri } });
+      if (!target || !session.access.canSee('resource', uri, target.client.name)) throw new GatewayError('unknown_name', `Unknown resource: ${uri}`);
+      return forward(call, target.client, 'completion/complete', { ...params, ref: { ...ref, uri: target.uri } });
     }
     throw new GatewayError('invalid_params', 'ref.type must be ref/prompt or ref/resource');
   }
@@ -315,25 +314,14 @@ export class Router {
     const split = codec.splitTaskId(exposed);
     const client = split && session.upstreams.get(split.upstream);
     if (!split || !client) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
-    const result = await this.#forward(call, client, method, { ...params, taskId: split.taskId });
+    const result = await forward(call, client, method, { ...params, taskId: split.taskId });
     if (method === 'tasks/result') return mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id));
     return typeof result.taskId === 'string' ? { ...result, taskId: codec.exposeTaskId(client.name, result.taskId) } : result;
   }
 
   #learnTools(page: ListedPage): void {
     this.#deps.metrics.learnTools(page.upstream, page.originals);
-    this.#deps.arguments.learn(page.upstream, page.items, page.originals);
-  }
-
-  /**
-   * Checks tools/call arguments against the tool's inputSchema (unless the upstream turned
-   * checking off). A tool not listed yet has its upstream's list read first, once.
-   */
-  async #checkArguments(client: UpstreamClient, tool: string, exposed: string, args: unknown): Promise<string | undefined> {
-    const { pool, catalog, arguments: validator } = this.#deps;
-    if (pool.config(client.name)?.validateArguments === false) return undefined;
-    if (!validator.knows(client.name, tool)) await catalog.scan('tools', client, (page) => this.#learnTools(page)).catch(() => {});
-    return validator.check(client.name, tool, exposed, args);
+    this.#deps.facts.learn(page.upstream, page.items, page.originals);
   }
 
   /** Wires a new upstream session to the client session that owns it. */
@@ -344,39 +332,21 @@ export class Router {
       logger,
       clientRequestTimeoutMs: (upstream) => pool.config(upstream)?.maxTotalTimeoutMs ?? 600_000,
       metrics: this.#deps.metrics,
+      // The next unknown name reads the new list at once.
+      onToolsChanged: (upstream) => session.knownTools.delete(upstream),
     });
     client.onreconnect = () => void afterRestart(session, client, catalog, logger);
   }
 
-  #forward(call: Call, client: UpstreamClient, method: string, params: JsonObject): Promise<JsonObject> {
-    call.record.upstream = client.name;
-    // A method is never sent to an upstream that did not declare the capability for it.
-    if (!supportsMethod(client.capabilities, method)) throw new GatewayError('method_not_found', `Method not found: ${method}`);
-    const { channel, signal } = call;
-    return client.request(method, withTraceContext(params, call.context), {
-      signal,
-      context: channel,
-      onProgress: (progress) => channel.send(notification('notifications/progress', progress)),
-    });
+
+}
+
+/** Adds a tools/list page to what the session knows its upstream session lists. */
+function rememberTools(session: DownstreamSession, page: ListedPage): void {
+  let names = session.knownTools.get(page.upstream)?.names;
+  if (!names || page.first) {
+    names = new Set();
+    session.knownTools.set(page.upstream, { names, readAt: Date.now() });
   }
-}
-
-/**
- * Continues the caller's trace (from `_meta.traceparent`, else the HTTP header) into the
- * upstream request as a child span; HTTP upstreams also get it as a header.
- */
-function withTraceContext(params: JsonObject, context: RequestContext): JsonObject {
-  const meta = isObject(params._meta) ? params._meta : undefined;
-  const parent = parseTraceparent(meta?.traceparent) ?? context.traceparent;
-  if (parent === undefined) return params;
-  const tracestate = typeof meta?.tracestate === 'string' ? meta.tracestate : context.tracestate;
-  const next: JsonObject = { ...meta, traceparent: childTraceparent(parent) };
-  if (tracestate !== undefined) next.tracestate = tracestate;
-  return { ...params, _meta: next };
-}
-
-function requireString(params: JsonObject, key: string): string {
-  const value = params[key];
-  if (typeof value !== 'string') throw new GatewayError('invalid_params', `${key} must be a string`);
-  return value;
+  for (const name of page.originals) names.add(name);
 }

@@ -4,6 +4,8 @@
 import type { JsonObject, JsonRpcId, JsonRpcMessage, ProgressToken } from '../mcp/jsonrpc.js';
 import { PendingRequests, type Deadlines } from '../mcp/pending.js';
 import type { SessionVersion } from '../mcp/versions.js';
+import type { Principal } from '../auth/principal.js';
+import type { Access } from '../policy/policy.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { EventLog, SessionStream, type LogLimits } from './streams.js';
 
@@ -46,6 +48,10 @@ export class DownstreamSession {
   readonly upstreams = new Map<string, UpstreamClient>();
   /** What the gateway advertised to this client. */
   capabilities: JsonObject = {};
+  /** Who opened the session (with auth configured). */
+  principal: Principal | undefined;
+  /** What its teams may see and call; set at initialize and on a policy reload. */
+  access!: Access;
   /** Requests the gateway relayed to the client, by the id the gateway gave them. */
   readonly clientRequests = new PendingRequests<ClientRequest>();
   /** Tasks the client created for an upstream's requests: client task id → upstream name. */
@@ -55,6 +61,13 @@ export class DownstreamSession {
    * that after an upstream restarts the client hears list_changed only if something differs.
    */
   readonly listViews = new Map<string, Map<string, ListView>>();
+  /**
+   * The tools each upstream session lists (its own names), learned from the lists this session
+   * read: a name not among them is unknown, exactly like a hidden one. Lists differ between
+   * sessions (servers offer capability-gated tools), so this is per session. `names` is
+   * undefined while the list could not be read (calls then go on, and the upstream answers).
+   */
+  readonly knownTools = new Map<string, { names: Set<string> | undefined; readAt: number }>();
   /** Resource URIs (the upstream's own) the client subscribed to, per upstream: renewed after a restart. */
   readonly subscriptions = new Map<string, Set<string>>();
   /** The level the client set with logging/setLevel: renewed after a restart. */

@@ -1,6 +1,8 @@
-// Tool arguments checked at the edge: each tool's inputSchema is compiled once, when a tools/list
-// page brings it, and tools/call arguments are validated before anything reaches the upstream.
-// A failure is a tool result with isError (2025-11-25: input validation errors are tool
+// What the gateway knows of each upstream's tools, learned from the tools/list pages it relays:
+// which are destructive, and each inputSchema, compiled once so tools/call arguments are
+// checked at the edge (shared by all sessions: a tool's schema is the upstream's, whoever
+// asks). A
+// failed check is a tool result with isError (2025-11-25: input validation errors are tool
 // execution errors) naming the offending field, so a model can correct itself.
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -17,9 +19,10 @@ const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-0[4-7]\/schema#?$/;
 interface Compiled {
   fingerprint: string;
   validate: ValidateFunction | undefined;
+  destructive: boolean;
 }
 
-export class ArgumentValidator {
+export class ToolFacts {
   readonly #logger: Logger;
   readonly #draft2020: Ajv2020;
   readonly #draft07: Ajv;
@@ -35,15 +38,15 @@ export class ArgumentValidator {
     addFormats.default(this.#draft07);
   }
 
-  /** Compiles the schemas of a page of tools (a schema already compiled is reused). */
+  /** Learns a page of tools: names, destructiveness, compiled schemas (reused when unchanged). */
   learn(upstream: string, tools: readonly JsonObject[], originals: readonly string[]): void {
     tools.forEach((tool, i) => {
       const name = originals[i]!;
-      const schema = tool.inputSchema;
-      if (!isObject(schema)) return;
+      const schema = isObject(tool.inputSchema) ? tool.inputSchema : {};
+      const destructive = isObject(tool.annotations) && tool.annotations.destructiveHint === true;
       const text = JSON.stringify(schema);
       const key = `${upstream}\0${name}`;
-      const fingerprint = createHash('sha256').update(text).digest('base64url');
+      const fingerprint = createHash('sha256').update(text).update(String(destructive)).digest('base64url');
       if (this.#byTool.get(key)?.fingerprint === fingerprint) return;
       let validate: ValidateFunction | undefined;
       if (text.length <= MAX_SCHEMA_BYTES) {
@@ -55,13 +58,12 @@ export class ArgumentValidator {
         }
       }
       if (this.#byTool.size >= MAX_VALIDATORS && !this.#byTool.has(key)) this.#byTool.delete(this.#byTool.keys().next().value!);
-      this.#byTool.set(key, { fingerprint, validate });
+      this.#byTool.set(key, { fingerprint, validate, destructive });
     });
   }
 
-  /** Whether the tool's schema has been seen (listed) yet. */
-  knows(upstream: string, tool: string): boolean {
-    return this.#byTool.has(`${upstream}\0${tool}`);
+  destructive(upstream: string, tool: string): boolean {
+    return this.#byTool.get(`${upstream}\0${tool}`)?.destructive ?? false;
   }
 
   /** A message naming what is wrong with `args`, or undefined when they fit (or cannot be checked). */

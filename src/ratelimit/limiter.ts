@@ -1,0 +1,93 @@
+// MCP-aware limits: a token bucket per principal over the requests it makes, one per
+// (principal, tool) where configured, and an upstream's maxConcurrent calls in flight. The
+// buckets live in a store (memory or Redis); concurrency is counted in this process.
+import type { LimitConfig, RateLimitsConfig } from '../config/schema.js';
+import { globToRegExp } from '../policy/policy.js';
+import type { BucketLimit, Decision } from './bucket.js';
+import type { BucketStore } from './memory-store.js';
+
+export interface LimitOutcome {
+  decision: Decision;
+  limit: BucketLimit;
+  /** The policy's name in RateLimit-Policy headers and messages. */
+  policy: string;
+}
+
+function toLimit(config: LimitConfig): BucketLimit {
+  return { rate: config.rate, perMs: config.per, burst: config.burst ?? Math.max(1, Math.ceil(config.rate)) };
+}
+
+/** "5 per 1m" for messages. */
+export function describeLimit(limit: BucketLimit): string {
+  const seconds = limit.perMs / 1_000;
+  const per = seconds % 3_600 === 0 ? `${seconds / 3_600}h` : seconds % 60 === 0 ? `${seconds / 60}m` : `${seconds}s`;
+  return `${limit.rate} per ${per}`;
+}
+
+export class RateLimiter {
+  readonly #store: BucketStore;
+  readonly #client: BucketLimit | undefined;
+  readonly #tools: { glob: RegExp; pattern: string; limit: BucketLimit }[];
+  readonly #inFlight = new Map<string, number>();
+  /** Smoothed tools/call duration per upstream, for the retry hint of a concurrency refusal. */
+  readonly #latency = new Map<string, number>();
+
+  constructor(config: RateLimitsConfig | undefined, store: BucketStore) {
+    this.#store = store;
+    this.#client = config?.perClient ? toLimit(config.perClient) : undefined;
+    this.#tools = Object.entries(config?.perTool ?? {}).map(([pattern, limit]) => ({ glob: globToRegExp(pattern), pattern, limit: toLimit(limit) }));
+  }
+
+  /** The per-principal bucket; undefined when no perClient limit is configured. */
+  async client(principal: string, cost = 1): Promise<LimitOutcome | undefined> {
+    if (!this.#client) return undefined;
+    const decision = await this.#store.take(`client:${principal}`, this.#client, cost);
+    return { decision, limit: this.#client, policy: 'per-client' };
+  }
+
+  /** The (principal, tool) bucket of the first perTool entry matching the tool's name. */
+  async tool(principal: string, tool: string): Promise<LimitOutcome | undefined> {
+    const entry = this.#tools.find((t) => t.glob.test(tool));
+    if (!entry) return undefined;
+    const decision = await this.#store.take(`tool:${principal}:${entry.pattern}:${tool}`, entry.limit);
+    return { decision, limit: entry.limit, policy: 'per-tool' };
+  }
+
+  /**
+   * Takes one of `max` slots for a call to `upstream`; the release function, or the suggested
+   * retry delay (ms) when all slots are taken.
+   */
+  acquire(upstream: string, max: number | undefined): { release: () => void } | { retryAfterMs: number; inFlight: number } {
+    const current = this.#inFlight.get(upstream) ?? 0;
+    if (max !== undefined && current >= max) {
+      return { retryAfterMs: Math.max(1_000, Math.ceil((this.#latency.get(upstream) ?? 1_000) / 1_000) * 1_000), inFlight: current };
+    }
+    this.#inFlight.set(upstream, current + 1);
+    const started = Date.now();
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#inFlight.set(upstream, (this.#inFlight.get(upstream) ?? 1) - 1);
+        const took = Date.now() - started;
+        this.#latency.set(upstream, 0.8 * (this.#latency.get(upstream) ?? took) + 0.2 * took);
+      },
+    };
+  }
+
+  close(): Promise<void> {
+    return this.#store.close();
+  }
+}
+
+/** RateLimit-Policy and RateLimit headers (draft-ietf-httpapi-ratelimit-headers), plus Retry-After. */
+export function rateLimitHeaders(outcome: LimitOutcome): Record<string, string> {
+  const { decision, limit, policy } = outcome;
+  const headers: Record<string, string> = {
+    'ratelimit-policy': `"${policy}";q=${limit.burst};w=${Math.max(1, Math.round(limit.perMs / 1_000))}`,
+    ratelimit: `"${policy}";r=${decision.remaining};t=${Math.ceil((decision.allowed ? decision.resetMs : decision.retryAfterMs) / 1_000)}`,
+  };
+  if (!decision.allowed) headers['retry-after'] = String(Math.max(1, Math.ceil(decision.retryAfterMs / 1_000)));
+  return headers;
+}

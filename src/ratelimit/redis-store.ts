@@ -1,0 +1,99 @@
+// Buckets in Redis, shared by every replica: one atomic Lua script per bucket update, on the
+// Redis clock. When Redis cannot be reached the store falls back to local buckets (logged
+// once, visible on /healthz) and returns to Redis when it is back.
+import { Redis } from 'ioredis';
+import type { Logger } from '../util/log.js';
+import { fullAfterMs, refillPerMs, type BucketLimit, type Decision } from './bucket.js';
+import { MemoryBucketStore, type BucketStore } from './memory-store.js';
+
+const TAKE = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local perMs = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = burst
+if state[1] then
+  tokens = math.min(burst, tonumber(state[1]) + math.max(0, now - tonumber(state[2])) * perMs)
+end
+local allowed = 0
+if tokens >= cost then
+  tokens = tokens - cost
+  allowed = 1
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+local retry = 0
+if allowed == 0 then retry = math.ceil((cost - tokens) / perMs) end
+return {allowed, math.floor(tokens), retry, math.ceil((burst - tokens) / perMs)}
+`;
+
+export interface RedisStoreState {
+  store: 'redis';
+  /** connected: buckets live in Redis; fallback: local buckets while Redis is unreachable. */
+  state: 'connected' | 'fallback';
+  since: string;
+}
+
+type RedisWithTake = Redis & { switchyardTake(key: string, perMs: string, burst: string, cost: string, ttl: string): Promise<[number, number, number, number]> };
+
+export class RedisBucketStore implements BucketStore {
+  readonly #redis: RedisWithTake;
+  readonly #prefix: string;
+  readonly #fallback: MemoryBucketStore;
+  readonly #logger: Logger;
+  #state: RedisStoreState = { store: 'redis', state: 'connected', since: new Date().toISOString() };
+
+  constructor(options: { url: string; prefix: string; maxBuckets: number; logger: Logger }) {
+    this.#prefix = options.prefix;
+    this.#logger = options.logger;
+    this.#fallback = new MemoryBucketStore(options.maxBuckets);
+    this.#redis = new Redis(options.url, {
+      lazyConnect: false,
+      enableOfflineQueue: false, // fail at once while disconnected: that is when we fall back
+      maxRetriesPerRequest: 0,
+      commandTimeout: 500,
+      connectTimeout: 2_000,
+      retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+    }) as RedisWithTake;
+    this.#redis.defineCommand('switchyardTake', { numberOfKeys: 1, lua: TAKE });
+    this.#redis.on('error', () => {}); // reported through #degrade, once
+    this.#redis.on('ready', () => this.#set('connected'));
+    this.#redis.on('close', () => this.#set('fallback'));
+  }
+
+  get health(): RedisStoreState {
+    return { ...this.#state };
+  }
+
+  async take(key: string, limit: BucketLimit, cost = 1): Promise<Decision> {
+    if (this.#state.state === 'connected' && this.#redis.status === 'ready') {
+      try {
+        const [allowed, remaining, retryAfterMs, resetMs] = await this.#redis.switchyardTake(
+          this.#prefix + key,
+          String(refillPerMs(limit)),
+          String(limit.burst),
+          String(cost),
+          String(fullAfterMs(limit) + 1_000),
+        );
+        return { allowed: allowed === 1, remaining, retryAfterMs, resetMs };
+      } catch (err) {
+        this.#set('fallback', err);
+      }
+    }
+    return this.#fallback.takeNow(key, limit, cost);
+  }
+
+  async close(): Promise<void> {
+    this.#redis.disconnect();
+    await this.#fallback.close();
+  }
+
+  #set(state: RedisStoreState['state'], err?: unknown): void {
+    if (this.#state.state === state) return;
+    this.#state = { store: 'redis', state, since: new Date().toISOString() };
+    if (state === 'fallback') this.#logger.error('Redis unreachable; rate limits use local buckets until it is back', { err });
+    else this.#logger.warn('Redis reachable again; rate limits are shared again');
+  }
+}

@@ -1,0 +1,54 @@
+// One client request on its way through the router, and the one way it reaches an upstream.
+import { supportsMethod } from '../mcp/capabilities.js';
+import { GatewayError } from '../mcp/errors.js';
+import { isObject, notification, type JsonObject } from '../mcp/jsonrpc.js';
+import type { DownstreamSession } from '../session/session.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import { childTraceparent, parseTraceparent } from '../util/trace.js';
+import type { CallRecord, RequestContext } from './call-log.js';
+import type { RequestChannel } from './relay.js';
+
+export interface Call {
+  session: DownstreamSession;
+  channel: RequestChannel;
+  signal: AbortSignal;
+  context: RequestContext;
+  record: CallRecord;
+}
+
+/** Sends the request to the upstream that owns it; never a method it did not declare. */
+export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject): Promise<JsonObject> {
+  call.record.upstream = client.name;
+  if (!supportsMethod(client.capabilities, method)) throw new GatewayError('method_not_found', `Method not found: ${method}`);
+  const { channel, signal } = call;
+  return client.request(method, withTraceContext(params, call.context), {
+    signal,
+    context: channel,
+    onProgress: (progress) => channel.send(notification('notifications/progress', progress)),
+  });
+}
+
+/**
+ * Continues the caller's trace (from `_meta.traceparent`, else the HTTP header) into the
+ * upstream request as a child span; HTTP upstreams also get it as a header.
+ */
+function withTraceContext(params: JsonObject, context: RequestContext): JsonObject {
+  const meta = isObject(params._meta) ? params._meta : undefined;
+  const parent = parseTraceparent(meta?.traceparent) ?? context.traceparent;
+  if (parent === undefined) return params;
+  const tracestate = typeof meta?.tracestate === 'string' ? meta.tracestate : context.tracestate;
+  const next: JsonObject = { ...meta, traceparent: childTraceparent(parent) };
+  if (tracestate !== undefined) next.tracestate = tracestate;
+  return { ...params, _meta: next };
+}
+
+export function requireString(params: JsonObject, key: string): string {
+  const value = params[key];
+  if (typeof value !== 'string') throw new GatewayError('invalid_params', `${key} must be a string`);
+  return value;
+}
+
+/** A tool result the model can act on (rather than a protocol error). */
+export function toolError(text: string, meta?: JsonObject): JsonObject {
+  return meta === undefined ? { content: [{ type: 'text', text }], isError: true } : { content: [{ type: 'text', text }], isError: true, _meta: meta };
+}

@@ -1,0 +1,136 @@
+// tools/call, step by step: the name the team knows (a view may rename it), the one policy
+// decision, the tool existing at all (an unknown tool and a hidden one get the same answer),
+// pinned arguments, the per-tool rate limit, the inputSchema check, the user's confirmation
+// for destructive tools, the upstream's concurrency limit, and finally the upstream.
+import { clientSupports } from '../mcp/capabilities.js';
+import { GatewayError } from '../mcp/errors.js';
+import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
+import { createdTaskId, withCreatedTaskId } from '../mcp/tasks.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { describeLimit, type RateLimiter } from '../ratelimit/limiter.js';
+import type { DownstreamSession } from '../session/session.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import type { UpstreamPool } from '../upstream/pool.js';
+import { forward, requireString, toolError, type Call } from './call.js';
+import type { Catalog, ListedPage } from './catalog.js';
+import type { ToolFacts } from './tool-facts.js';
+
+export interface ToolCallDeps {
+  catalog: Catalog;
+  facts: ToolFacts;
+  limiter: RateLimiter;
+  pool: UpstreamPool;
+  metrics: Metrics;
+  /** Learns a page of tools (names for metrics, schemas, destructiveness). */
+  learn: (page: ListedPage) => void;
+}
+
+/** _meta key carrying the retry delay of a limit's isError result. */
+export const RETRY_AFTER_META = 'switchyard/retryAfterMs';
+const CONFIRM_TIMEOUT_MS = 10 * 60_000;
+
+export function principalKey(call: Call): string {
+  return call.context.principal?.id ?? 'anonymous';
+}
+
+export async function callTool(call: Call, params: JsonObject, deps: ToolCallDeps): Promise<JsonObject> {
+  const { session } = call;
+  const { access } = session;
+  const requested = requireString(params, 'name');
+  const unknown = (): GatewayError => new GatewayError('unknown_name', `Unknown tool: ${requested}`);
+  // A view name stands for its tool; a tool renamed by a view is known only by the new name.
+  const exposed = access.toolOfView(requested) ?? requested;
+  if (exposed === requested && access.view(requested)?.name !== undefined) throw unknown();
+  const target = await deps.catalog.resolveName('tools', exposed, session.upstreams);
+  if (!target || !access.canSee('tool', exposed, target.client.name)) throw unknown();
+  const upstream = target.client.name;
+  call.record.tool = target.name;
+  if (!(await exists(session, target.client, target.name, deps))) throw unknown();
+
+  const view = access.view(exposed);
+  const args: JsonObject = { ...(isObject(params.arguments) ? params.arguments : {}), ...view?.pin };
+
+  const limited = await deps.limiter.tool(principalKey(call), exposed);
+  if (limited && !limited.decision.allowed) {
+    deps.metrics.rateLimited.inc({ kind: 'tool' });
+    const seconds = Math.max(1, Math.ceil(limited.decision.retryAfterMs / 1_000));
+    return toolError(`Rate limit for ${requested} reached (${describeLimit(limited.limit)}); retry in ${seconds} s.`, { [RETRY_AFTER_META]: limited.decision.retryAfterMs });
+  }
+
+  if (deps.pool.config(upstream)?.validateArguments !== false) {
+    const invalid = deps.facts.check(upstream, target.name, requested, args);
+    if (invalid) return toolError(invalid);
+  }
+
+  if (access.confirmsDestructive && deps.facts.destructive(upstream, target.name)) {
+    const refusal = await confirm(call, requested);
+    if (refusal) return toolError(refusal);
+  }
+
+  const slot = deps.limiter.acquire(upstream, deps.pool.config(upstream)?.maxConcurrent);
+  if ('retryAfterMs' in slot) {
+    deps.metrics.rateLimited.inc({ kind: 'concurrency' });
+    const seconds = Math.ceil(slot.retryAfterMs / 1_000);
+    return toolError(`${slot.inFlight} calls in flight for ${requested}; retry in ${seconds} s.`, { [RETRY_AFTER_META]: slot.retryAfterMs });
+  }
+  let result: JsonObject;
+  try {
+    result = await forward(call, target.client, 'tools/call', { ...params, name: target.name, arguments: args });
+  } finally {
+    slot.release();
+  }
+  // A task-augmented call answers with the task; the client sees its gateway-wide id.
+  const taskId = isObject(params.task) ? createdTaskId(result) : undefined;
+  return taskId === undefined ? result : withCreatedTaskId(result, deps.catalog.codec.exposeTaskId(upstream, taskId));
+}
+
+/** A name new to the session reads the upstream's list again at most this often (unless it changed). */
+const REREAD_INTERVAL_MS = 10_000;
+
+/** Whether the session's upstream session lists the tool, reading its list (rarely) when the name is new. */
+async function exists(session: DownstreamSession, client: UpstreamClient, tool: string, deps: ToolCallDeps): Promise<boolean> {
+  const known = session.knownTools.get(client.name);
+  if (known?.names?.has(tool)) return true;
+  if (known && Date.now() - known.readAt < REREAD_INTERVAL_MS) return known.names === undefined;
+  const names = new Set<string>();
+  try {
+    await deps.catalog.scan('tools', client, (page) => {
+      for (const name of page.originals) names.add(name);
+      deps.learn(page);
+    });
+  } catch {
+    // The list could not be read: the call goes on and the upstream's own answer tells.
+    session.knownTools.set(client.name, { names: undefined, readAt: Date.now() });
+    return true;
+  }
+  session.knownTools.set(client.name, { names, readAt: Date.now() });
+  return names.has(tool);
+}
+
+/**
+ * Asks the user (elicitation/create, on the call's own stream) before a destructive tool runs.
+ * Undefined when they agreed, else the message the model gets.
+ */
+async function confirm(call: Call, tool: string): Promise<string | undefined> {
+  const { session, channel } = call;
+  if (!clientSupports(session.info.clientCapabilities, 'elicitation/create')) {
+    return `${tool} is destructive and needs the user's confirmation, but this client cannot ask the user (no elicitation support). It was not run.`;
+  }
+  const params = {
+    message: `${tool} is marked destructive. Run it?`,
+    requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: `Run ${tool}`, default: false } }, required: ['confirm'] },
+  };
+  const { id, result } = session.sendRequestToClient(
+    { upstream: '', upstreamId: '', method: 'elicitation/create', progressToken: undefined, relatedTask: undefined },
+    { timeoutMs: CONFIRM_TIMEOUT_MS, maxTotalMs: CONFIRM_TIMEOUT_MS, onTimeout: () => session.clientRequests.settle(id, new Error('no answer')) },
+  );
+  channel.send({ jsonrpc: '2.0', id, method: 'elicitation/create', params });
+  try {
+    const answer = await result;
+    const content = isObject(answer.content) ? answer.content : {};
+    if (answer.action === 'accept' && content.confirm !== false) return undefined;
+    return `The user declined to run ${tool}. It was not run.`;
+  } catch {
+    return `The user did not confirm ${tool} in time. It was not run.`;
+  }
+}
