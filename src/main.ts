@@ -8,12 +8,14 @@ import { readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { checkConfig } from './check.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { createGateway } from './gateway.js';
 import { createLogger } from './util/log.js';
 import { Redactor } from './util/redact.js';
 
-const USAGE = 'usage: switchyard [--config FILE] [--port N]   (default config: the bundled gateway.yaml)';
+const USAGE = `usage: switchyard [--config FILE] [--port N]   (default config: the bundled gateway.yaml)
+       switchyard check FILE [--connect]        (validate a config; --connect lists what each team sees)`;
 const DEFAULT_CONFIG = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'gateway.yaml');
 
 function fail(message: string, code: number): never {
@@ -21,7 +23,31 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
+async function check(args: string[]): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { connect: { type: 'boolean' } }, allowPositionals: true, strict: true });
+  } catch (err) {
+    fail(`${(err as Error).message}\n${USAGE}`, 2);
+  }
+  const file = resolve(parsed.positionals[0] ?? DEFAULT_CONFIG);
+  let config;
+  try {
+    config = await loadConfig(file, process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(`invalid config ${err.message}`, 1);
+    throw err;
+  }
+  const code = await checkConfig(file, config, {
+    connect: parsed.values.connect === true,
+    baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME },
+    print: (line) => process.stdout.write(`${line}\n`),
+  });
+  process.exit(code);
+}
+
 async function main(): Promise<void> {
+  if (process.argv[2] === 'check') return check(process.argv.slice(3));
   let values: { config?: string; port?: string; help?: boolean };
   try {
     ({ values } = parseArgs({

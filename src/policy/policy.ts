@@ -105,7 +105,12 @@ export class Policy {
   /** The decision for one principal. */
   access(principal: Principal | undefined): Access {
     if (!this.enabled) return new Access(undefined, [], this.#naming);
-    const names = new Set(this.teamsOf(principal));
+    return this.accessOfTeams(this.teamsOf(principal));
+  }
+
+  /** The decision for members of exactly these teams (for `switchyard check`). */
+  accessOfTeams(teams: readonly string[]): Access {
+    const names = new Set(teams);
     return new Access(this.#teams.filter((t) => names.has(t.name)), [...names], this.#naming);
   }
 }

@@ -1,0 +1,99 @@
+// `switchyard check FILE [--connect]`: validates a config and shows what each team would get.
+// Without --connect it reports the config as written; with it, it starts every upstream once,
+// reads its lists and prints, per team, the exposed names, the names shortened to fit, and
+// collisions (two items under one name). Exit 0 when all is well, 1 on any error.
+import { Agent } from 'undici';
+import type { Config } from './config/schema.js';
+import { isObject, type JsonObject } from './mcp/jsonrpc.js';
+import { Metrics } from './metrics/metrics.js';
+import { Policy } from './policy/policy.js';
+import { Catalog, LIST_KINDS, type ListKind } from './router/catalog.js';
+import { NamespaceCodec } from './router/namespace.js';
+import { shapeItem } from './router/shape.js';
+import { UpstreamPool } from './upstream/pool.js';
+import { silentLogger } from './util/log.js';
+import { LATEST_VERSION } from './mcp/versions.js';
+
+export interface CheckOptions {
+  connect: boolean;
+  baseEnv: Readonly<Record<string, string | undefined>>;
+  print: (line: string) => void;
+}
+
+/** Declares every client capability, so capability-gated tools are listed too. */
+const EVERY_CAPABILITY = { sampling: {}, elicitation: {}, roots: { listChanged: true } };
+
+export async function checkConfig(file: string, config: Config, options: CheckOptions): Promise<number> {
+  const { print } = options;
+  const prefixes = new Map(Object.entries(config.upstreams).map(([name, entry]) => [name, entry.prefix ?? name]));
+  const codec = new NamespaceCodec(config.namespacing, [...prefixes].map(([upstream, prefix]) => ({ upstream, prefix })));
+  const policy = new Policy(config.teams, { separator: config.namespacing.separator, prefixes });
+  print(`config ${file}: valid`);
+  for (const [name, entry] of Object.entries(config.upstreams)) {
+    const how = entry.stdio ? `stdio: ${entry.stdio.command} ${entry.stdio.args.join(' ')}` : `${entry.http!.transport}: ${entry.http!.url}`;
+    print(`upstream ${name} (prefix "${prefixes.get(name)}") ${how}`);
+  }
+  const teams = policy.enabled ? policy.teamNames : ['(everyone: no teams configured)'];
+  if (!options.connect) {
+    for (const team of config.teams ?? []) {
+      print(`team ${team.name}${team.default ? ' (default)' : ''}: allow ${team.allow.join(', ') || '(nothing)'}; deny ${team.deny.join(', ') || '(nothing)'}; ${Object.keys(team.views).length} views${team.confirm ? '; confirms destructive tools' : ''}`);
+    }
+    print('names: run with --connect to start the upstreams and list what each team sees');
+    return 0;
+  }
+
+  const dispatcher = new Agent();
+  const pool = new UpstreamPool(config.upstreams, { dispatcher, logger: silentLogger, baseEnv: options.baseEnv, metrics: new Metrics(prefixes.keys()) });
+  const catalog = new Catalog(codec, silentLogger);
+  const listed = new Map<string, { kind: ListKind; item: JsonObject; original: string }[]>();
+  let failed = 0;
+  try {
+    await Promise.all(
+      pool.names.map(async (name) => {
+        try {
+          const client = await pool.open(name, { protocolVersion: LATEST_VERSION, capabilities: EVERY_CAPABILITY, clientInfo: { name: 'switchyard-check', version: '1' } });
+          const items: { kind: ListKind; item: JsonObject; original: string }[] = [];
+          for (const kind of ['tools', 'prompts', 'resources', 'resourceTemplates'] as const) {
+            await catalog.scan(kind, client, (page) => page.items.forEach((item, i) => items.push({ kind, item, original: page.originals[i]! })));
+          }
+          listed.set(name, items);
+          await client.close();
+        } catch (err) {
+          failed++;
+          print(`upstream ${name}: cannot list (${(err as Error).message})`);
+        }
+      }),
+    );
+  } finally {
+    await pool.close();
+    await dispatcher.destroy();
+  }
+
+  let collisions = 0;
+  for (const team of teams) {
+    const access = policy.enabled ? policy.accessOfTeams([team]) : policy.access(undefined);
+    print(`team ${team}:`);
+    const seen = new Map<string, string>();
+    for (const [upstream, items] of [...listed].sort(([a], [b]) => a.localeCompare(b))) {
+      for (const { kind, item, original } of items) {
+        const shown = shapeItem(access, kind, upstream, item);
+        if (!shown) continue;
+        const field = LIST_KINDS[kind].field;
+        const name = String(shown[field]);
+        const label = `${kind === 'resourceTemplates' ? 'template' : kind.slice(0, -1)} ${name}`;
+        const from = `${upstream}: ${original}`;
+        const shortened = field === 'name' && name !== original && !name.endsWith(`${config.namespacing.separator}${original}`) && isObject(item) && shown.name === item.name;
+        print(`  ${label}${shortened ? `   (shortened from ${original})` : ''}`);
+        const key = `${kind === 'resourceTemplates' ? 'resources' : kind}:${name}`;
+        const other = seen.get(key);
+        if (other !== undefined) {
+          collisions++;
+          print(`  COLLISION: ${label} is both ${other} and ${from}`);
+        }
+        seen.set(key, from);
+      }
+    }
+  }
+  print(`${collisions} collision(s), ${failed} upstream(s) that could not be listed`);
+  return collisions > 0 || failed > 0 ? 1 : 0;
+}
