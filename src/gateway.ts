@@ -22,6 +22,7 @@ import { ToolFacts } from './router/tool-facts.js';
 import { NamespaceCodec } from './router/namespace.js';
 import { Router } from './router/router.js';
 import { SessionStore } from './session/store.js';
+import { SessionTokens } from './session/token.js';
 import { UpstreamPool } from './upstream/pool.js';
 import type { Logger } from './util/log.js';
 
@@ -110,6 +111,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     facts: new ToolFacts(logger),
     limiter: () => limiter,
     policy: () => policy,
+    ...(config.sessions.keys ? { tokens: new SessionTokens(config.sessions.keys) } : {}),
   });
   metrics.observe({
     sessions: () => sessions.size,

@@ -76,8 +76,17 @@ const upstream = z
     maxTotalTimeoutMs: z.number().int().positive().default(600_000),
     /** How long a session's initialize waits for this upstream before leaving it out. */
     initTimeoutMs: z.number().int().positive().default(10_000),
-    /** One upstream session per client session. (`shared` arrives with the scale work.) */
-    sharing: z.literal('per-session').default('per-session'),
+    /**
+     * per-session: one upstream session (one child, for stdio) per client session. shared: one
+     * child (or `poolSize`) for every session of this replica, for stateless stdio servers.
+     */
+    sharing: z.enum(['per-session', 'shared']).default('per-session'),
+    /** Children of a shared upstream (sessions spread over them). */
+    poolSize: z.number().int().min(1).max(64).default(1),
+    /** Children of this stdio upstream at once on this replica; more get a clear error. */
+    maxProcesses: z.number().int().positive().optional(),
+    /** The log level set on a shared child (its log messages reach every session using it). */
+    logLevel: z.enum(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']).optional(),
     /** A message from the upstream larger than this is treated like a crash. */
     maxMessageBytes: z.number().int().min(1_024).default(16 * 1024 * 1024),
     /** Restarting crashed stdio children (and reconnecting legacy SSE streams). */
@@ -92,6 +101,9 @@ const upstream = z
   .superRefine((value, ctx) => {
     if ((value.stdio === undefined) === (value.http === undefined)) {
       ctx.addIssue({ code: 'custom', message: 'needs exactly one of `stdio` or `http`' });
+    }
+    if (value.sharing === 'shared' && !value.stdio) {
+      ctx.addIssue({ code: 'custom', path: ['sharing'], message: '`shared` is for stdio upstreams; an HTTP upstream already serves many sessions' });
     }
   });
 
@@ -228,6 +240,11 @@ const namespacing = z.strictObject({
 });
 
 const sessions = z.strictObject({
+  /**
+   * Keys for self-describing session ids that any replica can resume (first encrypts, all
+   * decrypt). Each at least 32 characters of secret; omitted: random ids, this replica only.
+   */
+  keys: z.array(z.string().min(32, 'a session key needs at least 32 characters')).min(1).optional(),
   /** A session with no request in flight and no open stream is closed after this. */
   idleTimeout: duration.default(30 * 60_000),
   /** Sessions open at once, in all (503 beyond) and per principal (429 beyond). */

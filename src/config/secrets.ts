@@ -11,7 +11,8 @@ export function secretsOf(config: Config): string[] {
       if (credential) secrets.push(credential);
     }
     for (const value of Object.values(upstream.stdio?.env ?? {})) secrets.push(value);
-    if (upstream.http?.oauth) secrets.push(upstream.http.oauth.clientSecret);
   }
+  secrets.push(...(config.sessions.keys ?? []));
+  for (const upstream of Object.values(config.upstreams)) if (upstream.http?.oauth) secrets.push(upstream.http.oauth.clientSecret);
   return secrets;
 }

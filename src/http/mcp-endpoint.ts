@@ -62,10 +62,11 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
    * The session named by the header, or the refusal to send back. A session id is never a
    * credential: presented by anyone but the principal that opened it, it is unknown.
    */
-  function lookup(request: Request, context: RequestContext): DownstreamSession | Response {
+  async function lookup(request: Request, context: RequestContext): Promise<DownstreamSession | Response> {
     const id = request.headers.get(SESSION_HEADER);
     if (id === null) return missingSession();
-    const session = sessions.get(id);
+    // A session another replica opened is taken over from its self-describing id.
+    const session = sessions.get(id) ?? (await router.resume(id, context));
     if (!session || session.closed || session.info.principal !== context.principal?.id) return unknownSession();
     session.touch(sessions.now());
     return session;
@@ -98,7 +99,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       // The lifecycle allows pings before initialization; there is nothing to route.
       return Response.json(success(message.id, {}));
     }
-    const session = lookup(request, context);
+    const session = await lookup(request, context);
     if (session instanceof Response) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
@@ -114,7 +115,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
 
   async function postBatch(request: Request, items: unknown[], context: RequestContext): Promise<Response> {
     if (items.length === 0) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: empty batch');
-    const session = lookup(request, context);
+    const session = await lookup(request, context);
     if (session instanceof Response) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
@@ -165,7 +166,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: the gateway is shutting down', message.id, { 'retry-after': '1' });
     }
     if (request.headers.get(SESSION_HEADER) !== null) {
-      const session = lookup(request, context);
+      const session = await lookup(request, context);
       if (session instanceof Response) return session;
       return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: session already initialized', message.id);
     }
@@ -189,10 +190,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
    * first), or with Last-Event-ID resumes the stream that event belongs to, replaying what
    * followed it. An id that is malformed, of another session or too old to replay gets 400.
    */
-  function get(request: Request, context: RequestContext): Response {
+  async function get(request: Request, context: RequestContext): Promise<Response> {
     const refused = checkGetHeaders(request);
     if (refused) return refused;
-    const session = lookup(request, context);
+    const session = await lookup(request, context);
     if (session instanceof Response) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
@@ -212,7 +213,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
   }
 
   async function remove(request: Request, context: RequestContext): Promise<Response> {
-    const session = lookup(request, context);
+    const session = await lookup(request, context);
     if (session instanceof Response) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;

@@ -18,7 +18,9 @@ import {
 } from '../mcp/jsonrpc.js';
 import { mapRelatedTask } from '../mcp/tasks.js';
 import { negotiateVersion } from '../mcp/versions.js';
+import { randomBytes } from 'node:crypto';
 import type { DownstreamSession } from '../session/session.js';
+import type { SessionTokens, UpstreamState } from '../session/token.js';
 import type { SessionStore } from '../session/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { UpstreamChanges, UpstreamPool } from '../upstream/pool.js';
@@ -31,6 +33,7 @@ import type { Catalog, ListedPage, ListKind } from './catalog.js';
 import { afterRestart, listObserver, recordSubscription } from './recovery.js';
 import { answerFromClient, routeClientNotification, wireUpstream, type RequestChannel } from './relay.js';
 import { shapeItem } from './shape.js';
+import { SharedHub } from './shared.js';
 import { callTool } from './tool-call.js';
 import type { ToolFacts } from './tool-facts.js';
 
@@ -49,6 +52,8 @@ export interface RouterDeps {
   /** Read at each use: a config reload may replace them. */
   limiter: () => RateLimiter;
   policy: () => Policy;
+  /** Self-describing session ids, when session keys are configured. */
+  tokens?: SessionTokens;
 }
 
 const LIST_METHODS: Record<string, ListKind> = {
@@ -67,6 +72,10 @@ const LIST_CHANGED_BY_CAPABILITY = [
 
 export class Router {
   readonly #deps: RouterDeps;
+  /** The hub of each shared upstream child. */
+  readonly #hubs = new Map<UpstreamClient, SharedHub>();
+  /** Sessions being taken over from another replica, so concurrent requests resume once. */
+  readonly #resuming = new Map<string, Promise<DownstreamSession | undefined>>();
 
   constructor(deps: RouterDeps) {
     this.#deps = deps;
@@ -96,20 +105,10 @@ export class Router {
     // notification or a capability, can reach this client.
     const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
     const upstreamParams = { protocolVersion, capabilities: params.capabilities, clientInfo: params.clientInfo };
-    const opened = await Promise.allSettled(names.map((name) => pool.open(name, upstreamParams, (client) => this.#wire(session, client))));
-    const instructions: string[] = [];
-    opened.forEach((outcome, i) => {
-      const name = names[i]!;
-      if (outcome.status === 'rejected') {
-        logger.warn('upstream left out of session', { upstream: name, session: session.id.slice(0, 8), err: outcome.reason });
-        return;
-      }
-      session.upstreams.set(name, outcome.value);
-      const text = outcome.value.initialized?.instructions;
-      if (text) instructions.push(`## ${name}\n${text}`);
-    });
-    if (session.closed) await Promise.allSettled([...session.upstreams.values()].map((c) => c.close()));
+    const instructions = await this.#openUpstreams(session, names, upstreamParams);
     session.capabilities = mergeCapabilities([...session.upstreams.values()].map((c) => c.capabilities));
+    const { tokens } = this.#deps;
+    if (tokens) sessions.assignId(session, tokens.seal(this.#claims(session)));
     const result: JsonObject = {
       protocolVersion,
       capabilities: session.capabilities,
@@ -121,6 +120,112 @@ export class Router {
   }
 
   /**
+   * Takes over a session another replica opened, from its self-describing id: HTTP upstream
+   * sessions continue where they were, stdio upstreams are started for it. Undefined when the
+   * id is not a valid token, or names another principal (an unknown session either way).
+   */
+  resume(id: string, context: RequestContext): Promise<DownstreamSession | undefined> {
+    const pending = this.#resuming.get(id);
+    if (pending) return pending;
+    const resumed = this.#resume(id, context).finally(() => this.#resuming.delete(id));
+    this.#resuming.set(id, resumed);
+    return resumed;
+  }
+
+  async #resume(id: string, context: RequestContext): Promise<DownstreamSession | undefined> {
+    const claims = this.#deps.tokens?.open(id);
+    if (!claims || claims.principal !== context.principal?.id) return undefined;
+    const { sessions, pool, logger } = this.#deps;
+    const session = sessions.create(
+      { protocolVersion: claims.protocolVersion, clientCapabilities: claims.clientCapabilities, clientInfo: claims.clientInfo, ...(claims.principal ? { principal: claims.principal } : {}) },
+      id,
+    );
+    session.principal = context.principal;
+    session.access = this.#deps.policy().access(context.principal);
+    const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
+    const params = { protocolVersion: claims.protocolVersion, capabilities: claims.clientCapabilities, clientInfo: claims.clientInfo };
+    await this.#openUpstreams(session, names, params, claims.upstreams);
+    session.capabilities = mergeCapabilities([...session.upstreams.values()].map((c) => c.capabilities));
+    logger.info('session resumed from its id', { session: id.slice(0, 8), upstreams: [...session.upstreams.keys()] });
+    return session;
+  }
+
+  /**
+   * Opens the session's upstream sessions in parallel (continuing `states` of a resumed
+   * session); an upstream that fails is left out and logged. Returns their instructions.
+   */
+  async #openUpstreams(session: DownstreamSession, names: string[], params: JsonObject, states?: Record<string, UpstreamState>): Promise<string[]> {
+    const { pool, logger } = this.#deps;
+    const opened = await Promise.allSettled(
+      names.map(async (name) => {
+        if (pool.isShared(name)) return this.#joinShared(session, name);
+        const wire = (client: UpstreamClient): void => this.#wire(session, client);
+        return states ? pool.resume(name, states[name], params, wire) : pool.open(name, params, wire);
+      }),
+    );
+    const instructions: string[] = [];
+    opened.forEach((outcome, i) => {
+      const name = names[i]!;
+      if (outcome.status === 'rejected') {
+        logger.warn('upstream left out of session', { upstream: name, session: session.id.slice(0, 8), err: outcome.reason });
+        return;
+      }
+      if (session.closed) {
+        if (!session.shared.has(name)) void outcome.value.close();
+        return;
+      }
+      session.upstreams.set(name, outcome.value);
+      const text = outcome.value.initialized?.instructions;
+      if (text) instructions.push(`## ${name}\n${text}`);
+    });
+    return instructions;
+  }
+
+  /** A lease on a shared upstream's child, registered with its hub until the session ends. */
+  async #joinShared(session: DownstreamSession, name: string): Promise<UpstreamClient> {
+    const { client, release } = await this.#deps.pool.lease(name);
+    let hub = this.#hubs.get(client);
+    if (!hub) {
+      hub = new SharedHub(client, { naming: this.#deps.catalog, metrics: this.#deps.metrics, logger: this.#deps.logger });
+      this.#hubs.set(client, hub);
+      client.onclose = () => this.#hubs.delete(client);
+    }
+    const joined = hub;
+    joined.add(session);
+    session.shared.set(name, () => {
+      joined.remove(session);
+      release();
+    });
+    return client;
+  }
+
+  /** The hub of a session's shared upstream, if `upstream` is one. */
+  hubOf(session: DownstreamSession, upstream: string): SharedHub | undefined {
+    if (!session.shared.has(upstream)) return undefined;
+    const client = session.upstreams.get(upstream);
+    return client ? this.#hubs.get(client) : undefined;
+  }
+
+  /** What a replica needs to take the session over (sealed into its id). */
+  #claims(session: DownstreamSession) {
+    const upstreams: Record<string, UpstreamState> = {};
+    for (const [name, client] of session.upstreams) {
+      const upstreamSession = client.upstreamSessionId;
+      const init = client.initialized;
+      if (upstreamSession && init) upstreams[name] = { session: upstreamSession, protocolVersion: init.protocolVersion, capabilities: init.capabilities };
+    }
+    return {
+      nonce: randomBytes(8).toString('base64url'),
+      ...(session.info.principal !== undefined ? { principal: session.info.principal } : {}),
+      protocolVersion: session.info.protocolVersion,
+      clientCapabilities: session.info.clientCapabilities,
+      clientInfo: session.info.clientInfo,
+      upstreams,
+      iat: Date.now(),
+    };
+  }
+
+  /**
    * Applies a config reload to the open sessions: upstream sessions of removed or changed
    * upstreams, or of upstreams the session's teams may no longer see, are closed; added or
    * changed ones it may see are opened with the session's own client capabilities; and every
@@ -128,7 +233,7 @@ export class Router {
    * reload does not touch keep running as they were.
    */
   async reconfigure(changes: UpstreamChanges, namingChanged: boolean, policyChanged: boolean): Promise<void> {
-    const { sessions, pool, logger } = this.#deps;
+    const { sessions, pool } = this.#deps;
     const replaced = new Set([...changes.removed, ...changes.changed]);
     await Promise.allSettled(
       [...sessions.all()].map(async (session) => {
@@ -139,22 +244,18 @@ export class Router {
           session.upstreams.delete(name);
           session.listViews.delete(name);
           session.subscriptions.delete(name);
+          session.knownTools.delete(name);
           touched = true;
-          void client.close();
+          const release = session.shared.get(name);
+          session.shared.delete(name);
+          if (release) release();
+          else void client.close();
         }
         const opening = pool.names.filter((name) => !session.upstreams.has(name) && session.access.canSeeUpstream(name) && (changes.added.includes(name) || changes.changed.includes(name) || policyChanged));
         const params = { protocolVersion: session.info.protocolVersion, capabilities: session.info.clientCapabilities, clientInfo: session.info.clientInfo };
-        const opened = await Promise.allSettled(opening.map((name) => pool.open(name, params, (client) => this.#wire(session, client))));
-        opened.forEach((outcome, i) => {
-          if (outcome.status === 'rejected') {
-            logger.warn('upstream left out of session after reload', { upstream: opening[i], session: session.id.slice(0, 8), err: outcome.reason });
-          } else if (session.closed) {
-            void outcome.value.close();
-          } else {
-            session.upstreams.set(opening[i]!, outcome.value);
-            touched = true;
-          }
-        });
+        const before = session.upstreams.size;
+        await this.#openUpstreams(session, opening, params);
+        if (session.upstreams.size !== before) touched = true;
         if (!touched || session.closed) return;
         for (const [capability, method] of LIST_CHANGED_BY_CAPABILITY) {
           if (isObject(session.capabilities[capability])) session.deliver(notification(method));
@@ -211,7 +312,7 @@ export class Router {
         return;
       }
       case 'notifications/roots/list_changed':
-        for (const client of session.upstreams.values()) client.notify(message.method, message.params).catch(() => {});
+        for (const [name, client] of session.upstreams) if (!session.shared.has(name)) client.notify(message.method, message.params).catch(() => {});
         return;
       default:
         return; // notifications/initialized and anything unknown need nothing from the gateway
@@ -243,7 +344,11 @@ export class Router {
             rememberTools(session, page);
           }
         },
-        shape: (upstream, item) => shapeItem(session.access, kind, upstream, item),
+        shape: (upstream, item) => {
+          // A shared child lists every session's tasks: each sees only its own.
+          if (kind === 'tasks') return this.hubOf(session, upstream)?.owns(String(item.taskId).slice(String(item.taskId).indexOf(':') + 1), session) === false ? undefined : item;
+          return shapeItem(session.access, kind, upstream, item);
+        },
       });
     }
     switch (method) {
@@ -252,7 +357,12 @@ export class Router {
       case 'initialize':
         throw new RpcError({ code: ErrorCode.InvalidRequest, message: 'Session already initialized' });
       case 'tools/call':
-        return callTool(call, params, { ...this.#deps, limiter: this.#deps.limiter(), learn: (page) => this.#learnTools(page) });
+        return callTool(call, params, {
+          ...this.#deps,
+          limiter: this.#deps.limiter(),
+          learn: (page) => this.#learnTools(page),
+          ownTask: (upstream, taskId) => this.hubOf(session, upstream)?.ownTask(taskId, session),
+        });
       case 'prompts/get': {
         const name = requireString(params, 'name');
         const target = await catalog.resolveName('prompts', name, session.upstreams);
@@ -269,6 +379,12 @@ export class Router {
         const uri = requireString(params, 'uri');
         const target = catalog.resolveUri(uri, session.upstreams);
         if (!target || !session.access.canSee('resource', uri, target.client.name)) throw new GatewayError('unknown_name', `Unknown resource: ${uri}`);
+        const hub = method === 'resources/read' ? undefined : this.hubOf(session, target.client.name);
+        if (hub) {
+          // A shared child: subscriptions are counted across the sessions it serves.
+          call.record.upstream = target.client.name;
+          return method === 'resources/subscribe' ? hub.subscribe(session, target.uri, params) : hub.unsubscribe(session, target.uri, params);
+        }
         const result = await forward(call, target.client, method, { ...params, uri: target.uri });
         if (method !== 'resources/read') recordSubscription(session, target.client.name, target.uri, method === 'resources/subscribe');
         return result;
@@ -277,7 +393,8 @@ export class Router {
         return this.#complete(call, params);
       case 'logging/setLevel': {
         if (typeof params.level === 'string') session.logLevel = params.level;
-        const targets = [...session.upstreams.values()].filter((c) => !c.closed && supportsMethod(c.capabilities, method));
+        // A shared child's level is the config's (its messages reach every session it serves).
+        const targets = [...session.upstreams].filter(([name, c]) => !session.shared.has(name) && !c.closed && supportsMethod(c.capabilities, method)).map(([, c]) => c);
         await Promise.allSettled(targets.map((c) => c.request(method, params, { signal })));
         return {};
       }
@@ -313,7 +430,8 @@ export class Router {
     const { codec } = this.#deps.catalog;
     const split = codec.splitTaskId(exposed);
     const client = split && session.upstreams.get(split.upstream);
-    if (!split || !client) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
+    const hub = split && this.hubOf(session, split.upstream);
+    if (!split || !client || (hub && !hub.owns(split.taskId, session))) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
     const result = await forward(call, client, method, { ...params, taskId: split.taskId });
     if (method === 'tasks/result') return mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id));
     return typeof result.taskId === 'string' ? { ...result, taskId: codec.exposeTaskId(client.name, result.taskId) } : result;

@@ -23,6 +23,8 @@ export interface ToolCallDeps {
   metrics: Metrics;
   /** Learns a page of tools (names for metrics, schemas, destructiveness). */
   learn: (page: ListedPage) => void;
+  /** Records a created task as this session's (a shared child serves many). */
+  ownTask: (upstream: string, taskId: string) => void;
 }
 
 /** _meta key carrying the retry delay of a limit's isError result. */
@@ -81,7 +83,9 @@ export async function callTool(call: Call, params: JsonObject, deps: ToolCallDep
   }
   // A task-augmented call answers with the task; the client sees its gateway-wide id.
   const taskId = isObject(params.task) ? createdTaskId(result) : undefined;
-  return taskId === undefined ? result : withCreatedTaskId(result, deps.catalog.codec.exposeTaskId(upstream, taskId));
+  if (taskId === undefined) return result;
+  deps.ownTask(upstream, taskId);
+  return withCreatedTaskId(result, deps.catalog.codec.exposeTaskId(upstream, taskId));
 }
 
 /** A name new to the session reads the upstream's list again at most this often (unless it changed). */

@@ -42,10 +42,13 @@ const MAX_DONE_STREAMS = 100;
 const MAX_CLIENT_TASKS = 1_000;
 
 export class DownstreamSession {
-  readonly id: string;
+  /** The Mcp-Session-Id (a self-describing token when session keys are configured). */
+  id: string;
   readonly info: SessionInfo;
   /** Upstream sessions that completed their handshake, by upstream name. */
   readonly upstreams = new Map<string, UpstreamClient>();
+  /** Upstreams served by a shared child: released, never closed, when the session ends. */
+  readonly shared = new Map<string, () => void>();
   /** What the gateway advertised to this client. */
   capabilities: JsonObject = {};
   /** Who opened the session (with auth configured). */
@@ -204,7 +207,8 @@ export class DownstreamSession {
     this.clientRequests.rejectAll(reason);
     for (const stream of this.#streams.values()) stream.finish();
     this.#standalone?.finish();
-    await Promise.allSettled([...this.upstreams.values()].map((client) => client.close()));
+    for (const release of this.shared.values()) release();
+    await Promise.allSettled([...this.upstreams].filter(([name]) => !this.shared.has(name)).map(([, client]) => client.close()));
   }
 
   #eventLog(): EventLog {

@@ -34,8 +34,9 @@ export class SessionStore {
     return this.#now();
   }
 
-  create(info: SessionInfo): DownstreamSession {
-    const session = new DownstreamSession(randomBytes(24).toString('base64url'), info, this.#now(), this.#options.replay);
+  /** A new session, under `id` (a resumed one) or a fresh random id. */
+  create(info: SessionInfo, id = randomBytes(24).toString('base64url')): DownstreamSession {
+    const session = new DownstreamSession(id, info, this.#now(), this.#options.replay);
     this.#sessions.set(session.id, session);
     const key = info.principal ?? '';
     this.#perPrincipal.set(key, (this.#perPrincipal.get(key) ?? 0) + 1);
@@ -62,6 +63,14 @@ export class SessionStore {
     let total = 0;
     for (const session of this.#sessions.values()) total += session.inflight;
     return total;
+  }
+
+  /** Gives a session its final id (the sealed token, known once its upstreams are open). */
+  assignId(session: DownstreamSession, id: string): void {
+    if (this.#sessions.get(session.id) !== session) return;
+    this.#sessions.delete(session.id);
+    session.id = id;
+    this.#sessions.set(id, session);
   }
 
   /** Sessions open for `principal`. */

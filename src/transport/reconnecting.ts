@@ -51,12 +51,18 @@ export class ReconnectingTransport implements Transport {
    * `restartOnCrash`: make a new connection when the current one ends unasked (stdio).
    * Either way, a session the upstream forgot (HTTP 404) is re-initialized.
    */
-  constructor(make: () => Transport, options: { policy: RestartPolicy; logger: Logger; restartOnCrash: boolean }) {
+  constructor(make: () => Transport, options: { policy: RestartPolicy; logger: Logger; restartOnCrash: boolean; initialize?: JsonRpcRequest }) {
     this.#make = make;
     this.#policy = options.policy;
     this.#logger = options.logger;
     this.#restartOnCrash = options.restartOnCrash;
+    // A resumed session never sent its initialize through here; the owner says what it was.
+    this.#initialize = options.initialize;
     this.#inner = this.#wire(make());
+  }
+
+  get sessionId(): string | undefined {
+    return this.#inner.sessionId;
   }
 
   async start(): Promise<void> {

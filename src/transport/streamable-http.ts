@@ -20,6 +20,8 @@ export interface StreamableHttpOptions {
   breaker?: CircuitBreaker;
   /** The gateway's own credential for the upstream (client-credentials grant), per request. */
   credentials?: { authorization(): Promise<string>; invalidate(): void };
+  /** Continue an upstream session another replica opened, instead of starting one. */
+  resume?: { sessionId: string };
 }
 
 const GET_RETRY_MIN_MS = 500;
@@ -40,6 +42,7 @@ export class StreamableHttpTransport implements Transport {
   constructor(options: StreamableHttpOptions) {
     this.#options = options;
     this.#max = options.maxMessageBytes ?? 16 * 1024 * 1024;
+    this.#sessionId = options.resume?.sessionId;
   }
 
   get sessionId(): string | undefined {

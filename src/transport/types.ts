@@ -27,6 +27,8 @@ export interface Transport {
   close(): Promise<void>;
   /** Called by the client once the initialize handshake is done (HTTP opens its GET stream). */
   sessionEstablished?(protocolVersion: string): void;
+  /** The upstream's own session id, when it has one (Streamable HTTP). */
+  readonly sessionId?: string | undefined;
 
   onmessage?: (message: JsonRpcMessage, extra?: MessageExtra) => void;
   onerror?: (error: Error) => void;

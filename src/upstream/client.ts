@@ -168,6 +168,21 @@ export class UpstreamClient {
     }
   }
 
+  /**
+   * Takes over an upstream session already initialized (by another replica): no handshake, the
+   * transport continues the upstream's session.
+   */
+  async resume(init: InitializeResult): Promise<void> {
+    await this.#transport.start();
+    this.#init = init;
+    this.#transport.sessionEstablished?.(init.protocolVersion);
+  }
+
+  /** The upstream's own session id (Streamable HTTP), for the self-describing session id. */
+  get upstreamSessionId(): string | undefined {
+    return this.#transport.sessionId;
+  }
+
   request(method: string, params?: JsonObject, options: RequestOptions = {}): Promise<JsonObject> {
     if (this.#closed) return Promise.reject(new GatewayError('upstream_closed', `upstream ${this.name} is closed`));
     if (options.signal?.aborted) return Promise.reject(new GatewayError('cancelled', 'request cancelled'));

@@ -4,7 +4,10 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
-import type { JsonObject } from '../mcp/jsonrpc.js';
+import { GatewayError } from '../mcp/errors.js';
+import type { JsonObject, JsonRpcRequest } from '../mcp/jsonrpc.js';
+import type { UpstreamState as SessionUpstreamState } from '../session/token.js';
+import { GATEWAY_VERSION } from '../version.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { LATEST_VERSION } from '../mcp/versions.js';
 import { ClientCredentials } from '../auth/client-credentials.js';
@@ -49,6 +52,16 @@ export interface UpstreamChanges {
 }
 
 const PROBE_CLIENT = { name: 'switchyard-probe', version: '1' };
+/** What a shared child is told of its client: the gateway itself, with no capabilities. */
+const SHARED_CLIENT = { name: 'switchyard', version: GATEWAY_VERSION };
+
+interface SharedChild {
+  client: UpstreamClient;
+  /** Sessions using it. */
+  refs: number;
+  starting: boolean;
+  ready: Promise<void>;
+}
 
 /** The bounded label for why a request was cancelled upstream. */
 function causeOf(reason: string): string {
@@ -66,6 +79,8 @@ export class UpstreamPool {
   readonly #credentials = new Map<string, ClientCredentials>();
   /** Every client not yet fully stopped, so close() leaves no child process behind. */
   readonly #live = new Set<UpstreamClient>();
+  /** The children of shared upstreams (`sharing: shared`). */
+  readonly #shared = new Map<string, SharedChild[]>();
   #probeTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -141,44 +156,90 @@ export class UpstreamPool {
    * after it is lost.
    */
   async open(name: string, initializeParams: JsonObject, prepare?: (client: UpstreamClient) => void): Promise<UpstreamClient> {
-    const config = this.#configs.get(name);
-    if (!config) throw new Error(`unknown upstream ${name}`);
-    const logger = this.#deps.logger.child({ upstream: name });
-    const health = this.#health.get(name)!;
-    const { metrics } = this.#deps;
-    let open = false;
-    const client = new UpstreamClient(name, this.#transport(name, config, logger), {
-      timeoutMs: config.timeoutMs,
-      maxTotalTimeoutMs: config.maxTotalTimeoutMs,
-      logger,
-      onEnd: (reason) => {
-        if (open) health.sessions--;
-        open = false;
-        if (reason) this.#record(health, 'down', reason.message);
-        if (reason?.message.startsWith('crash loop')) metrics.upstreamCrashLoops.inc({ upstream: name });
-        // close() is idempotent; this waits for the transport to be fully stopped.
-        void client.close().finally(() => this.#live.delete(client));
-      },
-      onRestart: () => {
-        health.restarts++;
-        metrics.upstreamRestarts.inc({ upstream: name });
-        this.#record(health, 'up');
-      },
-      onCancel: (reason) => metrics.cancellations.inc({ upstream: name, cause: causeOf(reason) }),
-      onUnknownResponse: () => metrics.unknownResponses.inc({ upstream: name }),
-    });
-    this.#live.add(client);
+    const config = this.#config(name);
+    this.#checkProcessLimit(name, config);
+    const { client, opened } = this.#client(name, config, this.#transport(name, config, this.#logger(name)));
     prepare?.(client);
+    const health = this.#health.get(name)!;
     try {
       await client.connect(initializeParams, config.initTimeoutMs);
     } catch (err) {
       this.#record(health, 'down', err instanceof Error ? err.message : String(err));
       throw err;
     }
-    this.#record(health, 'up');
-    open = true;
-    health.sessions++;
+    opened();
     return client;
+  }
+
+  /**
+   * Continues an upstream session another replica opened (a resumed client session): an HTTP
+   * upstream's session is taken over without a handshake; anything else is opened afresh.
+   */
+  async resume(name: string, state: SessionUpstreamState | undefined, initializeParams: JsonObject, prepare?: (client: UpstreamClient) => void): Promise<UpstreamClient> {
+    const config = this.#config(name);
+    if (!state?.session || config.http?.transport !== 'streamable-http') return this.open(name, initializeParams, prepare);
+    const initialize = { jsonrpc: '2.0' as const, id: 0, method: 'initialize', params: initializeParams };
+    const transport = this.#transport(name, config, this.#logger(name), { sessionId: state.session, initialize });
+    const { client, opened } = this.#client(name, config, transport);
+    prepare?.(client);
+    await client.resume({ protocolVersion: state.protocolVersion, capabilities: state.capabilities, serverInfo: {} });
+    opened();
+    return client;
+  }
+
+  /** Whether `name` runs one child (or a few) for all sessions (`sharing: shared`). */
+  isShared(name: string): boolean {
+    return this.#configs.get(name)?.sharing === 'shared';
+  }
+
+  /**
+   * A lease on a shared upstream's child: the least used of its `poolSize` children, started
+   * (and initialized with no client capabilities) on first use; release() when done.
+   */
+  async lease(name: string): Promise<{ client: UpstreamClient; release: () => void }> {
+    const config = this.#config(name);
+    let children = this.#shared.get(name);
+    if (!children) this.#shared.set(name, (children = []));
+    const size = Math.max(1, Math.min(config.poolSize, config.maxProcesses ?? config.poolSize));
+    let child = children.filter((c) => !c.client.closed || c.starting).sort((a, b) => a.refs - b.refs)[0];
+    if (!child || (child.refs > 0 && children.length < size)) {
+      for (const dead of children.filter((c) => c.client.closed && !c.starting)) children.splice(children.indexOf(dead), 1);
+      const { client, opened } = this.#client(name, config, this.#transport(name, config, this.#logger(name)));
+      const entry: SharedChild = { client, refs: 0, starting: true, ready: Promise.resolve() };
+      entry.ready = client
+        .connect({ protocolVersion: LATEST_VERSION, capabilities: {}, clientInfo: SHARED_CLIENT }, config.initTimeoutMs)
+        .then(
+          async () => {
+            opened();
+            if (config.logLevel && client.capabilities.logging) await client.request('logging/setLevel', { level: config.logLevel }).catch(() => {});
+          },
+          (err: unknown) => {
+            this.#record(this.#health.get(name)!, 'down', err instanceof Error ? err.message : String(err));
+            throw err;
+          },
+        )
+        .finally(() => {
+          entry.starting = false;
+        });
+      children.push(entry);
+      child = entry;
+    }
+    const chosen = child;
+    chosen.refs++;
+    try {
+      await chosen.ready;
+    } catch (err) {
+      chosen.refs--;
+      throw err;
+    }
+    let released = false;
+    return {
+      client: chosen.client,
+      release: () => {
+        if (!released) chosen.refs--;
+        released = true;
+      },
+    };
   }
 
   /** Probes every upstream now and then every `intervalMs`; 0 turns probing off. */
@@ -217,13 +278,70 @@ export class UpstreamPool {
     );
   }
 
+  #config(name: string): UpstreamConfig {
+    const config = this.#configs.get(name);
+    if (!config) throw new Error(`unknown upstream ${name}`);
+    return config;
+  }
+
+  #logger(name: string): Logger {
+    return this.#deps.logger.child({ upstream: name });
+  }
+
+  /** maxProcesses: children of one stdio upstream at once on this replica. */
+  #checkProcessLimit(name: string, config: UpstreamConfig): void {
+    if (!config.stdio || config.maxProcesses === undefined) return;
+    let running = 0;
+    for (const client of this.#live) if (client.name === name && !client.closed) running++;
+    if (running >= config.maxProcesses) {
+      throw new GatewayError('upstream_unavailable', `Upstream ${name} is at its process limit (maxProcesses ${config.maxProcesses}); try again later`);
+    }
+  }
+
+  /** A client with health, metrics and lifetime accounting; `opened` counts it as a session. */
+  #client(name: string, config: UpstreamConfig, transport: Transport): { client: UpstreamClient; opened: () => void } {
+    const logger = this.#logger(name);
+    const health = this.#health.get(name)!;
+    const { metrics } = this.#deps;
+    let open = false;
+    const client: UpstreamClient = new UpstreamClient(name, transport, {
+      timeoutMs: config.timeoutMs,
+      maxTotalTimeoutMs: config.maxTotalTimeoutMs,
+      logger,
+      onEnd: (reason) => {
+        if (open) health.sessions--;
+        open = false;
+        if (reason) this.#record(health, 'down', reason.message);
+        if (reason?.message.startsWith('crash loop')) metrics.upstreamCrashLoops.inc({ upstream: name });
+        // close() is idempotent; this waits for the transport to be fully stopped.
+        void client.close().finally(() => this.#live.delete(client));
+      },
+      onRestart: () => {
+        health.restarts++;
+        metrics.upstreamRestarts.inc({ upstream: name });
+        this.#record(health, 'up');
+      },
+      onCancel: (reason) => metrics.cancellations.inc({ upstream: name, cause: causeOf(reason) }),
+      onUnknownResponse: () => metrics.unknownResponses.inc({ upstream: name }),
+    });
+    this.#live.add(client);
+    return {
+      client,
+      opened: () => {
+        this.#record(health, 'up');
+        open = true;
+        health.sessions++;
+      },
+    };
+  }
+
   #record(health: UpstreamHealth, state: UpstreamState, error?: string): void {
     if (health.state !== state) health.since = new Date().toISOString();
     health.state = state;
     if (error !== undefined) health.lastError = error;
   }
 
-  #transport(name: string, config: UpstreamConfig, logger: Logger): Transport {
+  #transport(name: string, config: UpstreamConfig, logger: Logger, resume?: { sessionId: string; initialize: JsonRpcRequest }): Transport {
     const { restart } = config;
     const policy = {
       initialDelayMs: restart.backoff,
@@ -248,7 +366,13 @@ export class UpstreamPool {
     if (http.transport === 'sse') return new ReconnectingTransport(() => new LegacySseTransport(options), { policy, logger, restartOnCrash: true });
     const breaker = this.#breakers.get(name);
     const credentials = this.#credentials.get(name);
-    const make = (): Transport => new StreamableHttpTransport({ ...options, ...(breaker ? { breaker } : {}), ...(credentials ? { credentials } : {}) });
-    return new ReconnectingTransport(make, { policy, logger, restartOnCrash: false });
+    // Only the first connection continues a resumed session; a renewal starts a new one.
+    let resumeWith = resume ? { sessionId: resume.sessionId } : undefined;
+    const make = (): Transport => {
+      const transport = new StreamableHttpTransport({ ...options, ...(breaker ? { breaker } : {}), ...(credentials ? { credentials } : {}), ...(resumeWith ? { resume: resumeWith } : {}) });
+      resumeWith = undefined;
+      return transport;
+    };
+    return new ReconnectingTransport(make, { policy, logger, restartOnCrash: false, ...(resume ? { initialize: resume.initialize } : {}) });
   }
 }

@@ -1,0 +1,123 @@
+// One stdio child serving every session of a replica (`sharing: shared`). Requests need nothing
+// special (the UpstreamClient issues its own ids and progress tokens, and keeps each request's
+// context); what needs a hub is what the child sends unasked and what sessions share: resource
+// subscriptions are reference-counted and updates fan out to the subscribed sessions only,
+// tasks stay with the session that created them, and the child, told of no client
+// capabilities, gets no sampling, elicitation or roots request relayed.
+import { ErrorCode, RpcError } from '../mcp/errors.js';
+import { notification, type JsonObject, type JsonRpcNotification } from '../mcp/jsonrpc.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { DownstreamSession } from '../session/session.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import type { Logger } from '../util/log.js';
+import type { NamespaceCodec } from './namespace.js';
+import { rewriteNotification } from './relay.js';
+
+const MAX_TASKS = 10_000;
+
+export class SharedHub {
+  readonly client: UpstreamClient;
+  readonly #sessions = new Set<DownstreamSession>();
+  readonly #subscriptions = new Map<string, Set<DownstreamSession>>();
+  readonly #tasks = new Map<string, DownstreamSession>();
+  readonly #naming: { readonly codec: NamespaceCodec };
+  readonly #metrics: Metrics;
+  readonly #logger: Logger;
+
+  constructor(client: UpstreamClient, deps: { naming: { readonly codec: NamespaceCodec }; metrics: Metrics; logger: Logger }) {
+    this.client = client;
+    this.#naming = deps.naming;
+    this.#metrics = deps.metrics;
+    this.#logger = deps.logger;
+    client.onnotification = (message) => this.#fanOut(message);
+    client.onrequest = async (request) => {
+      this.#metrics.serverRequests.inc({ method: this.#metrics.serverRequest(request.method), outcome: 'refused' });
+      throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (a shared upstream has no client to ask)` });
+    };
+    client.onreconnect = () => void this.#renew();
+  }
+
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  add(session: DownstreamSession): void {
+    this.#sessions.add(session);
+  }
+
+  /** The session is gone: its subscriptions (unsubscribed upstream when it was the last) and tasks. */
+  remove(session: DownstreamSession): void {
+    this.#sessions.delete(session);
+    for (const [uri, subscribers] of this.#subscriptions) {
+      if (subscribers.delete(session) && subscribers.size === 0) {
+        this.#subscriptions.delete(uri);
+        this.client.request('resources/unsubscribe', { uri }).catch(() => {});
+      }
+    }
+    for (const [task, owner] of this.#tasks) if (owner === session) this.#tasks.delete(task);
+  }
+
+  /** Subscribes upstream only for the first session interested in `uri`. */
+  async subscribe(session: DownstreamSession, uri: string, params: JsonObject): Promise<JsonObject> {
+    let subscribers = this.#subscriptions.get(uri);
+    if (!subscribers) {
+      await this.client.request('resources/subscribe', { ...params, uri });
+      subscribers = this.#subscriptions.get(uri) ?? new Set();
+      this.#subscriptions.set(uri, subscribers);
+    }
+    subscribers.add(session);
+    return {};
+  }
+
+  /** Unsubscribes upstream once no session is interested any more. */
+  async unsubscribe(session: DownstreamSession, uri: string, params: JsonObject): Promise<JsonObject> {
+    const subscribers = this.#subscriptions.get(uri);
+    if (subscribers?.delete(session) && subscribers.size === 0) {
+      this.#subscriptions.delete(uri);
+      await this.client.request('resources/unsubscribe', { ...params, uri });
+    }
+    return {};
+  }
+
+  ownTask(taskId: string, session: DownstreamSession): void {
+    if (this.#tasks.size >= MAX_TASKS) this.#tasks.delete(this.#tasks.keys().next().value!);
+    this.#tasks.set(taskId, session);
+  }
+
+  owns(taskId: string, session: DownstreamSession): boolean {
+    return this.#tasks.get(taskId) === session;
+  }
+
+  #fanOut(message: JsonRpcNotification): void {
+    const upstream = this.client.name;
+    const forwarded = rewriteNotification(upstream, message, this.#naming.codec);
+    const kind = this.#metrics.notification(message.method);
+    if (!forwarded) {
+      this.#metrics.notifications.inc({ method: kind, outcome: 'dropped' });
+      return;
+    }
+    let targets: Iterable<DownstreamSession> = this.#sessions;
+    if (message.method === 'notifications/resources/updated') {
+      targets = this.#subscriptions.get(String(message.params?.uri)) ?? [];
+    } else if (message.method === 'notifications/tasks/status') {
+      const owner = this.#tasks.get(String(message.params?.taskId));
+      targets = owner ? [owner] : [];
+    }
+    for (const session of targets) {
+      const uri = forwarded.params?.uri;
+      if (typeof uri === 'string' && !session.access.canSee('resource', uri, upstream)) continue;
+      session.deliver(forwarded);
+      this.#metrics.notifications.inc({ method: kind, outcome: 'forwarded' });
+    }
+  }
+
+  /** After the child restarted: renew subscriptions, and tell every session its lists may differ. */
+  async #renew(): Promise<void> {
+    const renewals = [...this.#subscriptions.keys()].map((uri) => this.client.request('resources/subscribe', { uri }));
+    const failed = (await Promise.allSettled(renewals)).filter((o) => o.status === 'rejected').length;
+    if (failed > 0) this.#logger.warn('shared upstream restarted; some subscriptions could not be renewed', { upstream: this.client.name, failed });
+    for (const session of this.#sessions) {
+      for (const method of ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed']) session.deliver(notification(method));
+    }
+  }
+}
