@@ -151,6 +151,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (cost === 0) return undefined;
     const outcome = await deps.limiter().client(context.principal?.id ?? 'anonymous', cost);
     if (!outcome || outcome.decision.allowed) return undefined;
+    if (cost > outcome.limit.burst) {
+      // No wait makes room for it: say so rather than promise a retry.
+      return rpcErrorResponse(400, ErrorCode.InvalidRequest, `Bad Request: the batch holds ${cost} counted requests; the rate limit allows ${outcome.limit.burst} at once`, id);
+    }
     deps.metrics.rateLimited.inc({ kind: 'client' });
     const headers = rateLimitHeaders(outcome);
     return rpcErrorResponse(429, ErrorCode.RateLimited, `Too Many Requests: the rate limit is ${outcome.limit.burst} requests, refilled at ${describe(outcome)}; retry in ${headers['retry-after']} s`, id, headers);

@@ -31,11 +31,14 @@ export function fullAfterMs(limit: BucketLimit): number {
   return Math.ceil(limit.burst / refillPerMs(limit));
 }
 
+const EPSILON = 1e-9;
+
 export function take(state: BucketState | undefined, limit: BucketLimit, now: number, cost = 1): { state: BucketState; decision: Decision } {
   const perMs = refillPerMs(limit);
   const before = state ? Math.min(limit.burst, state.tokens + Math.max(0, now - state.updatedAt) * perMs) : limit.burst;
-  const allowed = before >= cost;
-  const tokens = allowed ? before - cost : before;
+  // A tolerance for floating point: a retry exactly retryAfterMs later must find the token.
+  const allowed = before + EPSILON >= cost;
+  const tokens = allowed ? Math.max(0, before - cost) : before;
   return {
     state: { tokens, updatedAt: now },
     decision: {

@@ -53,15 +53,21 @@ export class RateLimiter {
     return { decision, limit: entry.limit, policy: 'per-tool' };
   }
 
+  /** Whether all `max` slots of `upstream` are taken now (a look, taking nothing). */
+  busy(upstream: string, max: number | undefined): { retryAfterMs: number; inFlight: number } | undefined {
+    const current = this.#inFlight.get(upstream) ?? 0;
+    if (max === undefined || current < max) return undefined;
+    return { retryAfterMs: Math.max(1_000, Math.ceil((this.#latency.get(upstream) ?? 1_000) / 1_000) * 1_000), inFlight: current };
+  }
+
   /**
    * Takes one of `max` slots for a call to `upstream`; the release function, or the suggested
    * retry delay (ms) when all slots are taken.
    */
   acquire(upstream: string, max: number | undefined): { release: () => void } | { retryAfterMs: number; inFlight: number } {
+    const busy = this.busy(upstream, max);
+    if (busy) return busy;
     const current = this.#inFlight.get(upstream) ?? 0;
-    if (max !== undefined && current >= max) {
-      return { retryAfterMs: Math.max(1_000, Math.ceil((this.#latency.get(upstream) ?? 1_000) / 1_000) * 1_000), inFlight: current };
-    }
     this.#inFlight.set(upstream, current + 1);
     const started = Date.now();
     let released = false;

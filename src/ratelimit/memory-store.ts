@@ -16,7 +16,8 @@ export class MemoryBucketStore implements BucketStore {
 
   constructor(maxBuckets: number, now: () => number = Date.now) {
     this.#now = now;
-    this.#buckets = new LRUCache<string, BucketState>({ max: maxBuckets, ttlAutopurge: false, allowStale: false });
+    // The store's clock drives expiry too (lru-cache would otherwise read performance.now()).
+    this.#buckets = new LRUCache<string, BucketState>({ max: maxBuckets, ttlAutopurge: false, allowStale: false, perf: { now }, ttlResolution: 0 });
   }
 
   async take(key: string, limit: BucketLimit, cost = 1): Promise<Decision> {

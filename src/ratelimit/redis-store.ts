@@ -18,8 +18,8 @@ if state[1] then
   tokens = math.min(burst, tonumber(state[1]) + math.max(0, now - tonumber(state[2])) * perMs)
 end
 local allowed = 0
-if tokens >= cost then
-  tokens = tokens - cost
+if tokens + 1e-9 >= cost then
+  tokens = math.max(0, tokens - cost)
   allowed = 1
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
@@ -31,10 +31,16 @@ return {allowed, math.floor(tokens), retry, math.ceil((burst - tokens) / perMs)}
 
 export interface RedisStoreState {
   store: 'redis';
-  /** connected: buckets live in Redis; fallback: local buckets while Redis is unreachable. */
-  state: 'connected' | 'fallback';
+  /**
+   * connected: buckets live in Redis; fallback: local buckets while Redis is unreachable;
+   * connecting: not answered yet (local buckets meanwhile).
+   */
+  state: 'connecting' | 'connected' | 'fallback';
   since: string;
 }
+
+/** While falling back, Redis is tried again at most this often (a failed command, not a lost connection). */
+const RETRY_REDIS_MS = 1_000;
 
 type RedisWithTake = Redis & { switchyardTake(key: string, perMs: string, burst: string, cost: string, ttl: string): Promise<[number, number, number, number]> };
 
@@ -43,7 +49,8 @@ export class RedisBucketStore implements BucketStore {
   readonly #prefix: string;
   readonly #fallback: MemoryBucketStore;
   readonly #logger: Logger;
-  #state: RedisStoreState = { store: 'redis', state: 'connected', since: new Date().toISOString() };
+  #state: RedisStoreState = { store: 'redis', state: 'connecting', since: new Date().toISOString() };
+  #lastTry = 0;
 
   constructor(options: { url: string; prefix: string; maxBuckets: number; logger: Logger }) {
     this.#prefix = options.prefix;
@@ -68,7 +75,10 @@ export class RedisBucketStore implements BucketStore {
   }
 
   async take(key: string, limit: BucketLimit, cost = 1): Promise<Decision> {
-    if (this.#state.state === 'connected' && this.#redis.status === 'ready') {
+    const now = Date.now();
+    const retry = this.#state.state !== 'connected' && now - this.#lastTry >= RETRY_REDIS_MS;
+    if (this.#redis.status === 'ready' && (this.#state.state === 'connected' || retry)) {
+      this.#lastTry = now;
       try {
         const [allowed, remaining, retryAfterMs, resetMs] = await this.#redis.switchyardTake(
           this.#prefix + key,
@@ -77,6 +87,7 @@ export class RedisBucketStore implements BucketStore {
           String(cost),
           String(fullAfterMs(limit) + 1_000),
         );
+        this.#set('connected');
         return { allowed: allowed === 1, remaining, retryAfterMs, resetMs };
       } catch (err) {
         this.#set('fallback', err);
@@ -91,9 +102,10 @@ export class RedisBucketStore implements BucketStore {
   }
 
   #set(state: RedisStoreState['state'], err?: unknown): void {
-    if (this.#state.state === state) return;
+    const previous = this.#state.state;
+    if (previous === state) return;
     this.#state = { store: 'redis', state, since: new Date().toISOString() };
     if (state === 'fallback') this.#logger.error('Redis unreachable; rate limits use local buckets until it is back', { err });
-    else this.#logger.warn('Redis reachable again; rate limits are shared again');
+    else if (previous === 'fallback') this.#logger.warn('Redis reachable again; rate limits are shared again');
   }
 }

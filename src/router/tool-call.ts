@@ -52,6 +52,17 @@ export async function callTool(call: Call, params: JsonObject, deps: ToolCallDep
   const view = access.view(exposed);
   const args: JsonObject = { ...(isObject(params.arguments) ? params.arguments : {}), ...view?.pin };
 
+  // Arguments first: a model correcting its call spends no quota.
+  if (deps.pool.config(upstream)?.validateArguments !== false) {
+    const invalid = deps.facts.check(upstream, target.name, requested, args);
+    if (invalid) return toolError(invalid);
+  }
+
+  // A look at the upstream's capacity before the tool's token is spent on a call that cannot run.
+  const maxConcurrent = deps.pool.config(upstream)?.maxConcurrent;
+  const busy = deps.limiter.busy(upstream, maxConcurrent);
+  if (busy) return concurrencyRefusal(deps, requested, busy);
+
   const limited = await deps.limiter.tool(principalKey(call), exposed);
   if (limited && !limited.decision.allowed) {
     deps.metrics.rateLimited.inc({ kind: 'tool' });
@@ -59,22 +70,13 @@ export async function callTool(call: Call, params: JsonObject, deps: ToolCallDep
     return toolError(`Rate limit for ${requested} reached (${describeLimit(limited.limit)}); retry in ${seconds} s.`, { [RETRY_AFTER_META]: limited.decision.retryAfterMs });
   }
 
-  if (deps.pool.config(upstream)?.validateArguments !== false) {
-    const invalid = deps.facts.check(upstream, target.name, requested, args);
-    if (invalid) return toolError(invalid);
-  }
-
   if (access.confirmsDestructive && deps.facts.destructive(upstream, target.name)) {
     const refusal = await confirm(call, requested);
     if (refusal) return toolError(refusal);
   }
 
-  const slot = deps.limiter.acquire(upstream, deps.pool.config(upstream)?.maxConcurrent);
-  if ('retryAfterMs' in slot) {
-    deps.metrics.rateLimited.inc({ kind: 'concurrency' });
-    const seconds = Math.ceil(slot.retryAfterMs / 1_000);
-    return toolError(`${slot.inFlight} calls in flight for ${requested}; retry in ${seconds} s.`, { [RETRY_AFTER_META]: slot.retryAfterMs });
-  }
+  const slot = deps.limiter.acquire(upstream, maxConcurrent);
+  if ('retryAfterMs' in slot) return concurrencyRefusal(deps, requested, slot);
   let result: JsonObject;
   try {
     result = await forward(call, target.client, 'tools/call', { ...params, name: target.name, arguments: args });
@@ -90,6 +92,12 @@ export async function callTool(call: Call, params: JsonObject, deps: ToolCallDep
 
 /** A name new to the session reads the upstream's list again at most this often (unless it changed). */
 const REREAD_INTERVAL_MS = 10_000;
+
+function concurrencyRefusal(deps: ToolCallDeps, tool: string, busy: { retryAfterMs: number; inFlight: number }): JsonObject {
+  deps.metrics.rateLimited.inc({ kind: 'concurrency' });
+  const seconds = Math.ceil(busy.retryAfterMs / 1_000);
+  return toolError(`${busy.inFlight} ${busy.inFlight === 1 ? 'call' : 'calls'} in flight for ${tool}; retry in ${seconds} s.`, { [RETRY_AFTER_META]: busy.retryAfterMs });
+}
 
 /** Whether the session's upstream session lists the tool, reading its list (rarely) when the name is new. */
 async function exists(session: DownstreamSession, client: UpstreamClient, tool: string, deps: ToolCallDeps): Promise<boolean> {
