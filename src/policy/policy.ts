@@ -171,10 +171,16 @@ export class Access {
 
   /** Could any glob of `rules` match a name or URI of `upstream`? (By the glob's literal start.) */
   #couldMatch(rules: CompiledRules, upstream: string): boolean {
-    const prefix = this.#naming.prefixes.get(upstream);
+    const { prefixes, separator } = this.#naming;
+    const prefix = prefixes.get(upstream);
     if (prefix === undefined) return false;
-    // An unprefixed upstream's names can be anything; the fallback form carries its name.
-    const starts = prefix === '' ? ['', `${upstream}${this.#naming.separator}`] : [`${prefix}${this.#naming.separator}`, `${prefix}+`];
-    return rules.literals.some((literal) => starts.some((start) => start.startsWith(literal) || literal.startsWith(start) || (prefix === '' && start === '')));
+    const compatible = (literal: string, start: string): boolean => literal.startsWith(start) || start.startsWith(literal);
+    return rules.literals.some((literal) => {
+      if (prefix !== '') return compatible(literal, `${prefix}${separator}`) || compatible(literal, `${prefix}+`);
+      // An unprefixed upstream: its fallback form carries its name; its bare names never start
+      // with another upstream's prefix (those are shown in the fallback form instead).
+      if (compatible(literal, `${upstream}${separator}`) || compatible(literal, `${upstream}+`)) return true;
+      return ![...prefixes].some(([other, p]) => other !== upstream && p !== '' && (literal.startsWith(`${p}${separator}`) || literal.startsWith(`${p}+`)));
+    });
   }
 }

@@ -32,6 +32,7 @@ import { describeCall, outcomeOf, type RequestContext } from './call-log.js';
 import type { Catalog, ListedPage, ListKind } from './catalog.js';
 import { afterRestart, listObserver, recordSubscription } from './recovery.js';
 import { answerFromClient, routeClientNotification, wireUpstream, type RequestChannel } from './relay.js';
+import { forgetNames, listed, rememberNames } from './existence.js';
 import { shapeItem } from './shape.js';
 import { SharedHub } from './shared.js';
 import { callTool } from './tool-call.js';
@@ -63,6 +64,19 @@ const LIST_METHODS: Record<string, ListKind> = {
   'resources/templates/list': 'resourceTemplates',
   'tasks/list': 'tasks',
 };
+
+/**
+ * An upstream's "no such resource" (resources.mdx: -32002 Resource not found; some servers
+ * answer -32602 "... not found"), which the gateway answers as it answers a hidden one.
+ */
+function resourceNotFound(err: unknown): boolean {
+  if (!(err instanceof RpcError)) return false;
+  const { code, message } = err.error;
+  return code === -32002 || (code === ErrorCode.InvalidParams && /not found/i.test(message));
+}
+
+/** A left-out upstream is tried again on use at most this often. */
+const LEFT_OUT_RETRY_MS = 2_000;
 
 const LIST_CHANGED_BY_CAPABILITY = [
   ['tools', 'notifications/tools/list_changed'],
@@ -125,14 +139,17 @@ export class Router {
    * id is not a valid token, or names another principal (an unknown session either way).
    */
   resume(id: string, context: RequestContext): Promise<DownstreamSession | undefined> {
-    const pending = this.#resuming.get(id);
+    const key = `${id}\0${context.principal?.id ?? ''}`;
+    const pending = this.#resuming.get(key);
     if (pending) return pending;
-    const resumed = this.#resume(id, context).finally(() => this.#resuming.delete(id));
-    this.#resuming.set(id, resumed);
+    const resumed = this.#resume(id, context).finally(() => this.#resuming.delete(key));
+    this.#resuming.set(key, resumed);
     return resumed;
   }
 
   async #resume(id: string, context: RequestContext): Promise<DownstreamSession | undefined> {
+    // Ended here (DELETE, idle): its id does not bring it back.
+    if (this.#deps.sessions.ended(id)) return undefined;
     const claims = this.#deps.tokens?.open(id);
     if (!claims || claims.principal !== context.principal?.id) return undefined;
     const { sessions, pool, logger } = this.#deps;
@@ -168,8 +185,11 @@ export class Router {
       const name = names[i]!;
       if (outcome.status === 'rejected') {
         logger.warn('upstream left out of session', { upstream: name, session: session.id.slice(0, 8), err: outcome.reason });
+        const reason = outcome.reason instanceof Error ? outcome.reason.message : String(outcome.reason);
+        session.leftOut.set(name, { reason, at: Date.now() });
         return;
       }
+      session.leftOut.delete(name);
       if (session.closed) {
         if (!session.shared.has(name)) void outcome.value.close();
         return;
@@ -179,6 +199,59 @@ export class Router {
       if (text) instructions.push(`## ${name}\n${text}`);
     });
     return instructions;
+  }
+
+  /**
+   * The upstream and original name of a prompt the session may see and its upstream lists;
+   * anything else is answered as unknown (the decision first, so a hidden upstream shows
+   * nothing of its state).
+   */
+  async #visiblePrompt(session: DownstreamSession, name: string): Promise<{ client: UpstreamClient; name: string }> {
+    const unknown = new GatewayError('unknown_name', `Unknown prompt: ${name}`);
+    const { catalog } = this.#deps;
+    const owner = catalog.codec.splitName(name)?.upstream;
+    if (owner === undefined || !session.access.canSee('prompt', name, owner)) throw unknown;
+    await this.#ensure(session, owner);
+    const target = await catalog.resolveName('prompts', name, session.upstreams);
+    if (!target || !(await listed(session, 'prompts', target.client, target.name, catalog))) throw unknown;
+    return target;
+  }
+
+  /** The upstream and original URI of a resource (or template) the session may see. */
+  async #visibleResource(session: DownstreamSession, uri: string): Promise<{ client: UpstreamClient; uri: string }> {
+    const unknown = new GatewayError('unknown_name', `Unknown resource: ${uri}`);
+    const { catalog } = this.#deps;
+    const owner = catalog.codec.splitUri(uri)?.upstream;
+    if (owner === undefined || !session.access.canSee('resource', uri, owner)) throw unknown;
+    await this.#ensure(session, owner);
+    const target = catalog.resolveUri(uri, session.upstreams);
+    if (!target) throw unknown;
+    return target;
+  }
+
+  /**
+   * An upstream left out of the session (it failed, or was at its process limit) is opened on
+   * first use once some time has passed; otherwise the call gets the reason it is unavailable.
+   */
+  async #ensure(session: DownstreamSession, upstream: string | undefined): Promise<void> {
+    if (upstream === undefined || session.upstreams.has(upstream) || !session.leftOut.has(upstream)) return;
+    await this.#retryLeftOut(session, upstream);
+    const left = session.leftOut.get(upstream);
+    if (left) throw new GatewayError('upstream_unavailable', `Upstream ${upstream} is unavailable: ${left.reason}`);
+  }
+
+  /** Tries again to open left-out upstreams (all, or `only`) whose last try is old enough. */
+  async #retryLeftOut(session: DownstreamSession, only?: string): Promise<void> {
+    const due = [...session.leftOut].filter(([name, left]) => (only === undefined || name === only) && Date.now() - left.at >= LEFT_OUT_RETRY_MS).map(([name]) => name);
+    if (due.length === 0) return;
+    const before = session.upstreams.size;
+    const params = { protocolVersion: session.info.protocolVersion, capabilities: session.info.clientCapabilities, clientInfo: session.info.clientInfo };
+    await this.#openUpstreams(session, due.filter((name) => this.#deps.pool.config(name) && session.access.canSeeUpstream(name)), params);
+    if (session.upstreams.size === before) return;
+    // The client's lists lacked it: tell it they changed.
+    for (const [capability, method] of LIST_CHANGED_BY_CAPABILITY) {
+      if (isObject(session.capabilities[capability])) session.deliver(notification(method));
+    }
   }
 
   /** A lease on a shared upstream's child, registered with its hub until the session ends. */
@@ -244,7 +317,7 @@ export class Router {
           session.upstreams.delete(name);
           session.listViews.delete(name);
           session.subscriptions.delete(name);
-          session.knownTools.delete(name);
+          forgetNames(session, name);
           touched = true;
           const release = session.shared.get(name);
           session.shared.delete(name);
@@ -334,15 +407,14 @@ export class Router {
     const { catalog, metrics } = this.#deps;
     const kind = LIST_METHODS[method];
     if (kind) {
+      if (params.cursor === undefined) await this.#retryLeftOut(session);
       const observe = listObserver(session, kind);
       return catalog.list(kind, session.upstreams, params.cursor, {
         signal,
         observe: (page) => {
           observe(page);
-          if (kind === 'tools') {
-            this.#learnTools(page);
-            rememberTools(session, page);
-          }
+          if (kind === 'tools') this.#learnTools(page);
+          if (kind === 'tools' || kind === 'prompts') rememberNames(session, kind, page);
         },
         shape: (upstream, item) => {
           // A shared child lists every session's tasks: each sees only its own.
@@ -358,6 +430,7 @@ export class Router {
         throw new RpcError({ code: ErrorCode.InvalidRequest, message: 'Session already initialized' });
       case 'tools/call':
         return callTool(call, params, {
+          ensure: (exposed) => this.#ensure(session, catalog.codec.splitName(exposed)?.upstream),
           ...this.#deps,
           limiter: this.#deps.limiter(),
           learn: (page) => this.#learnTools(page),
@@ -365,8 +438,7 @@ export class Router {
         });
       case 'prompts/get': {
         const name = requireString(params, 'name');
-        const target = await catalog.resolveName('prompts', name, session.upstreams);
-        if (!target || !session.access.canSee('prompt', name, target.client.name)) throw new GatewayError('unknown_name', `Unknown prompt: ${name}`);
+        const target = await this.#visiblePrompt(session, name);
         return forward(call, target.client, method, { ...params, name: target.name });
       }
       case 'tasks/get':
@@ -377,15 +449,16 @@ export class Router {
       case 'resources/subscribe':
       case 'resources/unsubscribe': {
         const uri = requireString(params, 'uri');
-        const target = catalog.resolveUri(uri, session.upstreams);
-        if (!target || !session.access.canSee('resource', uri, target.client.name)) throw new GatewayError('unknown_name', `Unknown resource: ${uri}`);
+        const target = await this.#visibleResource(session, uri);
         const hub = method === 'resources/read' ? undefined : this.hubOf(session, target.client.name);
         if (hub) {
           // A shared child: subscriptions are counted across the sessions it serves.
           call.record.upstream = target.client.name;
           return method === 'resources/subscribe' ? hub.subscribe(session, target.uri, params) : hub.unsubscribe(session, target.uri, params);
         }
-        const result = await forward(call, target.client, method, { ...params, uri: target.uri });
+        const result = await forward(call, target.client, method, { ...params, uri: target.uri }).catch((err: unknown) => {
+          throw resourceNotFound(err) ? new GatewayError('unknown_name', `Unknown resource: ${uri}`) : err;
+        });
         if (method !== 'resources/read') recordSubscription(session, target.client.name, target.uri, method === 'resources/subscribe');
         return result;
       }
@@ -410,14 +483,12 @@ export class Router {
     const { catalog } = this.#deps;
     if (ref.type === 'ref/prompt') {
       const name = requireString(ref, 'name');
-      const target = await catalog.resolveName('prompts', name, session.upstreams);
-      if (!target || !session.access.canSee('prompt', name, target.client.name)) throw new GatewayError('unknown_name', `Unknown prompt: ${name}`);
+      const target = await this.#visiblePrompt(session, name);
       return forward(call, target.client, 'completion/complete', { ...params, ref: { ...ref, name: target.name } });
     }
     if (ref.type === 'ref/resource') {
       const uri = requireString(ref, 'uri');
-      const target = catalog.resolveUri(uri, session.upstreams);
-      if (!target || !session.access.canSee('resource', uri, target.client.name)) throw new GatewayError('unknown_name', `Unknown resource: ${uri}`);
+      const target = await this.#visibleResource(session, uri);
       return forward(call, target.client, 'completion/complete', { ...params, ref: { ...ref, uri: target.uri } });
     }
     throw new GatewayError('invalid_params', 'ref.type must be ref/prompt or ref/resource');
@@ -451,20 +522,10 @@ export class Router {
       clientRequestTimeoutMs: (upstream) => pool.config(upstream)?.maxTotalTimeoutMs ?? 600_000,
       metrics: this.#deps.metrics,
       // The next unknown name reads the new list at once.
-      onToolsChanged: (upstream) => session.knownTools.delete(upstream),
+      onToolsChanged: (upstream) => forgetNames(session, upstream, 'tools'),
     });
     client.onreconnect = () => void afterRestart(session, client, catalog, logger);
   }
 
 
-}
-
-/** Adds a tools/list page to what the session knows its upstream session lists. */
-function rememberTools(session: DownstreamSession, page: ListedPage): void {
-  let names = session.knownTools.get(page.upstream)?.names;
-  if (!names || page.first) {
-    names = new Set();
-    session.knownTools.set(page.upstream, { names, readAt: Date.now() });
-  }
-  for (const name of page.originals) names.add(name);
 }

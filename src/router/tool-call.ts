@@ -8,11 +8,10 @@ import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import { createdTaskId, withCreatedTaskId } from '../mcp/tasks.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { describeLimit, type RateLimiter } from '../ratelimit/limiter.js';
-import type { DownstreamSession } from '../session/session.js';
-import type { UpstreamClient } from '../upstream/client.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import { forward, requireString, toolError, type Call } from './call.js';
 import type { Catalog, ListedPage } from './catalog.js';
+import { listed } from './existence.js';
 import type { ToolFacts } from './tool-facts.js';
 
 export interface ToolCallDeps {
@@ -25,6 +24,8 @@ export interface ToolCallDeps {
   learn: (page: ListedPage) => void;
   /** Records a created task as this session's (a shared child serves many). */
   ownTask: (upstream: string, taskId: string) => void;
+  /** Opens the owning upstream if it was left out of the session (or says why it cannot). */
+  ensure: (exposed: string) => Promise<void>;
 }
 
 /** _meta key carrying the retry delay of a limit's isError result. */
@@ -43,11 +44,15 @@ export async function callTool(call: Call, params: JsonObject, deps: ToolCallDep
   // A view name stands for its tool; a tool renamed by a view is known only by the new name.
   const exposed = access.toolOfView(requested) ?? requested;
   if (exposed === requested && access.view(requested)?.name !== undefined) throw unknown();
+  // The decision comes first: of an upstream the team cannot see, not even its state shows.
+  const owner = deps.catalog.codec.splitName(exposed)?.upstream;
+  if (owner === undefined || !access.canSee('tool', exposed, owner)) throw unknown();
+  await deps.ensure(exposed);
   const target = await deps.catalog.resolveName('tools', exposed, session.upstreams);
-  if (!target || !access.canSee('tool', exposed, target.client.name)) throw unknown();
+  if (!target) throw unknown();
   const upstream = target.client.name;
   call.record.tool = target.name;
-  if (!(await exists(session, target.client, target.name, deps))) throw unknown();
+  if (!(await listed(session, 'tools', target.client, target.name, deps.catalog, deps.learn))) throw unknown();
 
   const view = access.view(exposed);
   const args: JsonObject = { ...(isObject(params.arguments) ? params.arguments : {}), ...view?.pin };
@@ -90,35 +95,6 @@ export async function callTool(call: Call, params: JsonObject, deps: ToolCallDep
   return withCreatedTaskId(result, deps.catalog.codec.exposeTaskId(upstream, taskId));
 }
 
-/** A name new to the session reads the upstream's list again at most this often (unless it changed). */
-const REREAD_INTERVAL_MS = 10_000;
-
-function concurrencyRefusal(deps: ToolCallDeps, tool: string, busy: { retryAfterMs: number; inFlight: number }): JsonObject {
-  deps.metrics.rateLimited.inc({ kind: 'concurrency' });
-  const seconds = Math.ceil(busy.retryAfterMs / 1_000);
-  return toolError(`${busy.inFlight} ${busy.inFlight === 1 ? 'call' : 'calls'} in flight for ${tool}; retry in ${seconds} s.`, { [RETRY_AFTER_META]: busy.retryAfterMs });
-}
-
-/** Whether the session's upstream session lists the tool, reading its list (rarely) when the name is new. */
-async function exists(session: DownstreamSession, client: UpstreamClient, tool: string, deps: ToolCallDeps): Promise<boolean> {
-  const known = session.knownTools.get(client.name);
-  if (known?.names?.has(tool)) return true;
-  if (known && Date.now() - known.readAt < REREAD_INTERVAL_MS) return known.names === undefined;
-  const names = new Set<string>();
-  try {
-    await deps.catalog.scan('tools', client, (page) => {
-      for (const name of page.originals) names.add(name);
-      deps.learn(page);
-    });
-  } catch {
-    // The list could not be read: the call goes on and the upstream's own answer tells.
-    session.knownTools.set(client.name, { names: undefined, readAt: Date.now() });
-    return true;
-  }
-  session.knownTools.set(client.name, { names, readAt: Date.now() });
-  return names.has(tool);
-}
-
 /**
  * Asks the user (elicitation/create, on the call's own stream) before a destructive tool runs.
  * Undefined when they agreed, else the message the model gets.
@@ -145,4 +121,10 @@ async function confirm(call: Call, tool: string): Promise<string | undefined> {
   } catch {
     return `The user did not confirm ${tool} in time. It was not run.`;
   }
+}
+
+function concurrencyRefusal(deps: ToolCallDeps, tool: string, busy: { retryAfterMs: number; inFlight: number }): JsonObject {
+  deps.metrics.rateLimited.inc({ kind: 'concurrency' });
+  const seconds = Math.ceil(busy.retryAfterMs / 1_000);
+  return toolError(`${busy.inFlight} ${busy.inFlight === 1 ? 'call' : 'calls'} in flight for ${tool}; retry in ${seconds} s.`, { [RETRY_AFTER_META]: busy.retryAfterMs });
 }

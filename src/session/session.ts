@@ -47,6 +47,8 @@ export class DownstreamSession {
   readonly info: SessionInfo;
   /** Upstream sessions that completed their handshake, by upstream name. */
   readonly upstreams = new Map<string, UpstreamClient>();
+  /** Upstreams that could not be opened for this session, and why (tried again on use). */
+  readonly leftOut = new Map<string, { reason: string; at: number }>();
   /** Upstreams served by a shared child: released, never closed, when the session ends. */
   readonly shared = new Map<string, () => void>();
   /** What the gateway advertised to this client. */
@@ -65,12 +67,12 @@ export class DownstreamSession {
    */
   readonly listViews = new Map<string, Map<string, ListView>>();
   /**
-   * The tools each upstream session lists (its own names), learned from the lists this session
-   * read: a name not among them is unknown, exactly like a hidden one. Lists differ between
-   * sessions (servers offer capability-gated tools), so this is per session. `names` is
-   * undefined while the list could not be read (calls then go on, and the upstream answers).
+   * The tools and prompts each upstream session lists (its own names), learned from the lists
+   * this session read: a name not among them is unknown, exactly like a hidden one. Lists
+   * differ between sessions (servers offer capability-gated tools), so this is per session.
+   * `names` is undefined while a list could not be read (calls then go on; the upstream answers).
    */
-  readonly knownTools = new Map<string, { names: Set<string> | undefined; readAt: number }>();
+  readonly known: Record<'tools' | 'prompts', Map<string, { names: Set<string> | undefined; readAt: number }>> = { tools: new Map(), prompts: new Map() };
   /** Resource URIs (the upstream's own) the client subscribed to, per upstream: renewed after a restart. */
   readonly subscriptions = new Map<string, Set<string>>();
   /** The level the client set with logging/setLevel: renewed after a restart. */

@@ -1,10 +1,16 @@
 // Downstream sessions by id. Ids are 192 random bits in base64url: visible ASCII, unguessable
 // (spec: basic/transports.mdx "Session Management"). Idle sessions are closed by a sweeper.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from '../util/log.js';
 import { GatewayError } from '../mcp/errors.js';
 import { DownstreamSession, type SessionInfo } from './session.js';
 import type { LogLimits } from './streams.js';
+
+const MAX_ENDED = 100_000;
+
+function fingerprint(id: string): string {
+  return createHash('sha256').update(id).digest('base64url').slice(0, 22);
+}
 
 export interface SessionStoreOptions {
   idleTimeoutMs: number;
@@ -17,6 +23,11 @@ export interface SessionStoreOptions {
 export class SessionStore {
   readonly #sessions = new Map<string, DownstreamSession>();
   readonly #perPrincipal = new Map<string, number>();
+  /**
+   * Ids of sessions that ended here (by hash), kept at least an idle timeout: a self-describing
+   * id must not bring a session back on the replica that ended it.
+   */
+  readonly #ended = new Map<string, number>();
   readonly #options: SessionStoreOptions;
   readonly #now: () => number;
   #sweeper: NodeJS.Timeout | undefined;
@@ -65,6 +76,22 @@ export class SessionStore {
     return total;
   }
 
+  /** Whether a session by this id ended here recently (and so must not be resumed). */
+  ended(id: string): boolean {
+    const until = this.#ended.get(fingerprint(id));
+    return until !== undefined && until > this.#now();
+  }
+
+  #remember(id: string): void {
+    if (this.#ended.size >= MAX_ENDED) {
+      for (const [key, until] of this.#ended) {
+        if (until <= this.#now() || this.#ended.size >= MAX_ENDED) this.#ended.delete(key);
+        if (this.#ended.size < MAX_ENDED * 0.9) break;
+      }
+    }
+    this.#ended.set(fingerprint(id), this.#now() + Math.max(this.#options.idleTimeoutMs, 60_000) * 2);
+  }
+
   /** Gives a session its final id (the sealed token, known once its upstreams are open). */
   assignId(session: DownstreamSession, id: string): void {
     if (this.#sessions.get(session.id) !== session) return;
@@ -86,6 +113,7 @@ export class SessionStore {
     const session = this.#sessions.get(id);
     if (!session) return;
     this.#sessions.delete(id);
+    this.#remember(id);
     const key = session.info.principal ?? '';
     const left = (this.#perPrincipal.get(key) ?? 1) - 1;
     if (left > 0) this.#perPrincipal.set(key, left);

@@ -311,6 +311,8 @@ describe('requests in flight when the upstream forgets the session', () => {
       gw = await startGateway({ upstreams: { flaky: upstream.http(flaky.url) } });
       client = await connectListening(gw, flaky);
       expect(await echo(client, 'hello')).toBe('echo: hello');
+      // The session knows the prompt (from its list), so the prompts/get goes out directly.
+      await client.listPrompts();
       const before = await flaky.stats();
 
       // The first request after the forget, a prompts/get, is held so its 404 comes late...

@@ -1,0 +1,46 @@
+// Whether a tool or prompt exists at the session's upstream session, from the lists this
+// session read, reading the list again (rarely) for a name not seen yet. The gateway answers
+// unknown names itself, so a name that does not exist and one the policy hides look the same.
+import type { DownstreamSession } from '../session/session.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import type { Catalog, ListedPage } from './catalog.js';
+
+/** A name new to the session reads the upstream's list again at most this often (unless it changed). */
+const REREAD_INTERVAL_MS = 10_000;
+
+export type NamedKind = 'tools' | 'prompts';
+
+/** Adds a list page to what the session knows its upstream session lists. */
+export function rememberNames(session: DownstreamSession, kind: NamedKind, page: ListedPage): void {
+  const known = session.known[kind];
+  let names = known.get(page.upstream)?.names;
+  if (!names || page.first) {
+    names = new Set();
+    known.set(page.upstream, { names, readAt: Date.now() });
+  }
+  for (const name of page.originals) names.add(name);
+}
+
+/** Forgets what a session knew of an upstream (its list changed, or it was replaced). */
+export function forgetNames(session: DownstreamSession, upstream: string, kind?: NamedKind): void {
+  for (const k of kind ? [kind] : (['tools', 'prompts'] as const)) session.known[k].delete(upstream);
+}
+
+/** Whether the upstream session lists `name`; true when its list cannot be read (it will answer). */
+export async function listed(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string, catalog: Catalog, learn?: (page: ListedPage) => void): Promise<boolean> {
+  const known = session.known[kind].get(client.name);
+  if (known?.names?.has(name)) return true;
+  if (known && Date.now() - known.readAt < REREAD_INTERVAL_MS) return known.names === undefined;
+  const names = new Set<string>();
+  try {
+    await catalog.scan(kind, client, (page) => {
+      for (const original of page.originals) names.add(original);
+      learn?.(page);
+    });
+  } catch {
+    session.known[kind].set(client.name, { names: undefined, readAt: Date.now() });
+    return true;
+  }
+  session.known[kind].set(client.name, { names, readAt: Date.now() });
+  return names.has(name);
+}
