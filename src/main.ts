@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { checkConfig } from './check.js';
 import { ConfigError, loadConfig } from './config/load.js';
+import type { Config } from './config/schema.js';
 import { createGateway } from './gateway.js';
 import { createLogger } from './util/log.js';
 import { Redactor } from './util/redact.js';
@@ -23,6 +24,16 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
+/** The config, or exit 1 with one line naming the file, the key path and the problem. */
+async function loadOrExit(file: string): Promise<Config> {
+  try {
+    return await loadConfig(file, process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(`invalid config ${err.message}`, 1);
+    throw err;
+  }
+}
+
 async function check(args: string[]): Promise<void> {
   let parsed;
   try {
@@ -31,13 +42,7 @@ async function check(args: string[]): Promise<void> {
     fail(`${(err as Error).message}\n${USAGE}`, 2);
   }
   const file = resolve(parsed.positionals[0] ?? DEFAULT_CONFIG);
-  let config;
-  try {
-    config = await loadConfig(file, process.env);
-  } catch (err) {
-    if (err instanceof ConfigError) fail(`invalid config ${err.message}`, 1);
-    throw err;
-  }
+  const config = await loadOrExit(file);
   const code = await checkConfig(file, config, {
     connect: parsed.values.connect === true,
     baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME },
@@ -69,13 +74,7 @@ async function main(): Promise<void> {
   }
 
   const file = resolve(values.config ?? DEFAULT_CONFIG);
-  let config;
-  try {
-    config = await loadConfig(file, process.env);
-  } catch (err) {
-    if (err instanceof ConfigError) fail(`invalid config ${err.message}`, 1);
-    throw err;
-  }
+  const config = await loadOrExit(file);
 
   const redactor = new Redactor();
   const logger = createLogger({ level: config.logging.level, write: (line) => process.stderr.write(line), redact: (line) => redactor.redact(line) });

@@ -6,6 +6,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { alive } from '../helpers/processes.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, recordNotifications, startGateway, textOf, upstream, type NotificationLog, type TestGateway } from '../helpers/gateway.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
@@ -22,14 +23,6 @@ afterAll(async () => {
 
 const fastRestart = { backoff: 20, maxBackoff: 200, maxCrashes: 3, window: '10s', resetAfter: '10s' };
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function health(gw: TestGateway): Promise<Record<string, { state: string; restarts: number; pending: number; lastError?: string; sessions: number }>> {
   return ((await (await fetch(new URL('/healthz', gw.url))).json()) as { upstreams: Record<string, never> }).upstreams;

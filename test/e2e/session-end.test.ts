@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { alive } from '../helpers/processes.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, journal, startGateway, terminateSession, textOf, upstream } from '../helpers/gateway.js';
 
@@ -17,14 +18,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function recorded(file: string): Promise<{ method?: string; params?: Record<string, unknown>; id?: unknown }[]> {
   const text = await readFile(file, 'utf8').catch(() => '');

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, startGateway, terminateSession, textOf, upstream } from '../helpers/gateway.js';
 import { NODE } from '../helpers/paths.js';
-import { startEverythingHttp, type EverythingHttp } from '../helpers/processes.js';
+import { startEverythingHttp, type EverythingHttp, alive } from '../helpers/processes.js';
 
 let remote: EverythingHttp;
 
@@ -16,14 +16,6 @@ afterAll(async () => {
 });
 
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('upstream transports', () => {
   it('reaches an upstream over the deprecated HTTP+SSE transport', async () => {

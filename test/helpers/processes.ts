@@ -81,3 +81,13 @@ export async function startEverythingHttp(options: SpawnOptionsWithoutStdio = {}
     throw err;
   }
 }
+
+/** Whether a process by this pid exists (signal 0 probes without signalling). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
