@@ -5,7 +5,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Hono } from 'hono';
 import { Agent } from 'undici';
 import type { Config } from './config/schema.js';
-import { createApp, type AppVariables, type Readiness } from './http/app.js';
+import { createApp, type AppEnv, type Readiness } from './http/app.js';
 import { startListener, type Listener } from './http/listener.js';
 import { createMetricsApp } from './http/metrics.js';
 import { Authenticator } from './auth/authenticator.js';
@@ -37,7 +37,7 @@ export interface GatewayOptions {
 export type { Readiness } from './http/app.js';
 
 export interface Gateway {
-  readonly app: Hono<{ Variables: AppVariables }>;
+  readonly app: Hono<AppEnv>;
   readonly metrics: Metrics;
   /** Listens on the configured host and port (`port` overrides it; 0 picks a free one). */
   start(port?: number): Promise<URL>;

@@ -9,8 +9,8 @@ import { AuthError, type Principal } from './principal.js';
 export interface Credentials {
   authorization: string | undefined;
   apiKey: string | undefined;
-  /** The request URL, to refuse tokens in the query string. */
-  url: URL;
+  /** Whether the query string names `access_token` (refused: tokens never travel in URLs). */
+  queryToken: boolean;
 }
 
 export interface Refusal {
@@ -73,9 +73,7 @@ export class Authenticator {
 
   /** The principal behind a request, or an AuthError saying why there is none. */
   async authenticate(credentials: Credentials): Promise<Principal> {
-    for (const key of credentials.url.searchParams.keys()) {
-      if (key.toLowerCase() === 'access_token') throw new AuthError('query_token', 'tokens in the query string are not accepted; send an Authorization header');
-    }
+    if (credentials.queryToken) throw new AuthError('query_token', 'tokens in the query string are not accepted; send an Authorization header');
     const bearer = bearerOf(credentials.authorization);
     const presented = bearer ?? credentials.apiKey;
     if (presented === undefined) {

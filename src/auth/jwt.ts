@@ -2,7 +2,13 @@
 // signed with an allowed asymmetric algorithm by a key from the issuer's JWKS, with the right
 // issuer, an audience that is this resource, an exp (required), a small clock tolerance, and
 // optionally typ at+jwt. An unknown kid refetches the JWKS at most once per cooldown (jose).
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type RemoteJWKSet } from 'jose';
+//
+// A token that verified is remembered (bounded LRU) so the signature is not checked again on
+// every request of a session: the memory holds only while the same fetch of the key set is
+// current and fresh (a reload, which is how a removed key stops working, forgets every token
+// verified under the old one) and never past the token's exp.
+import { createRemoteJWKSet, errors, jwksCache, jwtVerify, type ExportedJWKSCache, type JWTPayload, type RemoteJWKSet } from 'jose';
+import { LRUCache } from 'lru-cache';
 import { AuthError, type Principal } from './principal.js';
 
 export interface JwtVerifierOptions {
@@ -23,16 +29,33 @@ export interface JwtVerifierOptions {
 /** The key set could not be read (down, an HTTP error, not JSON): not the token's fault. */
 class KeysUnavailable extends Error {}
 
+interface Verified {
+  principal: Principal;
+  /** The key set fetch (its time) the token verified under. */
+  keysFetchedAt: number;
+  /** The token's exp, in ms. */
+  expiresAt: number;
+}
+
+/** Tokens remembered at most; each costs its own length. */
+const VERIFIED_MAX = 10_000;
+
 export class JwtVerifier {
   readonly #options: JwtVerifierOptions;
   readonly #jwks: RemoteJWKSet;
+  /** jose writes each fetched key set and its time here. */
+  readonly #fetched: Partial<ExportedJWKSCache> = {};
+  readonly #verified = new LRUCache<string, Verified>({ max: VERIFIED_MAX, maxSize: 64 * 1024 * 1024, sizeCalculation: (_value, token) => token.length + 256 });
+  readonly #now: () => number;
 
-  constructor(options: JwtVerifierOptions) {
+  constructor(options: JwtVerifierOptions, now: () => number = Date.now) {
     this.#options = options;
+    this.#now = now;
     this.#jwks = createRemoteJWKSet(new URL(options.jwksUri), {
       cooldownDuration: options.jwksCooldownMs,
       cacheMaxAge: options.jwksMaxAgeMs,
       timeoutDuration: 5_000,
+      [jwksCache]: this.#fetched as ExportedJWKSCache,
     });
   }
 
@@ -47,6 +70,8 @@ export class JwtVerifier {
   }
 
   async verify(token: string): Promise<Principal> {
+    const known = this.#verified.get(token);
+    if (known && known.keysFetchedAt === this.#fetched.uat && this.#jwks.fresh && this.#now() < known.expiresAt) return known.principal;
     const { issuer, audience, algorithms, clockToleranceMs, typ, principalClaim } = this.#options;
     let payload: JWTPayload;
     try {
@@ -63,7 +88,10 @@ export class JwtVerifier {
     }
     const subject = payload[principalClaim];
     if (typeof subject !== 'string' || subject === '') throw new AuthError('claims', `the token has no ${principalClaim} claim`);
-    return { id: `${issuer}|${subject}`, kind: 'oauth', scopes: scopesOf(payload), claims: payload };
+    const principal: Principal = { id: `${issuer}|${subject}`, kind: 'oauth', scopes: scopesOf(payload), claims: payload };
+    const keysFetchedAt = this.#fetched.uat;
+    if (keysFetchedAt !== undefined && typeof payload.exp === 'number') this.#verified.set(token, { principal, keysFetchedAt, expiresAt: payload.exp * 1_000 });
+    return principal;
   }
 }
 

@@ -1,6 +1,7 @@
 // The Hono app: edge checks (Origin, Host, CORS for allowed origins), authentication, the MCP
 // endpoint at the configured path, protected resource metadata, health and metrics.
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context } from 'hono';
 import type { Registry } from 'prom-client';
 import type { Authenticator } from '../auth/authenticator.js';
@@ -17,6 +18,7 @@ import { parseTraceparent } from '../util/trace.js';
 import { allowedHostsOf, checkHost, checkOrigin, corsHeaders, rpcErrorResponse } from './guards.js';
 import { createMcpEndpoint } from './mcp-endpoint.js';
 import { metricsHandler } from './metrics.js';
+import { fromIncoming, fromRequest, type HttpInput } from './input.js';
 import type { StreamSettings } from './responder.js';
 
 export interface Readiness {
@@ -46,11 +48,19 @@ export interface AppDeps {
 
 /** Per-request state the middleware sets for the handlers. */
 export interface AppVariables {
+  input: HttpInput;
   requestId: string;
   principal: Principal | undefined;
 }
 
-type AppContext = Context<{ Variables: AppVariables }>;
+/** Set by @hono/node-server: the Node request and response behind `c.req.raw` and `c.res`. */
+interface NodeBindings {
+  incoming?: IncomingMessage;
+  outgoing?: ServerResponse;
+}
+
+export type AppEnv = { Bindings: NodeBindings; Variables: AppVariables };
+type AppContext = Context<AppEnv>;
 
 /** A caller-chosen request id is kept when it is short and plain; otherwise the gateway makes one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -59,19 +69,20 @@ function contextOf(c: AppContext): RequestContext {
   const context: RequestContext = { requestId: c.get('requestId') };
   const principal = c.get('principal');
   if (principal) context.principal = principal;
-  const traceparent = parseTraceparent(c.req.header('traceparent'));
+  const input = c.get('input');
+  const traceparent = parseTraceparent(input.header('traceparent'));
   if (traceparent !== undefined) {
     context.traceparent = traceparent;
-    const tracestate = c.req.header('tracestate');
+    const tracestate = input.header('tracestate');
     if (tracestate !== undefined && tracestate.length <= 512) context.tracestate = tracestate;
   }
   return context;
 }
 
-export function createApp(deps: AppDeps): Hono<{ Variables: AppVariables }> {
+export function createApp(deps: AppDeps): Hono<AppEnv> {
   const { config, authenticator, metrics } = deps;
   const { listen } = config;
-  const app = new Hono<{ Variables: AppVariables }>();
+  const app = new Hono<AppEnv>();
   const endpoint = createMcpEndpoint({
     router: deps.router,
     sessions: deps.sessions,
@@ -92,29 +103,31 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AppVariables }> {
   const operational = new Set(['/healthz', '/readyz', ...(deps.metricsRegistry ? [config.metrics.path] : [])]);
 
   // Origin first, before anything else happens (DNS rebinding; transports.mdx "Security Warning").
-  app.use(async function originCheck(c, next) {
-    const refused = checkOrigin(c.req.raw, allowedOrigins);
-    if (refused) return refused;
-    const origin = c.req.header('origin');
-    if (origin !== undefined && c.req.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders(origin, true) });
-    await next();
-    if (origin !== undefined) for (const [name, value] of Object.entries(corsHeaders(origin, false))) c.res.headers.set(name, value);
-  });
-
-  app.use(async function hostCheck(c, next) {
-    if (!operational.has(c.req.path)) {
-      const refused = checkHost(c.req.raw, allowedHosts);
+  // One middleware for the edge checks, in this order: Origin first, before anything else happens
+  // (DNS rebinding; transports.mdx "Security Warning"), then Host, then the request id. The
+  // request is read through HttpInput: straight from Node's IncomingMessage when served by the
+  // listener (no Headers object or web stream on the hot path), from the Request otherwise.
+  // Response headers of our own go on the Node response, where writeHead merges them, so the
+  // handler's Response is never rebuilt to add them.
+  app.use(async function edge(c, next) {
+    const outgoing = c.env?.outgoing;
+    const input = c.env?.incoming ? fromIncoming(c.env.incoming) : fromRequest(c.req.raw);
+    c.set('input', input);
+    const refusedOrigin = checkOrigin(input, allowedOrigins);
+    if (refusedOrigin) return refusedOrigin;
+    const origin = input.header('origin');
+    if (origin !== undefined && input.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders(origin, true) });
+    if (!operational.has(input.path)) {
+      const refused = checkHost(input, allowedHosts);
       if (refused) return refused;
     }
-    await next();
-  });
-
-  app.use(async function requestId(c, next) {
-    const given = c.req.header('x-request-id');
+    const given = input.header('x-request-id');
     const id = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
     c.set('requestId', id);
+    const headers: Record<string, string> = origin === undefined ? { 'x-request-id': id } : { ...corsHeaders(origin, false), 'x-request-id': id };
+    if (outgoing) for (const name in headers) outgoing.setHeader(name, headers[name]!);
     await next();
-    c.res.headers.set('x-request-id', id);
+    if (!outgoing) for (const name in headers) c.res.headers.set(name, headers[name]!);
   });
 
   app.get('/healthz', (c) => c.json({ status: 'ok', sessions: deps.sessions.size, rateLimits: deps.rateLimitStore(), upstreams: deps.health() }));
@@ -134,10 +147,11 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AppVariables }> {
       c.set('principal', undefined);
       return next();
     }
+    const input = c.get('input');
     try {
       c.set(
         'principal',
-        await authenticator.authenticate({ authorization: c.req.header('authorization'), apiKey: c.req.header('x-api-key'), url: new URL(c.req.url) }),
+        await authenticator.authenticate({ authorization: input.header('authorization'), apiKey: input.header('x-api-key'), queryToken: input.hasQueryParam('access_token') }),
       );
     } catch (err) {
       if (!(err instanceof AuthError)) throw err;
@@ -150,11 +164,11 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AppVariables }> {
   });
 
   const methodNotAllowed = (): Response => rpcErrorResponse(405, ErrorCode.InvalidRequest, 'Method Not Allowed', null, { allow: 'GET, POST, DELETE' });
-  app.post(path, (c) => endpoint.post(c.req.raw, contextOf(c)));
+  app.post(path, (c) => endpoint.post(c.get('input'), contextOf(c)));
   // Hono serves HEAD through GET handlers and drops the body, which would leave a GET stream
   // attached to the session forever; HEAD is not part of the transport.
-  app.get(path, (c) => (c.req.raw.method === 'HEAD' ? methodNotAllowed() : endpoint.get(c.req.raw, contextOf(c))));
-  app.delete(path, (c) => endpoint.delete(c.req.raw, contextOf(c)));
+  app.get(path, (c) => (c.get('input').method === 'HEAD' ? methodNotAllowed() : endpoint.get(c.get('input'), contextOf(c))));
+  app.delete(path, (c) => endpoint.delete(c.get('input'), contextOf(c)));
   app.all(path, methodNotAllowed);
 
   app.onError((err, c) => {

@@ -4,6 +4,7 @@ import { isLoopback, type ListenConfig } from '../config/schema.js';
 import { ErrorCode } from '../mcp/errors.js';
 import { failure, type JsonRpcId } from '../mcp/jsonrpc.js';
 import { isSupportedVersion } from '../mcp/versions.js';
+import type { HttpInput } from './input.js';
 
 /** An HTTP error whose body is a JSON-RPC error (without an id unless one is known). */
 export function rpcErrorResponse(status: number, code: number, message: string, id: JsonRpcId | null = null, headers: Record<string, string> = {}): Response {
@@ -14,9 +15,9 @@ export function rpcErrorResponse(status: number, code: number, message: string, 
 }
 
 /** Origin validation against DNS rebinding (transports.mdx "Security Warning"): 403 when not allowed. */
-export function checkOrigin(request: Request, allowed: ReadonlySet<string>): Response | undefined {
-  const origin = request.headers.get('origin');
-  if (origin === null || allowed.has(origin)) return undefined;
+export function checkOrigin(input: HttpInput, allowed: ReadonlySet<string>): Response | undefined {
+  const origin = input.header('origin');
+  if (origin === undefined || allowed.has(origin)) return undefined;
   return rpcErrorResponse(403, ErrorCode.InvalidRequest, 'Forbidden: Origin not allowed');
 }
 
@@ -31,9 +32,8 @@ export function allowedHostsOf(listen: ListenConfig): ReadonlySet<string> {
 }
 
 /** Host validation against DNS rebinding: 403 unless the Host names this gateway. */
-export function checkHost(request: Request, allowed: ReadonlySet<string>): Response | undefined {
-  // The adapter builds the request URL from the Host header (in-process requests name it).
-  const name = new URL(request.url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+export function checkHost(input: HttpInput, allowed: ReadonlySet<string>): Response | undefined {
+  const name = input.hostname();
   if (allowed.has(name) || isLoopback(name)) return undefined;
   return rpcErrorResponse(403, ErrorCode.InvalidRequest, 'Forbidden: Host not allowed');
 }
@@ -53,55 +53,46 @@ export function corsHeaders(origin: string, preflight: boolean): Record<string, 
   return headers;
 }
 
-function accepts(request: Request, type: string): boolean {
-  const accept = request.headers.get('accept') ?? '';
+function accepts(accept: string, type: string): boolean {
   return accept.split(',').some((part) => {
     const media = part.split(';')[0]!.trim().toLowerCase();
     return media === type || media === '*/*' || media === `${type.split('/')[0]}/*`;
   });
 }
 
+/** Verdicts on Accept values seen: a client sends the same one on every POST. */
+const postAccepts = new Map<string, boolean>();
+
+function acceptsPostAnswers(accept: string): boolean {
+  let verdict = postAccepts.get(accept);
+  if (verdict === undefined) {
+    verdict = accepts(accept, 'application/json') && accepts(accept, 'text/event-stream');
+    if (postAccepts.size >= 256) postAccepts.clear();
+    postAccepts.set(accept, verdict);
+  }
+  return verdict;
+}
+
 /** A POST must accept both JSON and SSE answers and carry JSON. */
-export function checkPostHeaders(request: Request): Response | undefined {
-  if (!accepts(request, 'application/json') || !accepts(request, 'text/event-stream')) {
+export function checkPostHeaders(input: HttpInput): Response | undefined {
+  if (!acceptsPostAnswers(input.header('accept') ?? '')) {
     return rpcErrorResponse(406, ErrorCode.InvalidRequest, 'Not Acceptable: Accept must list application/json and text/event-stream');
   }
-  const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type !== 'application/json') {
+  const type = input.header('content-type') ?? '';
+  if (type !== 'application/json' && type.split(';')[0]!.trim().toLowerCase() !== 'application/json') {
     return rpcErrorResponse(415, ErrorCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json');
   }
   return undefined;
 }
 
-export function checkGetHeaders(request: Request): Response | undefined {
-  if (accepts(request, 'text/event-stream')) return undefined;
+export function checkGetHeaders(input: HttpInput): Response | undefined {
+  if (accepts(input.header('accept') ?? '', 'text/event-stream')) return undefined;
   return rpcErrorResponse(406, ErrorCode.InvalidRequest, 'Not Acceptable: Accept must list text/event-stream');
 }
 
 /** An MCP-Protocol-Version header, when present, must name a supported revision (400 otherwise). */
-export function checkProtocolVersion(request: Request): Response | undefined {
-  const version = request.headers.get('mcp-protocol-version');
-  if (version === null || isSupportedVersion(version)) return undefined;
+export function checkProtocolVersion(input: HttpInput): Response | undefined {
+  const version = input.header('mcp-protocol-version');
+  if (version === undefined || isSupportedVersion(version)) return undefined;
   return rpcErrorResponse(400, ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version ${version}`);
-}
-
-/** Reads the body as text, or returns undefined once it exceeds `max` bytes. */
-export async function readBody(request: Request, max: number): Promise<string | undefined> {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
-  if (declared > max) return undefined;
-  if (!request.body) return '';
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    length += value.byteLength;
-    if (length > max) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

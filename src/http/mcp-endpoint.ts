@@ -23,7 +23,8 @@ import type { RequestContext, Router } from '../router/router.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { SessionStore } from '../session/store.js';
 import type { Logger } from '../util/log.js';
-import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, readBody, rpcErrorResponse } from './guards.js';
+import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, rpcErrorResponse } from './guards.js';
+import type { HttpInput } from './input.js';
 import { parseEventId } from '../session/streams.js';
 import { connect, respond, type StreamSettings } from './responder.js';
 
@@ -62,9 +63,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
    * The session named by the header, or the refusal to send back. A session id is never a
    * credential: presented by anyone but the principal that opened it, it is unknown.
    */
-  async function lookup(request: Request, context: RequestContext): Promise<DownstreamSession | Response> {
-    const id = request.headers.get(SESSION_HEADER);
-    if (id === null) return missingSession();
+  async function lookup(request: HttpInput, context: RequestContext): Promise<DownstreamSession | Response> {
+    const id = request.header(SESSION_HEADER);
+    if (id === undefined) return missingSession();
     // A session another replica opened is taken over from its self-describing id.
     const session = sessions.get(id) ?? (await router.resume(id, context));
     if (!session || session.closed || session.info.principal !== context.principal?.id) return unknownSession();
@@ -72,10 +73,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     return session;
   }
 
-  async function post(request: Request, context: RequestContext): Promise<Response> {
+  async function post(request: HttpInput, context: RequestContext): Promise<Response> {
     const refused = checkPostHeaders(request);
     if (refused) return refused;
-    const text = await readBody(request, deps.maxBodyBytes);
+    const text = await request.readBody(deps.maxBodyBytes);
     if (text === undefined) return rpcErrorResponse(413, ErrorCode.InvalidRequest, `Payload Too Large: the limit is ${deps.maxBodyBytes} bytes`);
     if (!withinDepth(text, deps.maxJsonDepth)) {
       return rpcErrorResponse(400, ErrorCode.InvalidRequest, `Invalid Request: JSON nested deeper than ${deps.maxJsonDepth} levels`);
@@ -95,7 +96,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     }
     if (isRequest(message) && message.method === 'initialize') return initialize(request, message, context);
 
-    if (request.headers.get(SESSION_HEADER) === null && isRequest(message) && message.method === 'ping') {
+    if (request.header(SESSION_HEADER) === undefined && isRequest(message) && message.method === 'ping') {
       // The lifecycle allows pings before initialization; there is nothing to route.
       return Response.json(success(message.id, {}));
     }
@@ -113,7 +114,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     return respond(session, async (channel) => [await router.handleRequest(session, message, channel, context)], deps.streams);
   }
 
-  async function postBatch(request: Request, items: unknown[], context: RequestContext): Promise<Response> {
+  async function postBatch(request: HttpInput, items: unknown[], context: RequestContext): Promise<Response> {
     if (items.length === 0) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: empty batch');
     const session = await lookup(request, context);
     if (session instanceof Response) return session;
@@ -165,11 +166,11 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     else router.handleNotification(session, message);
   }
 
-  async function initialize(request: Request, message: JsonRpcRequest, context: RequestContext): Promise<Response> {
+  async function initialize(request: HttpInput, message: JsonRpcRequest, context: RequestContext): Promise<Response> {
     if (deps.draining()) {
       return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: the gateway is shutting down', message.id, { 'retry-after': '1' });
     }
-    if (request.headers.get(SESSION_HEADER) !== null) {
+    if (request.header(SESSION_HEADER) !== undefined) {
       const session = await lookup(request, context);
       if (session instanceof Response) return session;
       return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: session already initialized', message.id);
@@ -194,15 +195,15 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
    * first), or with Last-Event-ID resumes the stream that event belongs to, replaying what
    * followed it. An id that is malformed, of another session or too old to replay gets 400.
    */
-  async function get(request: Request, context: RequestContext): Promise<Response> {
+  async function get(request: HttpInput, context: RequestContext): Promise<Response> {
     const refused = checkGetHeaders(request);
     if (refused) return refused;
     const session = await lookup(request, context);
     if (session instanceof Response) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
-    const lastEventId = request.headers.get('last-event-id');
-    if (lastEventId !== null) {
+    const lastEventId = request.header('last-event-id');
+    if (lastEventId !== undefined) {
       const event = parseEventId(lastEventId);
       const stream = event && session.stream(event.key);
       if (!event || !stream) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: unknown Last-Event-ID');
@@ -216,7 +217,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     return connect(session, session.standalone, deps.streams)!.response;
   }
 
-  async function remove(request: Request, context: RequestContext): Promise<Response> {
+  async function remove(request: HttpInput, context: RequestContext): Promise<Response> {
     const session = await lookup(request, context);
     if (session instanceof Response) return session;
     const badVersion = checkProtocolVersion(request);

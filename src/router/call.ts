@@ -7,11 +7,12 @@ import type { UpstreamClient } from '../upstream/client.js';
 import { childTraceparent, parseTraceparent } from '../util/trace.js';
 import type { CallRecord, RequestContext } from './call-log.js';
 import type { RequestChannel } from './relay.js';
+import type { CancelSignal } from '../util/cancel.js';
 
 export interface Call {
   session: DownstreamSession;
   channel: RequestChannel;
-  signal: AbortSignal;
+  signal: CancelSignal;
   context: RequestContext;
   record: CallRecord;
 }

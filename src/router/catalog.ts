@@ -9,6 +9,7 @@ import { supportsMethod } from '../mcp/capabilities.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
 import type { NamespaceCodec } from './namespace.js';
+import type { CancelSignal } from '../util/cancel.js';
 
 export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'tasks';
 
@@ -82,7 +83,7 @@ export class Catalog {
     kind: ListKind,
     upstreams: Upstreams,
     cursor: unknown,
-    options: { signal?: AbortSignal; observe?: PageObserver; shape?: (upstream: string, item: JsonObject) => JsonObject | undefined } = {},
+    options: { signal?: CancelSignal; observe?: PageObserver; shape?: (upstream: string, item: JsonObject) => JsonObject | undefined } = {},
   ): Promise<JsonObject> {
     const { signal, observe, shape } = options;
     const { method } = LIST_KINDS[kind];
@@ -165,7 +166,7 @@ export class Catalog {
     return client;
   }
 
-  async #page(kind: ListKind, client: UpstreamClient, cursor: string | undefined, signal?: AbortSignal): Promise<{ items: JsonObject[]; originals: string[]; nextCursor?: string }> {
+  async #page(kind: ListKind, client: UpstreamClient, cursor: string | undefined, signal?: CancelSignal): Promise<{ items: JsonObject[]; originals: string[]; nextCursor?: string }> {
     const { method, field } = LIST_KINDS[kind];
     const result = await client.request(method, cursor === undefined ? undefined : { cursor }, { signal });
     const raw = Array.isArray(result[kind]) ? (result[kind] as unknown[]) : [];

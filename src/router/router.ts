@@ -373,7 +373,7 @@ export class Router {
     if (request.method === 'tools/call' && record.upstream !== undefined) {
       metrics.toolCallDuration.observe({ upstream, tool: metrics.tool(record.upstream, record.tool) }, seconds);
     }
-    logger.info('call', describeCall(request, call.session, call.context, record, outcome, seconds, this.#deps.logArguments()));
+    if (logger.isEnabled('info')) logger.info('call', describeCall(request, call.session, call.context, record, outcome, seconds, this.#deps.logArguments()));
   }
 
   handleNotification(session: DownstreamSession, message: JsonRpcNotification): void {

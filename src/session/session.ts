@@ -8,6 +8,7 @@ import type { Principal } from '../auth/principal.js';
 import type { Access } from '../policy/policy.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { EventLog, SessionStream, type LogLimits } from './streams.js';
+import { Cancellation, type CancelSignal } from '../util/cancel.js';
 
 export interface SessionInfo {
   protocolVersion: SessionVersion;
@@ -77,7 +78,7 @@ export class DownstreamSession {
   readonly subscriptions = new Map<string, Set<string>>();
   /** The level the client set with logging/setLevel: renewed after a restart. */
   logLevel: string | undefined;
-  readonly #inflight = new Map<JsonRpcId, AbortController>();
+  readonly #inflight = new Map<JsonRpcId, Cancellation>();
   readonly #limits: LogLimits;
   readonly #streams = new Map<string, SessionStream>();
   #log: EventLog | undefined;
@@ -127,14 +128,14 @@ export class DownstreamSession {
   }
 
   /** Registers a client request; the signal aborts when the client cancels it or the session ends. */
-  begin(id: JsonRpcId): AbortSignal {
-    const controller = new AbortController();
+  begin(id: JsonRpcId): CancelSignal {
+    const controller = new Cancellation();
     this.#inflight.get(id)?.abort();
     this.#inflight.set(id, controller);
     return controller.signal;
   }
 
-  end(id: JsonRpcId, signal: AbortSignal): void {
+  end(id: JsonRpcId, signal: CancelSignal): void {
     // A later request may have reused the id; only remove our own entry.
     if (this.#inflight.get(id)?.signal === signal) this.#inflight.delete(id);
   }

@@ -4,19 +4,45 @@ import { parseMessage, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { SseParser, type SseEvent } from '../util/sse.js';
 import { TransportError } from './types.js';
 
-/** Reads a whole body, failing once it exceeds `max` bytes. */
-export async function readBounded(body: Readable, max: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    length += chunk.length;
-    if (length > max) {
-      body.destroy();
-      throw new TransportError('oversized', `upstream response exceeds ${max} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/** Reads a whole body, failing once it exceeds `max` bytes. Events, not an async iterator: this is on every call's path. */
+export function readBounded(body: Readable, max: number): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const cleanup = (): void => {
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('error', onError);
+      body.off('close', onClose);
+    };
+    const onData = (chunk: Buffer): void => {
+      length += chunk.length;
+      if (length > max) {
+        cleanup();
+        body.destroy();
+        reject(new TransportError('oversized', `upstream response exceeds ${max} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    };
+    const onError = (err: Error): void => {
+      cleanup();
+      reject(err);
+    };
+    // Destroyed without an error (an abort undici reports as close): never leave the caller waiting.
+    const onClose = (): void => {
+      cleanup();
+      reject(new TransportError('network', 'upstream response ended early'));
+    };
+    body.on('data', onData);
+    body.on('end', onEnd);
+    body.on('error', onError);
+    body.on('close', onClose);
+  });
 }
 
 /** JSON-RPC messages in a JSON body (one message or a batch); invalid entries are dropped. */
@@ -54,6 +80,7 @@ export async function consumeSse(body: Readable, maxLine: number, onEvent: (even
 export function contentTypeOf(headers: Record<string, string | string[] | undefined>): string {
   const value = headers['content-type'];
   const first = Array.isArray(value) ? value[0] : value;
+  if (first === 'application/json' || first === 'text/event-stream') return first;
   return (first ?? '').split(';')[0]!.trim().toLowerCase();
 }
 

@@ -7,6 +7,7 @@
 import { isRequest, isResponse, type JsonObject, type JsonRpcMessage, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
 import { TransportError, type SendOptions, type Transport } from './types.js';
+import type { CancelSignal } from '../util/cancel.js';
 
 export interface RestartPolicy {
   /** First backoff delay; doubles per consecutive failure, with jitter. */
@@ -77,7 +78,7 @@ export class ReconnectingTransport implements Transport {
 
   async send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
     if (isRequest(message) && message.method === 'initialize') this.#initialize = message;
-    if (this.#ready) await waitOrAbort(this.#ready, options?.signal);
+    if (this.#ready) await waitOrAbort(this.#ready, options?.exchange?.signal);
     if (this.#closed) throw new TransportError('closed', 'transport closed');
     const inner = this.#inner;
     try {
@@ -85,14 +86,14 @@ export class ReconnectingTransport implements Transport {
     } catch (err) {
       const expired = err instanceof TransportError && err.code === 'session_expired';
       // An exchange cut because a renewal replaced its session met the same expiry.
-      const replaced = inner !== this.#inner && !options?.signal?.aborted;
+      const replaced = inner !== this.#inner && !options?.exchange?.signal.aborted;
       if ((!expired && !replaced) || this.#closed) throw err;
       // The upstream forgot our session: start a new one (once), and send again only what is safe.
       if (inner === this.#inner) this.#lost(err as Error, false);
       if (!isRequest(message) || !RETRY_SAFE.has(message.method)) {
         throw expired ? err : new TransportError('session_expired', 'upstream session expired', 404);
       }
-      if (this.#ready) await waitOrAbort(this.#ready, options?.signal);
+      if (this.#ready) await waitOrAbort(this.#ready, options?.exchange?.signal);
       await this.#inner.send(message, options);
     }
   }
@@ -224,7 +225,7 @@ function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-function waitOrAbort(promise: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+function waitOrAbort(promise: Promise<void>, signal: CancelSignal | undefined): Promise<void> {
   if (!signal) return promise;
   if (signal.aborted) return Promise.reject(new TransportError('closed', 'request abandoned'));
   return new Promise((resolve, reject) => {

@@ -1,13 +1,14 @@
 // Streamable HTTP client transport on undici (spec: basic/transports.mdx "Streamable HTTP"):
 // one POST per message, answered by JSON or an SSE stream; a GET stream for server-initiated
 // messages once the session is established; DELETE on close.
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { isObject, isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
 import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError, readBounded } from './http-common.js';
 import { TransportError, type SendOptions, type Transport } from './types.js';
 import { SseParser } from '../util/sse.js';
 import type { CircuitBreaker } from './circuit.js';
+import { Cancellation } from '../util/cancel.js';
 
 export interface StreamableHttpOptions {
   url: string;
@@ -24,13 +25,19 @@ export interface StreamableHttpOptions {
   resume?: { sessionId: string };
 }
 
+const POST_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const GET_RETRY_MIN_MS = 500;
 const GET_RETRY_MAX_MS = 30_000;
 
 export class StreamableHttpTransport implements Transport {
   readonly #options: StreamableHttpOptions;
   readonly #max: number;
+  /** The URL split once: the dispatcher is called with these, never with a URL to parse. */
+  readonly #origin: string;
+  readonly #path: string;
   readonly #abort = new AbortController();
+  /** Requests in flight, cut on close. */
+  readonly #inflight = new Set<Cancellation>();
   #sessionId: string | undefined;
   #protocolVersion: string | undefined;
   #closed = false;
@@ -42,6 +49,9 @@ export class StreamableHttpTransport implements Transport {
   constructor(options: StreamableHttpOptions) {
     this.#options = options;
     this.#max = options.maxMessageBytes ?? 16 * 1024 * 1024;
+    const url = new URL(options.url);
+    this.#origin = url.origin;
+    this.#path = `${url.pathname}${url.search}`;
     this.#sessionId = options.resume?.sessionId;
   }
 
@@ -79,15 +89,34 @@ export class StreamableHttpTransport implements Transport {
 
   /** One POST exchange; `judge` learns whether the upstream itself behaved (for the breaker). */
   async #post(message: JsonRpcMessage, options: SendOptions | undefined, judge: (healthy: boolean) => void): Promise<void> {
-    const signal = options?.signal ? AbortSignal.any([this.#abort.signal, options.signal]) : this.#abort.signal;
-    const authorization = await this.#authorization();
+    const exchange = options?.exchange;
+    if (!exchange) return this.#exchange(message, this.#abort.signal, judge);
+    // Ours, so closing this transport cuts the request without aborting the caller's exchange
+    // (a renewal that replaced this transport sends it again).
+    const own = new Cancellation();
+    const onAbort = (): void => own.abort(exchange.reason);
+    exchange.addEventListener('abort', onAbort);
+    if (exchange.aborted) own.abort(exchange.reason);
+    this.#inflight.add(own);
+    try {
+      // undici takes any object with AbortSignal's abort-event shape (lib/api/abort-signal.js).
+      return await this.#exchange(message, own as unknown as AbortSignal, judge);
+    } finally {
+      exchange.removeEventListener('abort', onAbort);
+      this.#inflight.delete(own);
+    }
+  }
+
+  async #exchange(message: JsonRpcMessage, signal: AbortSignal, judge: (healthy: boolean) => void): Promise<void> {
+    const authorization = this.#options.credentials ? await this.#authorization() : NO_HEADERS;
     const expectId = isRequest(message) ? message.id : undefined;
     let response: Dispatcher.ResponseData;
     try {
-      response = await request(this.#options.url, {
+      response = await this.#options.dispatcher.request({
+        origin: this.#origin,
+        path: this.#path,
         method: 'POST',
-        dispatcher: this.#options.dispatcher,
-        headers: this.#headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...traceHeaders(message), ...authorization }),
+        headers: this.#headers(POST_HEADERS, traceHeaders(message), authorization),
         body: JSON.stringify(message),
         signal,
       });
@@ -146,11 +175,14 @@ export class StreamableHttpTransport implements Transport {
     if (this.#closed) return;
     this.#closed = true;
     this.#abort.abort();
+    for (const own of this.#inflight) own.abort(new TransportError('closed', 'transport closed'));
+    this.#inflight.clear();
     if (this.#sessionId !== undefined) {
       try {
-        const { body } = await request(this.#options.url, {
+        const { body } = await this.#options.dispatcher.request({
+          origin: this.#origin,
+          path: this.#path,
           method: 'DELETE',
-          dispatcher: this.#options.dispatcher,
           headers: this.#headers(await this.#authorization().catch(() => ({}))),
           signal: AbortSignal.timeout(2_000),
         });
@@ -162,9 +194,9 @@ export class StreamableHttpTransport implements Transport {
     this.onclose?.();
   }
 
-  async #authorization(): Promise<Record<string, string>> {
+  async #authorization(): Promise<Readonly<Record<string, string>>> {
     const credentials = this.#options.credentials;
-    if (!credentials) return {};
+    if (!credentials) return NO_HEADERS;
     try {
       return { authorization: await credentials.authorization() };
     } catch (err) {
@@ -172,8 +204,8 @@ export class StreamableHttpTransport implements Transport {
     }
   }
 
-  #headers(extra: Record<string, string>): Record<string, string> {
-    const headers: Record<string, string> = { ...this.#options.headers, ...extra };
+  #headers(...extra: Record<string, string>[]): Record<string, string> {
+    const headers: Record<string, string> = Object.assign({}, this.#options.headers, ...extra);
     if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
     if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
     return headers;
@@ -187,9 +219,10 @@ export class StreamableHttpTransport implements Transport {
       try {
         const headers = this.#headers({ accept: 'text/event-stream', ...(await this.#authorization()) });
         if (parser.lastEventId !== undefined) headers['last-event-id'] = parser.lastEventId;
-        const { statusCode, headers: responseHeaders, body } = await request(this.#options.url, {
+        const { statusCode, headers: responseHeaders, body } = await this.#options.dispatcher.request({
+          origin: this.#origin,
+          path: this.#path,
           method: 'GET',
-          dispatcher: this.#options.dispatcher,
           headers,
           signal: this.#abort.signal,
         });
@@ -232,9 +265,11 @@ export class StreamableHttpTransport implements Transport {
 }
 
 /** W3C trace context of a request's `_meta`, mirrored in HTTP headers for tracing proxies. */
-function traceHeaders(message: JsonRpcMessage): Record<string, string> {
+const NO_HEADERS: Readonly<Record<string, string>> = {};
+
+function traceHeaders(message: JsonRpcMessage): Readonly<Record<string, string>> {
   const meta = 'params' in message ? message.params?._meta : undefined;
-  if (!isObject(meta) || typeof meta.traceparent !== 'string') return {};
+  if (!isObject(meta) || typeof meta.traceparent !== 'string') return NO_HEADERS;
   return typeof meta.tracestate === 'string' ? { traceparent: meta.traceparent, tracestate: meta.tracestate } : { traceparent: meta.traceparent };
 }
 

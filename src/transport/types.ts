@@ -1,6 +1,7 @@
 // The one interface every upstream transport implements (after the MCP SDK's Transport).
 // A transport owns bytes: framing, connections, processes. It never correlates requests.
 import type { JsonObject, JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
+import type { Cancellation } from '../util/cancel.js';
 
 export interface MessageExtra {
   /**
@@ -11,8 +12,12 @@ export interface MessageExtra {
 }
 
 export interface SendOptions {
-  /** Aborts the exchange carrying this message (a request that timed out or was cancelled). */
-  signal?: AbortSignal;
+  /**
+   * The exchange carrying this message: the caller aborts it when the request timed out or was
+   * cancelled, the transport when it closes. One controller per request, nothing derived from it
+   * (AbortSignal.any per call costs more than the rest of the hop).
+   */
+  exchange?: Cancellation;
 }
 
 export interface Transport {

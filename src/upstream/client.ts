@@ -26,9 +26,10 @@ import { createdTaskId, isTerminalTaskStatus } from '../mcp/tasks.js';
 import { isSupportedVersion } from '../mcp/versions.js';
 import type { Logger } from '../util/log.js';
 import { TransportError, type MessageExtra, type Transport } from '../transport/types.js';
+import { Cancellation, type CancelSignal } from '../util/cancel.js';
 
 export interface RequestOptions {
-  signal?: AbortSignal;
+  signal?: CancelSignal;
   /** Idle deadline; progress restarts it. Defaults to the upstream's timeoutMs. */
   timeoutMs?: number;
   /** Total deadline, however much progress arrives. Defaults to the upstream's maxTotalTimeoutMs. */
@@ -55,7 +56,7 @@ interface Pending {
   onProgress: ((params: JsonObject) => void) | undefined;
   context: unknown;
   /** Aborts the transport exchange of a request given up on (timeout, cancel, close). */
-  exchange: AbortController;
+  exchange: Cancellation;
   detach: () => void;
 }
 
@@ -199,7 +200,7 @@ export class UpstreamClient {
       progressToken,
       onProgress: options.onProgress,
       context: options.context,
-      exchange: new AbortController(),
+      exchange: new Cancellation(),
       detach: () => signal?.removeEventListener('abort', onAbort),
     };
     const result = this.#pending.add(id, pending, {
@@ -212,7 +213,7 @@ export class UpstreamClient {
     });
     signal?.addEventListener('abort', onAbort, { once: true });
     const message: JsonRpcRequest = outgoing === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params: outgoing };
-    this.#transport.send(message, { signal: pending.exchange.signal }).catch((err: unknown) => this.#settle(id, this.#wrap(err)));
+    this.#transport.send(message, { exchange: pending.exchange }).catch((err: unknown) => this.#settle(id, this.#wrap(err)));
     return result;
   }
 

@@ -1,0 +1,321 @@
+// `npm run bench`: the gateway against a direct connection and a naive hop, measured in the same
+// run, interleaved (A B C … C B A) over several rounds, and reported as median ratios with the
+// absolute figures beside them. See bench/README.md for the method.
+//   node bench/run.mjs [--rounds 4] [--duration 3] [--idle 10000] [--quick] [--json FILE]
+//                      [--profile DIR]   (gateway started with --cpu-prof, profiles written there)
+//                      [--build-dir DIR] (where the gateway is compiled to; default .tmp/bench-dist)
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = dirname(here);
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string' },
+    duration: { type: 'string' },
+    idle: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    json: { type: 'string' },
+    profile: { type: 'string' },
+    'build-dir': { type: 'string' },
+  },
+});
+const quick = values.quick;
+const ROUNDS = Number(values.rounds ?? (quick ? 1 : 4));
+const DURATION = Number(values.duration ?? (quick ? 1 : 3));
+const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
+const INITS = quick ? 20 : 300;
+const C = 16;
+const RATE = 1000;
+const CLK_TCK = 100; // Linux USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
+
+// ---------- processes ----------
+
+const children = new Set();
+
+/** Starts a server that prints `listening on URL` when ready. */
+function start(name, command, args, env = {}) {
+  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let stderr = '';
+  child.stderr.on('data', (chunk) => {
+    stderr = (stderr + chunk).slice(-4000);
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`${name} did not start within 60 s\n${stderr}`)), 60_000);
+    const fail = (err) => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(err);
+    };
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      const match = /listening on (\S+)/.exec(out);
+      if (!match) return;
+      clearTimeout(timer);
+      child.stdout.resume();
+      resolve({
+        name,
+        url: match[1],
+        pid: child.pid,
+        stop: () => stop(child),
+      });
+    });
+    child.on('exit', (code) => fail(new Error(`${name} exited (${code}) before listening\n${stderr}`)));
+  });
+}
+
+function stop(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      children.delete(child);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** Runs the load generator in its own process; resolves to its JSON summary. */
+function loadgen(args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(here, 'loadgen.mjs'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    children.add(child);
+    let out = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10 * 60_000);
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      children.delete(child);
+      try {
+        if (code !== 0) throw new Error(`loadgen exited ${code}`);
+        resolve(JSON.parse(out.trim().split('\n').at(-1)));
+      } catch (err) {
+        reject(new Error(`loadgen ${args.join(' ')}: ${err.message}\n${out}`));
+      }
+    });
+  });
+}
+
+async function cpuSeconds(pid) {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime + stime
+}
+
+async function rssBytes(pid) {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)[1]) * 1024;
+}
+
+/** A load run against `target`, with the target's CPU time per call when it has a pid. */
+async function measure(target, args, { tolerateErrors = false } = {}) {
+  const before = target.pid ? await cpuSeconds(target.pid) : 0;
+  const result = await loadgen(['--url', target.url, ...(target.token ? ['--token', target.token] : []), ...args]);
+  if (target.pid) result.cpuPerCallUs = ((await cpuSeconds(target.pid)) - before) * 1e6 / result.totalCalls;
+  if (result.errors > 0 && !tolerateErrors) throw new Error(`${target.name}: ${result.errors} errors (first: ${result.firstError})`);
+  result.target = target.name;
+  return result;
+}
+
+// ---------- the parts ----------
+
+async function authServer() {
+  const { publicKey, privateKey } = await generateKeyPair('ES256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256', use: 'sig' };
+  const server = createServer((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const issuer = `http://127.0.0.1:${server.address().port}`;
+  const resource = 'http://127.0.0.1/mcp';
+  const token = await new SignJWT({ scope: 'mcp' })
+    .setProtectedHeader({ alg: 'ES256', kid: 'bench' })
+    .setIssuer(issuer)
+    .setSubject('bench')
+    .setAudience(resource)
+    .setIssuedAt()
+    .setExpirationTime('2h')
+    .sign(privateKey);
+  return { issuer, jwksUri: `${issuer}/jwks`, resource, token, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+async function gateway(dir, name, upstreams, { production, auth }) {
+  const lines = ['upstreams:'];
+  for (const [id, spec] of Object.entries(upstreams)) lines.push(`  ${id}: ${JSON.stringify(spec)}`);
+  lines.push(`sessions: { max: ${IDLE + 1000}, maxPerPrincipal: ${IDLE + 1000} }`, 'logging: { level: warn }', 'health: { probeInterval: 0 }');
+  if (production) {
+    lines.push('metrics: { enabled: true }');
+    lines.push(`auth: { oauth: { issuer: "${auth.issuer}", jwksUri: "${auth.jwksUri}", resource: "${auth.resource}" } }`);
+  }
+  const file = join(dir, `${name}.yaml`);
+  await writeFile(file, `${lines.join('\n')}\n`);
+  const node = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+  const server = await start(name, process.execPath, [...node, join(buildDir, 'main.js'), '--config', file, '--port', '0']);
+  return production ? { ...server, token: auth.token } : server;
+}
+
+// ---------- statistics and reporting ----------
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const fmt = (x, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : String(x));
+
+/** Runs every target once per round, the order reversed on odd rounds; returns results by name. */
+async function interleaved(targets, argsOf) {
+  const results = Object.fromEntries(targets.map((t) => [t.name, []]));
+  // A pass that is not counted, so no target's first round pays for the JIT warming up.
+  if (!quick) for (const t of targets) await measure(t, [...argsOf(t), '--duration', '2']);
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? targets : [...targets].reverse();
+    for (const t of order) results[t.name].push(await measure(t, argsOf(t)));
+  }
+  return results;
+}
+
+const report = { machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version }, settings: { rounds: ROUNDS, duration: DURATION, idleSessions: IDLE, concurrency: C, rate: RATE }, figures: {}, targets: [] };
+const lines = [];
+const say = (line = '') => {
+  lines.push(line);
+  process.stdout.write(`${line}\n`);
+};
+
+function check(name, value, limit, comparison, variant) {
+  const met = comparison === '>=' ? value >= limit : value <= limit;
+  report.targets.push({ name, variant, value, limit, comparison, met });
+  return met;
+}
+
+function row(label, results, key, digits = 0) {
+  const xs = results.map((r) => r[key]);
+  return `  ${label.padEnd(24)} ${fmt(median(xs), digits).padStart(9)}   (${xs.map((x) => fmt(x, digits)).join(', ')})`;
+}
+
+// ---------- the run ----------
+
+// The gateway runs as it does in production (the image runs `node dist/main.js`): compiled, here
+// into a directory of its own inside the repository (so its imports resolve to node_modules).
+const buildDir = resolve(root, values['build-dir'] ?? join('.tmp', 'bench-dist'));
+await new Promise((resolve, reject) => {
+  const build = spawn(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', buildDir], { cwd: root, stdio: 'inherit' });
+  build.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`the build failed (${code})`))));
+});
+const dir = await mkdtemp(join(tmpdir(), 'switchyard-bench-'));
+const started = performance.now();
+let auth;
+let failed = false;
+try {
+  auth = await authServer();
+  const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')]);
+  const direct = { name: 'direct', url: upstream.url, tool: 'echo' };
+  const hop = { ...(await start('naive hop', process.execPath, [join(here, 'naive-hop.mjs')], { UPSTREAM: upstream.url })), tool: 'echo' };
+  const httpUpstream = { b: { http: { url: upstream.url } } };
+  const plain = { ...(await gateway(dir, 'gateway', httpUpstream, { production: false, auth })), tool: 'b__echo' };
+  const prod = { ...(await gateway(dir, 'gateway+jwt+metrics', httpUpstream, { production: true, auth })), tool: 'b__echo' };
+  const gateways = [plain, prod];
+  const load = (t) => ['--sessions', String(C), '--concurrency', String(C), '--duration', String(DURATION), '--tool', t.tool];
+
+  say(`Switchyard bench — ${report.machine.cpus} CPUs (${report.machine.model}), Node ${process.version}`);
+  say(`${ROUNDS} round(s), targets interleaved A B C … C B A; ${DURATION} s per measurement after a warm-up; median (each round)`);
+
+  // 1. Throughput with an HTTP upstream, C=16, and the CPU each call costs.
+  say('\nThroughput, HTTP upstream, C=16 (calls/s):');
+  const tp = await interleaved([direct, hop, plain, prod], load);
+  for (const t of [direct, hop, plain, prod]) say(row(t.name, tp[t.name], 'throughput'));
+  say('CPU per tools/call (µs, the serving process):');
+  for (const t of [hop, plain, prod]) say(row(t.name, tp[t.name], 'cpuPerCallUs'));
+  const hopTp = median(tp[hop.name].map((r) => r.throughput));
+  const hopCpu = median(tp[hop.name].map((r) => r.cpuPerCallUs));
+  report.figures.throughput = tp;
+
+  // 2. Latency added over direct at a fixed offered load.
+  say(`\nLatency at ${RATE} calls/s offered (p50 ms; added = p50 − direct's p50 in the same round):`);
+  const lat = await interleaved([direct, hop, plain, prod], (t) => [...load(t), '--rate', String(RATE)]);
+  for (const t of [direct, hop, plain, prod]) say(row(t.name, lat[t.name], 'p50', 3));
+  const added = (name) => lat[name].map((r, i) => r.p50 - lat[direct.name][i].p50);
+  const hopAdded = median(added(hop.name));
+  say(`  added by ${'the naive hop'.padEnd(26)}${fmt(hopAdded, 3)} ms`);
+  for (const t of gateways) say(`  added by ${t.name.padEnd(26)}${fmt(median(added(t.name)), 3)} ms`);
+  report.figures.latency = lat;
+
+  // 3. Throughput with a stdio upstream (one shared child, like the bridge).
+  say('\nThroughput, stdio upstream, C=16 (calls/s):');
+  const stdioCmd = { stdio: { command: process.execPath, args: [join(here, 'upstream-stdio.mjs')] }, sharing: 'shared' };
+  const bridge = { ...(await start('naive bridge', process.execPath, [join(here, 'naive-bridge.mjs'), process.execPath, join(here, 'upstream-stdio.mjs')])), tool: 'echo' };
+  const sPlain = { ...(await gateway(dir, 'gateway stdio', { s: stdioCmd }, { production: false, auth })), tool: 's__echo' };
+  const sProd = { ...(await gateway(dir, 'gateway stdio+jwt+metrics', { s: stdioCmd }, { production: true, auth })), tool: 's__echo' };
+  const st = await interleaved([bridge, sPlain, sProd], load);
+  for (const t of [bridge, sPlain, sProd]) say(row(t.name, st[t.name], 'throughput'));
+  const bridgeTp = median(st[bridge.name].map((r) => r.throughput));
+  report.figures.stdio = st;
+  await Promise.all([bridge.stop(), sPlain.stop(), sProd.stop()]);
+
+  // 4. Initialize: the gateway against 3 HTTP upstreams, the hop against one.
+  say(`\nInitialize + initialized, ${INITS} one after another (p50 ms):`);
+  const three = { a: { http: { url: upstream.url } }, b: { http: { url: upstream.url } }, c: { http: { url: upstream.url } } };
+  const iPlain = await gateway(dir, 'gateway 3 upstreams', three, { production: false, auth });
+  const iProd = await gateway(dir, 'gateway 3 upstreams+jwt+metrics', three, { production: true, auth });
+  const init = await interleaved([hop, iPlain, iProd], () => ['--init-only', String(INITS)]);
+  for (const t of [hop, iPlain, iProd]) say(row(t.name, init[t.name], 'p50', 3));
+  const hopInit = median(init[hop.name].map((r) => r.p50));
+  report.figures.initialize = init;
+  await Promise.all([iPlain.stop(), iProd.stop()]);
+
+  // 5. Idle sessions: RSS growth per session held (one HTTP upstream, no GET stream).
+  say(`\nIdle sessions: ${IDLE} opened and held (one HTTP upstream, no GET stream):`);
+  const idle = {};
+  for (const production of [false, true]) {
+    const g = await gateway(dir, production ? 'idle+jwt+metrics' : 'idle', httpUpstream, { production, auth });
+    try {
+      await measure(g, ['--init-only', '50']); // warm the code paths first
+      const before = await rssBytes(g.pid);
+      const opened = await measure(g, ['--init-only', String(IDLE)], { tolerateErrors: true });
+      const after = await rssBytes(g.pid);
+      idle[g.name] = { opened: opened.calls, errors: opened.errors, rssBefore: before, rssAfter: after, bytesPerSession: (after - before) / IDLE };
+      say(`  ${g.name.padEnd(24)} ${fmt(idle[g.name].bytesPerSession / 1024, 1).padStart(9)} KB/session   (RSS ${fmt(before / 2 ** 20, 0)} → ${fmt(after / 2 ** 20, 0)} MB, ${opened.calls} opened, ${opened.errors} errors)`);
+    } finally {
+      await g.stop();
+    }
+  }
+  report.figures.idle = idle;
+
+  // Targets.
+  say('\nTargets (ratios measured in this run):');
+  const verdict = (met) => (met ? 'met' : 'NOT met');
+  for (const t of gateways) {
+    const variant = t === plain ? 'plain' : 'jwt+metrics';
+    const gTp = median(tp[t.name].map((r) => r.throughput));
+    const gCpu = median(tp[t.name].map((r) => r.cpuPerCallUs));
+    const gAdded = median(added(t.name));
+    const sTp = median(st[t === plain ? sPlain.name : sProd.name].map((r) => r.throughput));
+    const gInit = median(init[t === plain ? iPlain.name : iProd.name].map((r) => r.p50));
+    const gIdle = idle[t === plain ? 'idle' : 'idle+jwt+metrics'];
+    say(` ${variant}:`);
+    say(`  HTTP throughput / naive hop     ${fmt(gTp / hopTp)} ≥ 0.90  ${verdict(check('http-throughput', gTp / hopTp, 0.9, '>=', variant))}`);
+    say(`  added p50 / naive hop's added   ${fmt(gAdded / hopAdded)} ≤ 1.30  ${verdict(check('added-latency', gAdded / hopAdded, 1.3, '<=', variant))}`);
+    say(`  stdio throughput / naive bridge ${fmt(sTp / bridgeTp)} ≥ 0.90  ${verdict(check('stdio-throughput', sTp / bridgeTp, 0.9, '>=', variant))}`);
+    say(`  CPU per call / naive hop        ${fmt(gCpu / hopCpu)} ≤ 1.30  ${verdict(check('cpu-per-call', gCpu / hopCpu, 1.3, '<=', variant))}`);
+    say(`  RSS per idle session (KB)       ${fmt(gIdle.bytesPerSession / 1024, 1)} ≤ 16  ${verdict(check('idle-session-rss', gIdle.bytesPerSession / 1024, 16, '<=', variant) && gIdle.errors === 0 && gIdle.opened === IDLE)}`);
+    say(`  initialize (3) / hop's (1)      ${fmt(gInit / hopInit)} ≤ 1.50  ${verdict(check('initialize', gInit / hopInit, 1.5, '<=', variant))}`);
+  }
+  say(`\nDirect reaches ${fmt(median(tp[direct.name].map((r) => r.throughput)), 0)} calls/s; the naive hop ${fmt(hopTp / median(tp[direct.name].map((r) => r.throughput)))} × direct. Took ${fmt((performance.now() - started) / 1000, 0)} s.`);
+} catch (err) {
+  failed = true;
+  process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
+} finally {
+  await Promise.all([...children].map(stop));
+  await auth?.close();
+  await rm(dir, { recursive: true, force: true });
+}
+if (values.json) await writeFile(values.json, `${JSON.stringify({ ...report, summary: lines }, null, 2)}\n`);
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,139 @@
+// The parts of an HTTP request the gateway reads, straight from Node's IncomingMessage when the
+// request came through @hono/node-server (no Headers object, no web stream: the hot path), or
+// from a fetch Request otherwise (in-process `app.request` in tests).
+import type { IncomingMessage } from 'node:http';
+
+export interface HttpInput {
+  readonly method: string;
+  /** Header value by lower-case name (the first, when repeated). */
+  header(name: string): string | undefined;
+  /** The request target's path, without the query. */
+  readonly path: string;
+  /** Whether the query string has a parameter of this name (case-insensitive). */
+  hasQueryParam(name: string): boolean;
+  /** The Host, lower-case, without port or IPv6 brackets. */
+  hostname(): string;
+  /** The body as text, or undefined once it exceeds `max` bytes (reading stops there). */
+  readBody(max: number): Promise<string | undefined>;
+}
+
+function bareHost(host: string): string {
+  const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '');
+  return name.toLowerCase();
+}
+
+function queryHas(search: string, name: string): boolean {
+  if (search === '') return false;
+  const wanted = name.toLowerCase();
+  return search
+    .slice(1)
+    .split('&')
+    .some((pair) => decodeURIComponent(pair.split('=', 1)[0]!.replace(/\+/g, ' ')).toLowerCase() === wanted);
+}
+
+/** A request served by @hono/node-server, read from the IncomingMessage itself. */
+class NodeInput implements HttpInput {
+  readonly #incoming: IncomingMessage;
+  readonly #search: string;
+  readonly method: string;
+  readonly path: string;
+
+  constructor(incoming: IncomingMessage) {
+    this.#incoming = incoming;
+    const target = incoming.url ?? '/';
+    const q = target.indexOf('?');
+    this.path = q === -1 ? target : target.slice(0, q);
+    this.#search = q === -1 ? '' : target.slice(q);
+    this.method = incoming.method ?? 'GET';
+  }
+
+  header(name: string): string | undefined {
+    const value = this.#incoming.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  }
+
+  hasQueryParam(name: string): boolean {
+    return queryHas(this.#search, name);
+  }
+
+  hostname(): string {
+    return bareHost(this.#incoming.headers.host ?? '');
+  }
+
+  readBody(max: number): Promise<string | undefined> {
+    const incoming = this.#incoming;
+    const declared = Number(incoming.headers['content-length'] ?? NaN);
+    if (declared > max) return Promise.resolve(undefined);
+    return new Promise<string | undefined>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let length = 0;
+      const done = (): void => {
+        incoming.off('data', onData);
+        incoming.off('end', onEnd);
+        incoming.off('error', onError);
+        incoming.off('aborted', onAborted);
+      };
+      const onData = (chunk: Buffer): void => {
+        length += chunk.length;
+        if (length > max) {
+          // Stop reading; the adapter drains or drops the rest after the 413 goes out.
+          done();
+          incoming.pause();
+          resolve(undefined);
+          return;
+        }
+        chunks.push(chunk);
+      };
+      const onEnd = (): void => {
+        done();
+        resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+      };
+      const onError = (err: Error): void => {
+        done();
+        reject(err);
+      };
+      const onAborted = (): void => {
+        done();
+        reject(new Error('client aborted the request'));
+      };
+      incoming.on('data', onData);
+      incoming.on('end', onEnd);
+      incoming.on('error', onError);
+      incoming.on('aborted', onAborted);
+    });
+  }
+}
+
+export function fromIncoming(incoming: IncomingMessage): HttpInput {
+  return new NodeInput(incoming);
+}
+
+export function fromRequest(request: Request): HttpInput {
+  const url = new URL(request.url);
+  return {
+    method: request.method,
+    path: url.pathname,
+    header: (name) => request.headers.get(name) ?? undefined,
+    hasQueryParam: (name) => queryHas(url.search, name),
+    hostname: () => url.hostname.replace(/^\[|\]$/g, '').toLowerCase(),
+    async readBody(max) {
+      const declared = Number(request.headers.get('content-length') ?? NaN);
+      if (declared > max) return undefined;
+      if (!request.body) return '';
+      const reader = request.body.getReader();
+      const chunks: Uint8Array[] = [];
+      let length = 0;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        length += value.byteLength;
+        if (length > max) {
+          await reader.cancel();
+          return undefined;
+        }
+        chunks.push(value);
+      }
+      return Buffer.concat(chunks).toString('utf8');
+    },
+  };
+}

@@ -1,0 +1,51 @@
+// A short run of `npm run bench` (--quick): it must run end to end and produce every figure and
+// every target's verdict. Speed itself is never asserted here (bench/README.md).
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT as repoRoot } from '../helpers/paths.js';
+
+interface BenchReport {
+  figures: Record<string, unknown>;
+  targets: { name: string; variant: string; value: number; limit: number; met: boolean }[];
+  summary: string[];
+}
+
+describe('npm run bench', () => {
+  it('runs a quick pass and reports throughput, latency, CPU, idle memory, initialize and every target', async () => {
+    await mkdir(join(repoRoot, '.tmp'), { recursive: true });
+    const dir = await mkdtemp(join(repoRoot, '.tmp', 'bench-smoke-'));
+    try {
+      const json = join(dir, 'report.json');
+      const code = await new Promise<number | null>((resolve, reject) => {
+        const child = spawn(process.execPath, ['bench/run.mjs', '--quick', '--idle', '100', '--json', json, '--build-dir', join(dir, 'dist')], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
+        const timer = setTimeout(() => child.kill('SIGKILL'), 170_000);
+        child.on('error', reject);
+        child.on('exit', (status) => {
+          clearTimeout(timer);
+          if (status !== 0) process.stderr.write(stderr);
+          resolve(status);
+        });
+      });
+      expect(code).toBe(0);
+      const report = JSON.parse(await readFile(json, 'utf8')) as BenchReport;
+      expect(Object.keys(report.figures).sort()).toEqual(['idle', 'initialize', 'latency', 'stdio', 'throughput']);
+      const names = ['http-throughput', 'added-latency', 'stdio-throughput', 'cpu-per-call', 'idle-session-rss', 'initialize'];
+      for (const variant of ['plain', 'jwt+metrics']) {
+        expect(report.targets.filter((t) => t.variant === variant).map((t) => t.name)).toEqual(names);
+      }
+      for (const target of report.targets) {
+        expect(Number.isFinite(target.value), `${target.variant} ${target.name} = ${target.value}`).toBe(true);
+        expect(typeof target.met).toBe('boolean');
+      }
+      const idle = report.figures.idle as Record<string, { opened: number; errors: number }>;
+      for (const run of Object.values(idle)) expect(run).toMatchObject({ opened: 100, errors: 0 });
+      expect(report.summary.some((line) => line.startsWith('Targets'))).toBe(true);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
+});
