@@ -170,6 +170,25 @@ export class Metrics {
     });
   }
 
+  /** Labelled children by their label values: every call updates both, without hashing labels. */
+  readonly #requestCounters = new Map<string, { inc: (value?: number) => void }>();
+  readonly #toolHistograms = new Map<string, { observe: (value: number) => void }>();
+
+  /** One client request done (labels already bounded by method(), upstream(), tool()). */
+  countRequest(method: string, upstream: string, outcome: Outcome): void {
+    const key = `${method}\n${upstream}\n${outcome}`;
+    let counter = this.#requestCounters.get(key);
+    if (!counter) this.#requestCounters.set(key, (counter = this.requests.labels(method, upstream, outcome)));
+    counter.inc();
+  }
+
+  observeToolCall(upstream: string, tool: string, seconds: number): void {
+    const key = `${upstream}\n${tool}`;
+    let histogram = this.#toolHistograms.get(key);
+    if (!histogram) this.#toolHistograms.set(key, (histogram = this.toolCallDuration.labels(upstream, tool)));
+    histogram.observe(seconds);
+  }
+
   /** Configured upstream names change on reload. */
   setUpstreams(upstreams: Iterable<string>): void {
     this.#upstreams = new Set(upstreams);

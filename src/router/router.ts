@@ -102,7 +102,7 @@ export class Router {
   async initialize(request: JsonRpcRequest, context: RequestContext): Promise<{ session: DownstreamSession; response: JsonRpcResponse }> {
     const params = request.params ?? {};
     if (typeof params.protocolVersion !== 'string' || !isObject(params.capabilities) || !isObject(params.clientInfo)) {
-      this.#deps.metrics.requests.inc({ method: 'initialize', upstream: 'none', outcome: 'error' });
+      this.#deps.metrics.countRequest('initialize', 'none', 'error');
       throw new GatewayError('invalid_params', 'initialize needs protocolVersion, capabilities and clientInfo');
     }
     const protocolVersion = negotiateVersion(params.protocolVersion);
@@ -129,7 +129,7 @@ export class Router {
       serverInfo: { name: GATEWAY_NAME, version: GATEWAY_VERSION },
     };
     if (instructions.length > 0) result.instructions = instructions.join('\n\n');
-    this.#deps.metrics.requests.inc({ method: 'initialize', upstream: 'none', outcome: 'ok' });
+    this.#deps.metrics.countRequest('initialize', 'none', 'ok');
     return { session, response: success(request.id, result) };
   }
 
@@ -369,9 +369,9 @@ export class Router {
     const seconds = (performance.now() - record.started) / 1_000;
     const outcome = cancelled ? 'cancelled' : outcomeOf(record);
     const upstream = metrics.upstream(record.upstream);
-    metrics.requests.inc({ method: metrics.method(request.method), upstream, outcome });
+    metrics.countRequest(metrics.method(request.method), upstream, outcome);
     if (request.method === 'tools/call' && record.upstream !== undefined) {
-      metrics.toolCallDuration.observe({ upstream, tool: metrics.tool(record.upstream, record.tool) }, seconds);
+      metrics.observeToolCall(upstream, metrics.tool(record.upstream, record.tool), seconds);
     }
     if (logger.isEnabled('info')) logger.info('call', describeCall(request, call.session, call.context, record, outcome, seconds, this.#deps.logArguments()));
   }

@@ -23,6 +23,32 @@ export interface StreamableHttpOptions {
   credentials?: { authorization(): Promise<string>; invalidate(): void };
   /** Continue an upstream session another replica opened, instead of starting one. */
   resume?: { sessionId: string };
+  /** Shared by every session of this upstream: a 405 to one session's GET spares the others. */
+  getStream?: GetStreamSupport;
+}
+
+/** How long a GET answered 405 (no server-initiated stream) is believed for new sessions. */
+const GET_REFUSAL_MEMORY_MS = 5 * 60_000;
+
+/**
+ * Whether an upstream serves GET streams (transports.mdx: it MAY answer 405). Learnt from one
+ * session and believed for a while, so a server without them is not asked once per session.
+ */
+export class GetStreamSupport {
+  #refusedAt: number | undefined;
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  get worthTrying(): boolean {
+    return this.#refusedAt === undefined || this.#now() - this.#refusedAt >= GET_REFUSAL_MEMORY_MS;
+  }
+
+  refused(): void {
+    this.#refusedAt = this.#now();
+  }
 }
 
 const POST_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
@@ -213,6 +239,7 @@ export class StreamableHttpTransport implements Transport {
 
   /** Keeps a GET stream open for server-initiated messages, reconnecting with backoff. */
   async #listen(): Promise<void> {
+    if (this.#options.getStream && !this.#options.getStream.worthTrying) return;
     const parser = new SseParser(this.#max);
     let delay = GET_RETRY_MIN_MS;
     while (!this.#closed) {
@@ -228,6 +255,7 @@ export class StreamableHttpTransport implements Transport {
         });
         if (statusCode === 405) {
           await body.dump();
+          this.#options.getStream?.refused();
           return; // the server offers no GET stream
         }
         if (statusCode === 404) {

@@ -96,6 +96,8 @@ export class UpstreamClient {
   #nextId = 0;
   #closed = false;
   #init: InitializeResult | undefined;
+  /** The handshake's last step (notifications/initialized) in flight; requests wait for it. */
+  #handshake: Promise<void> | undefined;
   /** Responses whose id matched nothing pending (late, duplicate or bogus). */
   unknownResponses = 0;
 
@@ -156,8 +158,9 @@ export class UpstreamClient {
         throw new GatewayError('upstream_protocol', `upstream ${this.name} speaks unsupported protocol ${init.protocolVersion}`);
       }
       this.#init = init;
-      await Promise.race([this.notify('notifications/initialized'), timedOut]);
-      this.#transport.sessionEstablished?.(init.protocolVersion);
+      // The initialized notification is not waited for here (an upstream round trip less for
+      // the client's initialize); requests wait for it instead, so none overtakes it.
+      this.#handshake = this.#finishHandshake(init, timedOut);
       return init;
     } catch (err) {
       // Tear down in the background: a client's initialize must not wait out a stuck child's
@@ -165,7 +168,20 @@ export class UpstreamClient {
       this.close().catch((closeErr: unknown) => this.#options.logger.debug('close after failed handshake failed', { err: closeErr }));
       throw err;
     } finally {
-      clearTimeout(timer);
+      if (!this.#handshake) clearTimeout(timer);
+      else void this.#handshake.finally(() => clearTimeout(timer));
+    }
+  }
+
+  async #finishHandshake(init: InitializeResult, timedOut: Promise<never>): Promise<void> {
+    try {
+      await Promise.race([this.notify('notifications/initialized'), timedOut]);
+      this.#transport.sessionEstablished?.(init.protocolVersion);
+    } catch (err) {
+      this.#options.logger.warn('upstream did not take notifications/initialized; closing it', { err });
+      await this.close().catch(() => {});
+    } finally {
+      this.#handshake = undefined;
     }
   }
 
@@ -185,6 +201,7 @@ export class UpstreamClient {
   }
 
   request(method: string, params?: JsonObject, options: RequestOptions = {}): Promise<JsonObject> {
+    if (this.#handshake && method !== 'initialize') return this.#handshake.then(() => this.request(method, params, options));
     if (this.#closed) return Promise.reject(new GatewayError('upstream_closed', `upstream ${this.name} is closed`));
     if (options.signal?.aborted) return Promise.reject(new GatewayError('cancelled', 'request cancelled'));
     const id = ++this.#nextId;
@@ -218,6 +235,7 @@ export class UpstreamClient {
   }
 
   async notify(method: string, params?: JsonObject): Promise<void> {
+    if (this.#handshake && method !== 'notifications/initialized') await this.#handshake;
     if (this.#closed) throw new GatewayError('upstream_closed', `upstream ${this.name} is closed`);
     try {
       await this.#transport.send(notification(method, params));

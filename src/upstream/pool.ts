@@ -15,7 +15,7 @@ import { CircuitBreaker, type CircuitState } from '../transport/circuit.js';
 import { LegacySseTransport } from '../transport/legacy-sse.js';
 import { ReconnectingTransport } from '../transport/reconnecting.js';
 import { StdioTransport } from '../transport/stdio.js';
-import { StreamableHttpTransport } from '../transport/streamable-http.js';
+import { GetStreamSupport, StreamableHttpTransport } from '../transport/streamable-http.js';
 import type { Transport } from '../transport/types.js';
 import type { Logger } from '../util/log.js';
 import { UpstreamClient } from './client.js';
@@ -76,6 +76,8 @@ export class UpstreamPool {
   readonly #deps: UpstreamPoolDeps;
   readonly #health = new Map<string, UpstreamHealth>();
   readonly #breakers = new Map<string, CircuitBreaker>();
+  /** Per Streamable HTTP upstream: whether it serves GET streams, as its sessions learn it. */
+  readonly #getStreams = new Map<string, GetStreamSupport>();
   readonly #credentials = new Map<string, ClientCredentials>();
   /** Every client not yet fully stopped, so close() leaves no child process behind. */
   readonly #live = new Set<UpstreamClient>();
@@ -124,6 +126,7 @@ export class UpstreamPool {
     for (const name of [...changes.removed, ...changes.changed]) {
       this.#health.delete(name);
       this.#breakers.delete(name);
+      this.#getStreams.delete(name);
       this.#credentials.delete(name);
     }
     for (const name of [...changes.added, ...changes.changed]) {
@@ -138,6 +141,7 @@ export class UpstreamPool {
         };
         health.circuit = breaker.state;
         this.#breakers.set(name, breaker);
+        this.#getStreams.set(name, new GetStreamSupport());
       }
       const oauth = config.http?.oauth;
       if (oauth) {
@@ -365,11 +369,12 @@ export class UpstreamPool {
     const options = { url: http.url, headers: http.headers, dispatcher: this.#deps.dispatcher, logger, maxMessageBytes: config.maxMessageBytes };
     if (http.transport === 'sse') return new ReconnectingTransport(() => new LegacySseTransport(options), { policy, logger, restartOnCrash: true });
     const breaker = this.#breakers.get(name);
+    const getStream = this.#getStreams.get(name);
     const credentials = this.#credentials.get(name);
     // Only the first connection continues a resumed session; a renewal starts a new one.
     let resumeWith = resume ? { sessionId: resume.sessionId } : undefined;
     const make = (): Transport => {
-      const transport = new StreamableHttpTransport({ ...options, ...(breaker ? { breaker } : {}), ...(credentials ? { credentials } : {}), ...(resumeWith ? { resume: resumeWith } : {}) });
+      const transport = new StreamableHttpTransport({ ...options, ...(breaker ? { breaker } : {}), ...(getStream ? { getStream } : {}), ...(credentials ? { credentials } : {}), ...(resumeWith ? { resume: resumeWith } : {}) });
       resumeWith = undefined;
       return transport;
     };
