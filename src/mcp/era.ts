@@ -1,0 +1,120 @@
+// The stateless era (2026-07-28, spec/2026-07-28/basic/index.mdx "_meta", basic/versioning.mdx,
+// transports/streamable-http.mdx "Request Metadata"): every request carries its protocol version
+// and the client's capabilities in `_meta`, and HTTP mirrors the method and name in headers.
+import { isObject, type JsonObject, type JsonRpcRequest } from './jsonrpc.js';
+import { SESSION_VERSIONS } from './versions.js';
+
+export const MODERN_VERSION = '2026-07-28';
+/** Newest first. */
+export const MODERN_VERSIONS = [MODERN_VERSION] as const;
+/** Every revision the gateway speaks, newest first (server/discover, -32022's `supported`). */
+export const ALL_VERSIONS: readonly string[] = [...MODERN_VERSIONS, ...SESSION_VERSIONS];
+
+export const META = {
+  protocolVersion: 'io.modelcontextprotocol/protocolVersion',
+  clientInfo: 'io.modelcontextprotocol/clientInfo',
+  clientCapabilities: 'io.modelcontextprotocol/clientCapabilities',
+  logLevel: 'io.modelcontextprotocol/logLevel',
+  serverInfo: 'io.modelcontextprotocol/serverInfo',
+  subscriptionId: 'io.modelcontextprotocol/subscriptionId',
+} as const;
+
+/** Error codes the 2026-07-28 revision defines (basic/index.mdx "Error Codes"). */
+export const ModernErrorCode = {
+  HeaderMismatch: -32020,
+  MissingRequiredClientCapability: -32021,
+  UnsupportedProtocolVersion: -32022,
+} as const;
+
+export function isModernVersion(value: unknown): value is (typeof MODERN_VERSIONS)[number] {
+  return typeof value === 'string' && (MODERN_VERSIONS as readonly string[]).includes(value);
+}
+
+/** Methods a 2026-07-28 client may call on the gateway; anything else is 404 / -32601. */
+export const MODERN_METHODS: ReadonlySet<string> = new Set([
+  'server/discover',
+  'subscriptions/listen',
+  'tools/list',
+  'tools/call',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'completion/complete',
+]);
+
+/** Requests that may answer `resultType: "input_required"` (patterns/mrtr.mdx "Supported Requests"). */
+export const INPUT_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
+/** Results of these carry ttlMs and cacheScope (server/utilities/caching.mdx). */
+export const CACHEABLE_METHODS: ReadonlySet<string> = new Set([
+  'server/discover',
+  'tools/list',
+  'prompts/list',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+]);
+
+/** What a 2026-07-28 request says about itself in `_meta`. */
+export interface RequestMeta {
+  protocolVersion: string;
+  clientCapabilities: JsonObject;
+  clientInfo?: JsonObject;
+  logLevel?: string;
+}
+
+/** The per-request protocol fields, or a description of what is missing or malformed. */
+export function requestMetaOf(params: JsonObject | undefined): RequestMeta | string {
+  const meta = params?._meta;
+  if (!isObject(meta)) return 'params._meta is required';
+  const version = meta[META.protocolVersion];
+  if (typeof version !== 'string') return `_meta["${META.protocolVersion}"] is required`;
+  const capabilities = meta[META.clientCapabilities];
+  if (!isObject(capabilities)) return `_meta["${META.clientCapabilities}"] is required`;
+  const out: RequestMeta = { protocolVersion: version, clientCapabilities: capabilities };
+  const info = meta[META.clientInfo];
+  if (isObject(info)) out.clientInfo = info;
+  const level = meta[META.logLevel];
+  if (typeof level === 'string') out.logLevel = level;
+  return out;
+}
+
+/** The version a body declares in `_meta`, if any (to tell the eras apart). */
+export function declaredVersion(params: unknown): string | undefined {
+  if (!isObject(params) || !isObject(params._meta)) return undefined;
+  const version = params._meta[META.protocolVersion];
+  return typeof version === 'string' ? version : undefined;
+}
+
+/** The body value `Mcp-Name` mirrors: the tool or prompt name, or the resource URI. */
+export function mirroredName(request: Pick<JsonRpcRequest, 'method' | 'params'>): string | undefined {
+  const params = request.params;
+  switch (request.method) {
+    case 'tools/call':
+    case 'prompts/get':
+      return typeof params?.name === 'string' ? params.name : undefined;
+    case 'resources/read':
+      return typeof params?.uri === 'string' ? params.uri : undefined;
+    default:
+      return undefined;
+  }
+}
+
+const SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
+/** Visible ASCII and space, no leading or trailing whitespace (RFC 9110 field values, as the spec narrows them). */
+const PLAIN = /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/;
+
+/** A header value as the body value it mirrors: Base64 sentinel values decoded; undefined when malformed. */
+export function decodeHeaderValue(value: string): string | undefined {
+  const match = SENTINEL.exec(value);
+  if (match) return Buffer.from(match[1]!, 'base64').toString('utf8');
+  return /[^\t\x20-\x7e]/.test(value) ? undefined : value;
+}
+
+/** A body value as a header value: plain when safe, else the Base64 sentinel form. */
+export function encodeHeaderValue(value: string): string {
+  if (PLAIN.test(value) && !(value.startsWith('=?base64?') && value.endsWith('?='))) return value;
+  return `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
+}
