@@ -186,7 +186,7 @@ async function interleaved(targets, argsOf) {
 const report = { machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version }, settings: { rounds: ROUNDS, duration: DURATION, idleSessions: IDLE, concurrency: C, rate: RATE }, figures: {}, targets: [] };
 const lines = [];
 const say = (line = '') => {
-  lines.push(line);
+  lines.push(...line.split('\n'));
   process.stdout.write(`${line}\n`);
 };
 
