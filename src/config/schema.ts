@@ -97,10 +97,19 @@ const upstream = z
     validateArguments: z.boolean().default(true),
     /** tools/call requests to this upstream in flight at once, across sessions (this replica). */
     maxConcurrent: z.number().int().positive().optional(),
+    /**
+     * The protocol era the server speaks. auto: probe with server/discover and fall back to
+     * initialize (the answer is remembered for the upstream); sessions: initialize only (no
+     * probe); stateless: 2026-07-28 only (a server that is not is a connection error).
+     */
+    era: z.enum(['auto', 'sessions', 'stateless']).default('auto'),
   })
   .superRefine((value, ctx) => {
     if ((value.stdio === undefined) === (value.http === undefined)) {
       ctx.addIssue({ code: 'custom', message: 'needs exactly one of `stdio` or `http`' });
+    }
+    if (value.http?.transport === 'sse' && value.era === 'stateless') {
+      ctx.addIssue({ code: 'custom', path: ['era'], message: 'the legacy SSE transport is sessions-era only' });
     }
     if (value.sharing === 'shared' && !value.stdio) {
       ctx.addIssue({ code: 'custom', path: ['sharing'], message: '`shared` is for stdio upstreams; an HTTP upstream already serves many sessions' });

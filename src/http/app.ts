@@ -111,7 +111,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   // handler's Response is never rebuilt to add them.
   app.use(async function edge(c, next) {
     const outgoing = c.env?.outgoing;
-    const input = c.env?.incoming ? fromIncoming(c.env.incoming) : fromRequest(c.req.raw);
+    const input = c.env?.incoming ? fromIncoming(c.env.incoming, outgoing) : fromRequest(c.req.raw);
     c.set('input', input);
     const refusedOrigin = checkOrigin(input, allowedOrigins);
     if (refusedOrigin) return refusedOrigin;

@@ -47,7 +47,7 @@ export function corsHeaders(origin: string, preflight: boolean): Record<string, 
   };
   if (preflight) {
     headers['access-control-allow-methods'] = 'GET, POST, DELETE';
-    headers['access-control-allow-headers'] = 'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id, x-api-key, x-request-id, traceparent, tracestate';
+    headers['access-control-allow-headers'] = 'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, last-event-id, x-api-key, x-request-id, traceparent, tracestate';
     headers['access-control-max-age'] = '600';
   }
   return headers;

@@ -1,7 +1,7 @@
 // The parts of an HTTP request the gateway reads, straight from Node's IncomingMessage when the
 // request came through @hono/node-server (no Headers object, no web stream: the hot path), or
 // from a fetch Request otherwise (in-process `app.request` in tests).
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export interface HttpInput {
   readonly method: string;
@@ -15,6 +15,8 @@ export interface HttpInput {
   hostname(): string;
   /** The body as text, or undefined once it exceeds `max` bytes (reading stops there). */
   readBody(max: number): Promise<string | undefined>;
+  /** Calls `listener` once if the client goes away before the response is complete. */
+  onGone(listener: () => void): void;
 }
 
 function bareHost(host: string): string {
@@ -34,12 +36,14 @@ function queryHas(search: string, name: string): boolean {
 /** A request served by @hono/node-server, read from the IncomingMessage itself. */
 class NodeInput implements HttpInput {
   readonly #incoming: IncomingMessage;
+  readonly #outgoing: ServerResponse | undefined;
   readonly #search: string;
   readonly method: string;
   readonly path: string;
 
-  constructor(incoming: IncomingMessage) {
+  constructor(incoming: IncomingMessage, outgoing: ServerResponse | undefined) {
     this.#incoming = incoming;
+    this.#outgoing = outgoing;
     const target = incoming.url ?? '/';
     const q = target.indexOf('?');
     this.path = q === -1 ? target : target.slice(0, q);
@@ -58,6 +62,14 @@ class NodeInput implements HttpInput {
 
   hostname(): string {
     return bareHost(this.#incoming.headers.host ?? '');
+  }
+
+  onGone(listener: () => void): void {
+    const outgoing = this.#outgoing;
+    if (!outgoing) return;
+    outgoing.once('close', () => {
+      if (!outgoing.writableFinished) listener();
+    });
   }
 
   readBody(max: number): Promise<string | undefined> {
@@ -104,8 +116,8 @@ class NodeInput implements HttpInput {
   }
 }
 
-export function fromIncoming(incoming: IncomingMessage): HttpInput {
-  return new NodeInput(incoming);
+export function fromIncoming(incoming: IncomingMessage, outgoing?: ServerResponse): HttpInput {
+  return new NodeInput(incoming, outgoing);
 }
 
 export function fromRequest(request: Request): HttpInput {
@@ -116,6 +128,7 @@ export function fromRequest(request: Request): HttpInput {
     header: (name) => request.headers.get(name) ?? undefined,
     hasQueryParam: (name) => queryHas(url.search, name),
     hostname: () => url.hostname.replace(/^\[|\]$/g, '').toLowerCase(),
+    onGone: (listener) => request.signal.addEventListener('abort', listener, { once: true }),
     async readBody(max) {
       const declared = Number(request.headers.get('content-length') ?? NaN);
       if (declared > max) return undefined;

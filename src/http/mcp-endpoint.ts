@@ -27,6 +27,8 @@ import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, rpcErrorRespon
 import type { HttpInput } from './input.js';
 import { parseEventId } from '../session/streams.js';
 import { connect, respond, type StreamSettings } from './responder.js';
+import { isModernRequest, serveModern, validateModern } from './modern.js';
+import { StatelessSessions } from '../router/stateless.js';
 
 export interface McpEndpointDeps {
   router: Router;
@@ -44,8 +46,8 @@ export interface McpEndpointDeps {
   metrics: Metrics;
 }
 
-/** Requests a principal's bucket does not count: the handshake and liveness. */
-const FREE_METHODS = new Set(['initialize', 'ping']);
+/** Requests a principal's bucket does not count: the handshake, liveness, and their 2026-07-28 successors. */
+const FREE_METHODS = new Set(['initialize', 'ping', 'server/discover', 'subscriptions/listen']);
 
 function describe(outcome: LimitOutcome): string {
   return describeLimit(outcome.limit);
@@ -55,6 +57,7 @@ const SESSION_HEADER = 'mcp-session-id';
 
 export function createMcpEndpoint(deps: McpEndpointDeps) {
   const { router, sessions, logger } = deps;
+  const stateless = new StatelessSessions({ router, sessions, logger });
 
   const missingSession = (): Response => rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required');
   const unknownSession = (): Response => rpcErrorResponse(404, ErrorCode.InvalidRequest, 'Session not found');
@@ -68,7 +71,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (id === undefined) return missingSession();
     // A session another replica opened is taken over from its self-describing id.
     const session = sessions.get(id) ?? (await router.resume(id, context));
-    if (!session || session.closed || session.info.principal !== context.principal?.id) return unknownSession();
+    if (!session || session.closed || session.stateless || session.info.principal !== context.principal?.id) return unknownSession();
     session.touch(sessions.now());
     return session;
   }
@@ -87,6 +90,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     } catch {
       return rpcErrorResponse(400, ErrorCode.ParseError, 'Parse error');
     }
+    if (isModernRequest(request, Array.isArray(body) ? body[0] : body, request.header(SESSION_HEADER) !== undefined)) return postModern(request, body, context);
     if (Array.isArray(body)) return postBatch(request, body, context);
 
     const message = parseMessage(body);
@@ -112,6 +116,27 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     const limited = await limit(context, FREE_METHODS.has(message.method) ? 0 : 1, message.id);
     if (limited) return limited;
     return respond(session, async (channel) => [await router.handleRequest(session, message, channel, context)], deps.streams);
+  }
+
+  /** A 2026-07-28 request (modern.ts): no session of the client's, the era's own validation. */
+  async function postModern(request: HttpInput, body: unknown, context: RequestContext): Promise<Response> {
+    if (Array.isArray(body)) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: batches are not part of protocol 2026-07-28');
+    const message = parseMessage(body);
+    if (!message) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
+    // No client notification is defined over HTTP in this era (cancelling is closing the stream).
+    if ('method' in message && !isRequest(message)) return new Response(null, { status: 202 });
+    const validated = validateModern(request, message);
+    if (validated instanceof Response) return validated;
+    if (!stateless.has(validated, context)) {
+      if (deps.draining()) return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: the gateway is shutting down', validated.id, { 'retry-after': '1' });
+      if (sessions.size >= deps.maxSessions) return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: too many sessions are open', validated.id, { 'retry-after': '30' });
+      if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) {
+        return rpcErrorResponse(429, ErrorCode.InvalidRequest, `Too Many Requests: at most ${deps.maxSessionsPerPrincipal} sessions per principal (each distinct client capabilities and info take one)`, validated.id, { 'retry-after': '30' });
+      }
+    }
+    const limited = await limit(context, FREE_METHODS.has(validated.method) ? 0 : 1, validated.id);
+    if (limited) return limited;
+    return serveModern({ stateless, keepAliveMs: deps.streams.keepAliveMs }, request, validated, context);
   }
 
   async function postBatch(request: HttpInput, items: unknown[], context: RequestContext): Promise<Response> {

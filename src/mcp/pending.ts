@@ -4,6 +4,9 @@
 // total timeout that nothing extends.
 import type { JsonObject, JsonRpcId } from './jsonrpc.js';
 
+/** setTimeout's largest delay; a longer (or infinite) deadline is no deadline. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export interface Deadlines {
   /** Time allowed without an answer; touch() restarts it. */
   timeoutMs: number;
@@ -86,6 +89,11 @@ export class PendingRequests<E> {
     clearTimeout(entry.timer);
     const elapsed = this.#now() - entry.started;
     const wait = Math.max(0, Math.min(entry.deadlines.timeoutMs, entry.deadlines.maxTotalMs - elapsed));
+    // No deadline at all (a subscriptions/listen stream): setTimeout would fire at once past 2^31-1.
+    if (wait > MAX_TIMER_MS) {
+      entry.timer = undefined;
+      return;
+    }
     entry.timer = setTimeout(() => {
       if (this.#entries.get(id) === entry) entry.deadlines.onTimeout(this.#now() - entry.started);
     }, wait);

@@ -135,6 +135,11 @@ export class Access {
     }
   }
 
+  /** Whether policy decides what this principal sees (lists then differ between principals). */
+  get shaped(): boolean {
+    return this.#teams !== undefined;
+  }
+
   /** Whether this principal may see (and so use) anything of `upstream`. */
   canSeeUpstream(upstream: string): boolean {
     if (!this.#teams) return true;

@@ -66,6 +66,11 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
       if (session.closed) throw new GatewayError('upstream_closed', 'the client session has ended');
       throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (the client did not declare it)` });
     }
+    if (session.stateless && context === undefined) {
+      // A 2026-07-28 client is asked for input only within a request it made (mrtr.mdx).
+      metrics.serverRequests.inc({ method, outcome: 'refused' });
+      throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (the client can answer it only within one of its requests)` });
+    }
     const upstreamToken = metaOf(request.params)?.progressToken;
     const localTask = relatedTaskId(request.params);
     const { id, result } = session.sendRequestToClient(

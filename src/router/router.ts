@@ -17,9 +17,9 @@ import {
   type JsonRpcResponse,
 } from '../mcp/jsonrpc.js';
 import { mapRelatedTask } from '../mcp/tasks.js';
-import { negotiateVersion } from '../mcp/versions.js';
+import { LATEST_VERSION, negotiateVersion } from '../mcp/versions.js';
 import { randomBytes } from 'node:crypto';
-import type { DownstreamSession } from '../session/session.js';
+import type { DownstreamSession, SessionInfo } from '../session/session.js';
 import type { SessionTokens, UpstreamState } from '../session/token.js';
 import type { SessionStore } from '../session/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
@@ -106,21 +106,8 @@ export class Router {
       throw new GatewayError('invalid_params', 'initialize needs protocolVersion, capabilities and clientInfo');
     }
     const protocolVersion = negotiateVersion(params.protocolVersion);
-    const { pool, sessions, logger } = this.#deps;
-    const session = sessions.create({
-      protocolVersion,
-      clientCapabilities: params.capabilities,
-      clientInfo: params.clientInfo,
-      ...(context.principal ? { principal: context.principal.id } : {}),
-    });
-    session.principal = context.principal;
-    session.access = this.#deps.policy().access(context.principal);
-    // Upstreams the session's teams cannot see are never opened: nothing of theirs, not even a
-    // notification or a capability, can reach this client.
-    const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
-    const upstreamParams = { protocolVersion, capabilities: params.capabilities, clientInfo: params.clientInfo };
-    const instructions = await this.#openUpstreams(session, names, upstreamParams);
-    session.capabilities = mergeCapabilities([...session.upstreams.values()].map((c) => c.capabilities));
+    const { sessions } = this.#deps;
+    const { session, instructions } = await this.#open({ protocolVersion, clientCapabilities: params.capabilities, clientInfo: params.clientInfo }, context);
     const { tokens } = this.#deps;
     if (tokens) sessions.assignId(session, tokens.seal(this.#claims(session)));
     const result: JsonObject = {
@@ -128,9 +115,36 @@ export class Router {
       capabilities: session.capabilities,
       serverInfo: { name: GATEWAY_NAME, version: GATEWAY_VERSION },
     };
-    if (instructions.length > 0) result.instructions = instructions.join('\n\n');
+    if (instructions !== undefined) result.instructions = instructions;
     this.#deps.metrics.countRequest('initialize', 'none', 'ok');
     return { session, response: success(request.id, result) };
+  }
+
+  /**
+   * The gateway's session for a 2026-07-28 client (which has none of its own): opened like an
+   * initialized one, with the capabilities and info the request's `_meta` carries, and the
+   * newest sessions-era version towards upstreams of that era. Its id never reaches a client.
+   */
+  async openStateless(clientCapabilities: JsonObject, clientInfo: JsonObject, context: RequestContext): Promise<DownstreamSession> {
+    const { session } = await this.#open({ protocolVersion: LATEST_VERSION, clientCapabilities, clientInfo }, context, true);
+    return session;
+  }
+
+  /** Creates a session and opens every upstream its teams can see, in parallel. */
+  async #open(info: Omit<SessionInfo, 'principal'>, context: RequestContext, stateless = false): Promise<{ session: DownstreamSession; instructions: string | undefined }> {
+    const { pool, sessions } = this.#deps;
+    const session = sessions.create({ ...info, ...(context.principal ? { principal: context.principal.id } : {}) });
+    session.stateless = stateless;
+    session.principal = context.principal;
+    session.access = this.#deps.policy().access(context.principal);
+    // Upstreams the session's teams cannot see are never opened: nothing of theirs, not even a
+    // notification or a capability, can reach this client.
+    const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
+    const upstreamParams = { protocolVersion: info.protocolVersion, capabilities: info.clientCapabilities, clientInfo: info.clientInfo };
+    const instructions = await this.#openUpstreams(session, names, upstreamParams);
+    session.capabilities = mergeCapabilities([...session.upstreams.values()].map((c) => c.capabilities));
+    if (instructions.length > 0) session.instructions = instructions.join('\n\n');
+    return { session, instructions: session.instructions };
   }
 
   /**

@@ -54,6 +54,14 @@ export class DownstreamSession {
   readonly shared = new Map<string, () => void>();
   /** What the gateway advertised to this client. */
   capabilities: JsonObject = {};
+  /** The upstreams' instructions, merged. */
+  instructions: string | undefined;
+  /**
+   * The gateway's own session for a 2026-07-28 client: it has no id the client knows and no GET
+   * stream; what would go there reaches `ondeliver` (its subscriptions/listen streams).
+   */
+  stateless = false;
+  ondeliver: ((message: JsonRpcMessage) => void) | undefined;
   /** Who opened the session (with auth configured). */
   principal: Principal | undefined;
   /** What its teams may see and call; set at initialize and on a policy reload. */
@@ -187,7 +195,9 @@ export class DownstreamSession {
 
   /** Sends a message on the standalone stream (delivered now, or when the client attaches). */
   deliver(message: JsonRpcMessage): void {
-    if (!this.#closed) this.standalone.send(message);
+    if (this.#closed) return;
+    if (this.stateless) this.ondeliver?.(message);
+    else this.standalone.send(message);
   }
 
   /** Registers a request to the client and returns the id to send it with. */

@@ -71,9 +71,18 @@ export class ReconnectingTransport implements Transport {
     await this.#inner.start();
   }
 
+  setProtocolVersion(protocolVersion: string | undefined): void {
+    this.#protocolVersion = protocolVersion;
+    this.#inner.setProtocolVersion?.(protocolVersion);
+  }
+
   sessionEstablished(protocolVersion: string): void {
     this.#protocolVersion = protocolVersion;
     this.#inner.sessionEstablished?.(protocolVersion);
+  }
+
+  get cancelsByClosing(): boolean {
+    return this.#inner.cancelsByClosing === true;
   }
 
   async send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
@@ -195,7 +204,11 @@ export class ReconnectingTransport implements Transport {
   /** Replays the initialize handshake on a new inner transport; resolves with its result. */
   async #handshake(inner: Transport): Promise<JsonObject> {
     await inner.start();
-    if (!this.#initialize) return {};
+    if (!this.#initialize) {
+      // Nothing to replay (a 2026-07-28 server has no handshake): the version carries over.
+      if (this.#protocolVersion) inner.sessionEstablished?.(this.#protocolVersion);
+      return {};
+    }
     const id = `${REINIT_ID_PREFIX}${++this.#reinits}`;
     let timer: NodeJS.Timeout | undefined;
     const answered = new Promise<JsonObject>((resolve, reject) => {

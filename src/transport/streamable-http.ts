@@ -2,6 +2,7 @@
 // one POST per message, answered by JSON or an SSE stream; a GET stream for server-initiated
 // messages once the session is established; DELETE on close.
 import type { Dispatcher } from 'undici';
+import { encodeHeaderValue, isModernVersion, mirroredName } from '../mcp/era.js';
 import { isObject, isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
 import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError, readBounded } from './http-common.js';
@@ -87,9 +88,18 @@ export class StreamableHttpTransport implements Transport {
 
   async start(): Promise<void> {}
 
+  setProtocolVersion(protocolVersion: string | undefined): void {
+    this.#protocolVersion = protocolVersion;
+  }
+
   sessionEstablished(protocolVersion: string): void {
     this.#protocolVersion = protocolVersion;
-    void this.#listen();
+    // 2026-07-28 has no GET stream: change notifications come from subscriptions/listen.
+    if (!isModernVersion(protocolVersion)) void this.#listen();
+  }
+
+  get cancelsByClosing(): boolean {
+    return isModernVersion(this.#protocolVersion);
   }
 
   async send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
@@ -142,7 +152,7 @@ export class StreamableHttpTransport implements Transport {
         origin: this.#origin,
         path: this.#path,
         method: 'POST',
-        headers: this.#headers(POST_HEADERS, traceHeaders(message), authorization),
+        headers: this.#headers(POST_HEADERS, traceHeaders(message), this.#mirrorHeaders(message), authorization),
         body: JSON.stringify(message),
         signal,
       });
@@ -230,7 +240,14 @@ export class StreamableHttpTransport implements Transport {
     }
   }
 
-  #headers(...extra: Record<string, string>[]): Record<string, string> {
+  /** 2026-07-28: the method and the name the body carries, mirrored for intermediaries. */
+  #mirrorHeaders(message: JsonRpcMessage): Readonly<Record<string, string>> {
+    if (!isModernVersion(this.#protocolVersion) || !('method' in message)) return NO_HEADERS;
+    const name = 'id' in message ? mirroredName(message) : undefined;
+    return name === undefined ? { 'mcp-method': message.method } : { 'mcp-method': message.method, 'mcp-name': encodeHeaderValue(name) };
+  }
+
+  #headers(...extra: Readonly<Record<string, string>>[]): Record<string, string> {
     const headers: Record<string, string> = Object.assign({}, this.#options.headers, ...extra);
     if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
     if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;

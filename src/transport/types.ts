@@ -30,8 +30,22 @@ export interface Transport {
   send(message: JsonRpcMessage, options?: SendOptions): Promise<void>;
   /** Ends the session and releases everything; idempotent. */
   close(): Promise<void>;
-  /** Called by the client once the initialize handshake is done (HTTP opens its GET stream). */
+  /**
+   * The protocol version messages are sent under, from the first one (a 2026-07-28
+   * server/discover probe) on: Streamable HTTP puts it, and for 2026-07-28 the Mcp-Method and
+   * Mcp-Name headers, on every POST. Undefined goes back to none (a legacy initialize).
+   */
+  setProtocolVersion?(protocolVersion: string | undefined): void;
+  /**
+   * Called by the client once the session is established: after the initialize handshake (HTTP
+   * opens its GET stream), or once a 2026-07-28 server was discovered (nothing to open).
+   */
   sessionEstablished?(protocolVersion: string): void;
+  /**
+   * Whether closing a request's exchange is its cancellation (2026-07-28 over HTTP: the server
+   * treats a closed response stream as cancellation and expects no notifications/cancelled).
+   */
+  readonly cancelsByClosing?: boolean;
   /** The upstream's own session id, when it has one (Streamable HTTP). */
   readonly sessionId?: string | undefined;
 

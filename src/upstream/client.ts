@@ -3,6 +3,12 @@
 // gateway's request id, mapped back to the caller's own token; progress restarts the idle
 // deadline but never the total one. Abort and timeout send notifications/cancelled with the
 // upstream's id; close rejects everything pending. Nothing waits forever.
+//
+// The era is found at connect: a server/discover probe first (unless the upstream's era is
+// known), then initialize if the server is of the sessions era. A 2026-07-28 upstream is called
+// statelessly: every request carries the session's envelope in `_meta`, input_required results
+// become the same server-initiated requests a sessions-era server sends (modern.ts), and
+// change notifications come from a subscriptions/listen stream.
 import { ErrorCode, GatewayError, RpcError, toJsonRpcError } from '../mcp/errors.js';
 import {
   failure,
@@ -23,7 +29,9 @@ import {
 } from '../mcp/jsonrpc.js';
 import { PendingRequests } from '../mcp/pending.js';
 import { createdTaskId, isTerminalTaskStatus } from '../mcp/tasks.js';
-import { isSupportedVersion } from '../mcp/versions.js';
+import { isModernVersion, MODERN_VERSION } from '../mcp/era.js';
+import { isSupportedVersion, LATEST_VERSION } from '../mcp/versions.js';
+import { ChangeListener, completeRounds, eraFromProbe, initFromDiscover, listenFilter, withEnvelope, withoutSubscriptionId, type Envelope, type UpstreamEra } from './modern.js';
 import type { Logger } from '../util/log.js';
 import { TransportError, type MessageExtra, type Transport } from '../transport/types.js';
 import { Cancellation, type CancelSignal } from '../util/cancel.js';
@@ -82,6 +90,11 @@ export interface UpstreamClientOptions {
   onUnknownResponse?: () => void;
 }
 
+/** A 2026-07-28 server that has not answered server/discover in this long is of the sessions era (stdio). */
+const PROBE_TIMEOUT_MS = 10_000;
+/** Ids of the server-initiated requests made from a 2026-07-28 server's input requests. */
+const INPUT_ID_PREFIX = 'input-';
+
 /** Requests whose server-initiated messages may belong to them (not lists or pings). */
 const WORK_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete', 'tasks/result']);
 const MAX_TASK_ROUTES = 1_000;
@@ -96,6 +109,12 @@ export class UpstreamClient {
   #nextId = 0;
   #closed = false;
   #init: InitializeResult | undefined;
+  /** Set for a 2026-07-28 upstream: what every request says about the client session. */
+  #envelope: Envelope | undefined;
+  #listener: ChangeListener | undefined;
+  /** Resource URIs (the upstream's own) subscribed to through the listen stream (2026-07-28). */
+  readonly #subscribed = new Set<string>();
+  #inputIds = 0;
   /** The handshake's last step (notifications/initialized) in flight; requests wait for it. */
   #handshake: Promise<void> | undefined;
   /** Responses whose id matched nothing pending (late, duplicate or bogus). */
@@ -143,15 +162,41 @@ export class UpstreamClient {
     return this.#pending.size;
   }
 
-  /** Starts the transport and performs the initialize handshake within `timeoutMs`. */
-  async connect(params: JsonObject, timeoutMs: number): Promise<InitializeResult> {
+  /** The upstream's era, known once connected. */
+  get era(): UpstreamEra {
+    return this.#envelope ? 'modern' : 'legacy';
+  }
+
+  /**
+   * Starts the transport and finds the upstream's era within `timeoutMs`: server/discover first
+   * (unless `era.known` says the upstream is of the sessions era), then the initialize
+   * handshake when it is. `era.learn` hears what was found.
+   */
+  async connect(params: JsonObject, timeoutMs: number, era: { known?: UpstreamEra; learn?: (era: UpstreamEra) => void } = {}): Promise<InitializeResult> {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new GatewayError('upstream_timeout', `upstream ${this.name} did not initialize within ${timeoutMs} ms`)), timeoutMs);
     });
     try {
       await Promise.race([this.#transport.start(), timedOut]);
-      const result = await Promise.race([this.request('initialize', params, { timeoutMs, maxTotalMs: timeoutMs }), timedOut]);
+      if (era.known !== 'legacy') {
+        const envelope: Envelope = { clientCapabilities: isObject(params.capabilities) ? params.capabilities : {}, clientInfo: isObject(params.clientInfo) ? params.clientInfo : {} };
+        const discovered = await Promise.race([this.#discover(envelope, Math.min(timeoutMs, PROBE_TIMEOUT_MS)), timedOut]);
+        era.learn?.(discovered ? 'modern' : 'legacy');
+        if (discovered) {
+          this.#init = discovered;
+          this.#envelope = envelope;
+          this.#transport.sessionEstablished?.(discovered.protocolVersion);
+          this.#listener = new ChangeListener(
+            (filter, cancel) => this.#send('subscriptions/listen', { notifications: filter }, { signal: cancel, timeoutMs: Infinity, maxTotalMs: Infinity }),
+            () => listenFilter(this.capabilities, this.#subscribed),
+          );
+          this.#listener.refresh();
+          return discovered;
+        }
+      }
+      const legacyParams = isModernVersion(params.protocolVersion) ? { ...params, protocolVersion: LATEST_VERSION } : params;
+      const result = await Promise.race([this.request('initialize', legacyParams, { timeoutMs, maxTotalMs: timeoutMs }), timedOut]);
       const init = parseInitializeResult(result);
       if (!init) throw new GatewayError('upstream_protocol', `upstream ${this.name} sent an invalid initialize result`);
       if (!isSupportedVersion(init.protocolVersion)) {
@@ -171,6 +216,21 @@ export class UpstreamClient {
       if (!this.#handshake) clearTimeout(timer);
       else void this.#handshake.finally(() => clearTimeout(timer));
     }
+  }
+
+  /** Probes with server/discover: the discovery result of a 2026-07-28 server, undefined for a sessions-era one. */
+  async #discover(envelope: Envelope, timeoutMs: number): Promise<InitializeResult | undefined> {
+    this.#transport.setProtocolVersion?.(MODERN_VERSION);
+    const outcome = await this.#send('server/discover', withEnvelope(undefined, envelope), { timeoutMs, maxTotalMs: timeoutMs }).catch((err: unknown) =>
+      err instanceof Error ? err : new Error(String(err)),
+    );
+    const era = eraFromProbe(outcome instanceof Error ? unwrapTransportError(outcome) : outcome);
+    if (era instanceof Error) throw new GatewayError('upstream_unavailable', `upstream ${this.name}: ${era.message}`, { cause: era });
+    if (era === 'legacy') {
+      this.#transport.setProtocolVersion?.(undefined);
+      return undefined;
+    }
+    return initFromDiscover(outcome as JsonObject);
   }
 
   async #finishHandshake(init: InitializeResult, timedOut: Promise<never>): Promise<void> {
@@ -202,11 +262,54 @@ export class UpstreamClient {
 
   request(method: string, params?: JsonObject, options: RequestOptions = {}): Promise<JsonObject> {
     if (this.#handshake && method !== 'initialize') return this.#handshake.then(() => this.request(method, params, options));
+    return this.#envelope ? this.#modernRequest(this.#envelope, method, params, options) : this.#send(method, params, options);
+  }
+
+  /**
+   * A request to a 2026-07-28 server. What the sessions era did with requests of its own is
+   * kept here: the log level and resource subscriptions become part of what the session says
+   * (envelope, listen filter), ping needs no answer from a stateless server, and input_required
+   * is driven to the final result.
+   */
+  async #modernRequest(envelope: Envelope, method: string, params: JsonObject | undefined, options: RequestOptions): Promise<JsonObject> {
+    switch (method) {
+      case 'ping':
+        return {};
+      case 'logging/setLevel':
+        if (typeof params?.level === 'string') envelope.logLevel = params.level;
+        return {};
+      case 'resources/subscribe':
+      case 'resources/unsubscribe': {
+        if (typeof params?.uri !== 'string') throw new GatewayError('invalid_params', `${method} needs a uri`);
+        const changed = method === 'resources/subscribe' ? !this.#subscribed.has(params.uri) && !!this.#subscribed.add(params.uri) : this.#subscribed.delete(params.uri);
+        if (changed) this.#listener?.refresh();
+        return {};
+      }
+      default: {
+        const first = await this.#send(method, params, options);
+        return completeRounds(
+          first,
+          (inputResponses, requestState) => this.#send(method, { ...params, inputResponses, ...(requestState === undefined ? {} : { requestState }) }, options),
+          (inputMethod, inputParams) => this.#askClient(inputMethod, inputParams, options.context),
+        );
+      }
+    }
+  }
+
+  /** An input request of a 2026-07-28 server, asked of the client as a server-initiated request. */
+  #askClient(method: string, params: JsonObject | undefined, context: unknown): Promise<JsonObject> {
+    if (!this.onrequest) return Promise.reject(new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` }));
+    const id = `${INPUT_ID_PREFIX}${++this.#inputIds}`;
+    return this.onrequest(params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params }, context);
+  }
+
+  #send(method: string, params: JsonObject | undefined, options: RequestOptions): Promise<JsonObject> {
     if (this.#closed) return Promise.reject(new GatewayError('upstream_closed', `upstream ${this.name} is closed`));
     if (options.signal?.aborted) return Promise.reject(new GatewayError('cancelled', 'request cancelled'));
     const id = ++this.#nextId;
     const progressToken = progressTokenOf(params);
-    const outgoing = progressToken === undefined ? params : withProgressToken(params!, id);
+    const tokened = progressToken === undefined ? params : withProgressToken(params!, id);
+    const outgoing = this.#envelope ? withEnvelope(tokened, this.#envelope) : tokened;
     const signal = options.signal;
     const onAbort = (): void => {
       const reason = signal?.reason;
@@ -237,14 +340,17 @@ export class UpstreamClient {
   async notify(method: string, params?: JsonObject): Promise<void> {
     if (this.#handshake && method !== 'notifications/initialized') await this.#handshake;
     if (this.#closed) throw new GatewayError('upstream_closed', `upstream ${this.name} is closed`);
+    // A 2026-07-28 server takes one client notification, cancellation (and only on stdio).
+    if (this.#envelope && method !== 'notifications/cancelled') return;
     try {
-      await this.#transport.send(notification(method, params));
+      await this.#transport.send(notification(method, this.#envelope ? withEnvelope(params, this.#envelope) : params));
     } catch (err) {
       throw this.#wrap(err);
     }
   }
 
   async close(): Promise<void> {
+    this.#listener?.close();
     if (!this.#closed) {
       this.#closed = true;
       this.#abandonAll(new GatewayError('upstream_closed', `upstream ${this.name} closed`));
@@ -264,9 +370,10 @@ export class UpstreamClient {
     if (!pending) return;
     pending.exchange.abort();
     // The spec forbids cancelling initialize; a failed handshake closes the transport instead.
+    // A 2026-07-28 server over HTTP took the closed exchange as the cancellation.
     if (!this.#closed && pending.method !== 'initialize') {
       this.#options.onCancel?.(reason);
-      this.#transport.send(notification('notifications/cancelled', { requestId: id, reason })).catch(() => {});
+      if (!this.#transport.cancelsByClosing) this.notify('notifications/cancelled', { requestId: id, reason }).catch(() => {});
     }
   }
 
@@ -304,6 +411,7 @@ export class UpstreamClient {
       void this.#answer(message, this.#relatedContext(extra));
       return;
     }
+    if (this.#envelope && message.params) message = { ...message, params: withoutSubscriptionId(message.params) };
     if (message.method === 'notifications/progress' && this.#onProgress(message)) return;
     if (message.method === 'notifications/tasks/status') this.#onTaskStatus(message.params);
     const related = extra?.relatedRequestId === undefined ? undefined : this.#pending.get(extra.relatedRequestId)?.context;
@@ -399,4 +507,9 @@ function parseInitializeResult(result: JsonObject): InitializeResult | undefined
   };
   if (typeof result.instructions === 'string') init.instructions = result.instructions;
   return init;
+}
+
+/** The transport's own error behind a wrapped one (what the probe's answer was: an HTTP status). */
+function unwrapTransportError(err: Error): Error {
+  return err instanceof GatewayError && err.cause instanceof TransportError ? err.cause : err;
 }

@@ -19,6 +19,7 @@ import { GetStreamSupport, StreamableHttpTransport } from '../transport/streamab
 import type { Transport } from '../transport/types.js';
 import type { Logger } from '../util/log.js';
 import { UpstreamClient } from './client.js';
+import type { UpstreamEra } from './modern.js';
 
 export interface UpstreamPoolDeps {
   dispatcher: Dispatcher;
@@ -76,6 +77,8 @@ export class UpstreamPool {
   readonly #deps: UpstreamPoolDeps;
   readonly #health = new Map<string, UpstreamHealth>();
   readonly #breakers = new Map<string, CircuitBreaker>();
+  /** The protocol era each upstream turned out to speak (`era: auto`), so later sessions skip the probe. */
+  readonly #eras = new Map<string, UpstreamEra>();
   /** Per Streamable HTTP upstream: whether it serves GET streams, as its sessions learn it. */
   readonly #getStreams = new Map<string, GetStreamSupport>();
   readonly #credentials = new Map<string, ClientCredentials>();
@@ -127,6 +130,7 @@ export class UpstreamPool {
       this.#health.delete(name);
       this.#breakers.delete(name);
       this.#getStreams.delete(name);
+      this.#eras.delete(name);
       this.#credentials.delete(name);
     }
     for (const name of [...changes.added, ...changes.changed]) {
@@ -166,7 +170,7 @@ export class UpstreamPool {
     prepare?.(client);
     const health = this.#health.get(name)!;
     try {
-      await client.connect(initializeParams, config.initTimeoutMs);
+      await this.#connect(name, config, client, initializeParams);
     } catch (err) {
       this.#record(health, 'down', err instanceof Error ? err.message : String(err));
       throw err;
@@ -211,7 +215,7 @@ export class UpstreamPool {
       const { client, opened } = this.#client(name, config, this.#transport(name, config, this.#logger(name)));
       const entry: SharedChild = { client, refs: 0, starting: true, ready: Promise.resolve() };
       entry.ready = client
-        .connect({ protocolVersion: LATEST_VERSION, capabilities: {}, clientInfo: SHARED_CLIENT }, config.initTimeoutMs)
+        .connect({ protocolVersion: LATEST_VERSION, capabilities: {}, clientInfo: SHARED_CLIENT }, config.initTimeoutMs, this.#eraChoice(name, config))
         .then(
           async () => {
             opened();
@@ -303,6 +307,22 @@ export class UpstreamPool {
   }
 
   /** A client with health, metrics and lifetime accounting; `opened` counts it as a session. */
+  /** What is known of the upstream's era, and where to remember what its first session finds. */
+  #eraChoice(name: string, config: UpstreamConfig): { known?: UpstreamEra; learn?: (era: UpstreamEra) => void } {
+    if (config.era === 'sessions' || config.http?.transport === 'sse') return { known: 'legacy' };
+    const known = this.#eras.get(name);
+    return { ...(known ? { known } : {}), learn: (era) => this.#eras.set(name, era) };
+  }
+
+  /** Connects a new client, holding a stateless-only upstream to its word. */
+  async #connect(name: string, config: UpstreamConfig, client: UpstreamClient, params: JsonObject): Promise<void> {
+    await client.connect(params, config.initTimeoutMs, this.#eraChoice(name, config));
+    if (config.era === 'stateless' && client.era !== 'modern') {
+      void client.close();
+      throw new GatewayError('upstream_protocol', `upstream ${name} is configured as stateless (2026-07-28) but answered server/discover as a sessions-era server`);
+    }
+  }
+
   #client(name: string, config: UpstreamConfig, transport: Transport): { client: UpstreamClient; opened: () => void } {
     const logger = this.#logger(name);
     const health = this.#health.get(name)!;

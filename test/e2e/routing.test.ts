@@ -44,7 +44,8 @@ describe('routing', () => {
     await expect(client.setLoggingLevel('debug')).resolves.toEqual({});
     await expect(client.subscribeResource({ uri: 'paged+fixture://item/1' })).rejects.toMatchObject({ code: -32601 });
     const unhandled = JSON.parse(textOf(await client.callTool({ name: 'paged__unhandled', arguments: {} }))) as string[];
-    expect(unhandled).toEqual([]);
+    // Only the era probe, which every upstream must answer (2026-07-28 server/discover.mdx).
+    expect(unhandled).toEqual(['server/discover']);
     // The same calls on everything, which declares both, succeed.
     const { resources } = await client.listResources();
     const uri = resources.find((r) => r.uri.startsWith('everything+'))!.uri;

@@ -1,0 +1,221 @@
+// What the upstream client needs to call a 2026-07-28 server: discovery (and telling a
+// sessions-era server apart), the `_meta` envelope every request carries, and the shape of
+// multi round-trip results (spec/2026-07-28: basic/versioning.mdx, server/discover.mdx,
+// basic/patterns/mrtr.mdx).
+import { META, MODERN_VERSION, ModernErrorCode, isModernVersion } from '../mcp/era.js';
+import { GatewayError, RpcError } from '../mcp/errors.js';
+import { isObject, metaOf, type JsonObject } from '../mcp/jsonrpc.js';
+import { TransportError } from '../transport/types.js';
+import { Cancellation } from '../util/cancel.js';
+
+export type UpstreamEra = 'modern' | 'legacy';
+
+/** What the client session says about itself on every request to a 2026-07-28 server. */
+export interface Envelope {
+  clientCapabilities: JsonObject;
+  clientInfo: JsonObject;
+  /** The level the client asked for (logging/setLevel, or its own `_meta` logLevel). */
+  logLevel?: string;
+}
+
+export function withEnvelope(params: JsonObject | undefined, envelope: Envelope): JsonObject {
+  const meta: JsonObject = {
+    ...metaOf(params),
+    [META.protocolVersion]: MODERN_VERSION,
+    [META.clientCapabilities]: envelope.clientCapabilities,
+    [META.clientInfo]: envelope.clientInfo,
+  };
+  if (envelope.logLevel !== undefined) meta[META.logLevel] = envelope.logLevel;
+  return { ...params, _meta: meta };
+}
+
+/**
+ * What a server/discover probe says about the server's era (versioning.mdx "Backward
+ * Compatibility"): a DiscoverResult offering 2026-07-28 is modern; any other answer the server
+ * gave (a JSON-RPC error, an HTTP 4xx, silence) is a sessions-era server. A refused credential
+ * or a server or network failure is no answer: the error is returned to fail the connection.
+ */
+export function eraFromProbe(outcome: JsonObject | Error): UpstreamEra | Error {
+  if (!(outcome instanceof Error)) {
+    const versions = outcome.supportedVersions;
+    if (Array.isArray(versions) && versions.includes(MODERN_VERSION)) return 'modern';
+    if (Array.isArray(versions) && versions.some(isModernVersion)) return new Error(`the upstream offers no protocol version the gateway speaks (${versions.join(', ')})`);
+    return 'legacy';
+  }
+  if (outcome instanceof RpcError) {
+    if (outcome.error.code !== ModernErrorCode.UnsupportedProtocolVersion) return 'legacy';
+    const data = outcome.error.data;
+    const supported = isObject(data) && Array.isArray(data.supported) ? data.supported : [];
+    return supported.some(isModernVersion) ? new Error(`the upstream does not accept ${MODERN_VERSION} (it offers ${supported.join(', ')})`) : 'legacy';
+  }
+  if (outcome instanceof TransportError) {
+    const status = outcome.status;
+    if (status === 401 || status === 403) return outcome;
+    if (status !== undefined && status >= 400 && status < 500) return 'legacy';
+    return outcome;
+  }
+  // The probe timed out (a stdio server that ignores unknown requests before initialize).
+  return 'legacy';
+}
+
+/** The discovery result in the shape the rest of the gateway knows from initialize. */
+export function initFromDiscover(result: JsonObject): { protocolVersion: string; capabilities: JsonObject; serverInfo: JsonObject; instructions?: string } {
+  const info = metaOf(result)?.[META.serverInfo];
+  const serverInfo = isObject(info) ? info : {};
+  const init: { protocolVersion: string; capabilities: JsonObject; serverInfo: JsonObject; instructions?: string } = {
+    protocolVersion: MODERN_VERSION,
+    capabilities: isObject(result.capabilities) ? result.capabilities : {},
+    serverInfo,
+  };
+  if (typeof result.instructions === 'string') init.instructions = result.instructions;
+  return init;
+}
+
+/**
+ * A 2026-07-28 result as the gateway's core handles results: the wire-only fields dropped
+ * (resultType "complete", caching hints, serverInfo, a subscription id). The downstream side
+ * adds its own for clients of that era.
+ */
+export function withoutWireFields(result: JsonObject): JsonObject {
+  const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...rest } = result;
+  const meta = metaOf(rest);
+  if (!meta || !(META.serverInfo in meta || META.subscriptionId in meta)) return rest;
+  const { [META.serverInfo]: _info, [META.subscriptionId]: _sub, ...others } = meta;
+  if (Object.keys(others).length === 0) {
+    const { _meta: _dropped, ...bare } = rest;
+    return bare;
+  }
+  return { ...rest, _meta: others };
+}
+
+/** The requests an input_required result asks the client to fulfil, by the server's keys. */
+export function inputRequestsOf(result: JsonObject): { key: string; method: string; params: JsonObject | undefined }[] | undefined {
+  if (result.resultType !== 'input_required') return undefined;
+  const requests = isObject(result.inputRequests) ? result.inputRequests : {};
+  const out: { key: string; method: string; params: JsonObject | undefined }[] = [];
+  for (const [key, value] of Object.entries(requests)) {
+    if (!isObject(value) || typeof value.method !== 'string') continue;
+    out.push({ key, method: value.method, params: isObject(value.params) ? value.params : undefined });
+  }
+  return out;
+}
+
+/** Notification params without the upstream's subscription id (the client has its own, if any). */
+export function withoutSubscriptionId(params: JsonObject | undefined): JsonObject | undefined {
+  const meta = metaOf(params);
+  if (!params || !meta || !(META.subscriptionId in meta)) return params;
+  const { [META.subscriptionId]: _id, ...others } = meta;
+  const { _meta: _dropped, ...rest } = params;
+  return Object.keys(others).length === 0 ? rest : { ...rest, _meta: others };
+}
+
+/** A server asking for input more often than this on one request is broken (or hostile). */
+const MAX_INPUT_ROUNDS = 16;
+
+/**
+ * Drives a multi round-trip request to its end: while the server answers input_required, each
+ * input request is asked of the client (`ask`: the same path a sessions-era server's own
+ * elicitation, sampling or roots request takes) and the request is sent again (`next`) with
+ * the answers and the server's requestState, unchanged.
+ */
+export async function completeRounds(
+  first: JsonObject,
+  next: (inputResponses: JsonObject, requestState: string | undefined) => Promise<JsonObject>,
+  ask: (method: string, params: JsonObject | undefined) => Promise<JsonObject>,
+): Promise<JsonObject> {
+  let result = first;
+  for (let round = 0; ; round++) {
+    const requests = inputRequestsOf(result);
+    if (!requests) return withoutWireFields(result);
+    if (round >= MAX_INPUT_ROUNDS) throw new GatewayError('upstream_protocol', `the upstream asked for input ${MAX_INPUT_ROUNDS} times on one request`);
+    if (requests.length === 0 && typeof result.requestState !== 'string') throw new GatewayError('upstream_protocol', 'the upstream answered input_required with neither inputRequests nor requestState');
+    const responses: JsonObject = {};
+    await Promise.all(
+      requests.map(async (request) => {
+        responses[request.key] = await ask(request.method, request.params);
+      }),
+    );
+    result = await next(responses, typeof result.requestState === 'string' ? result.requestState : undefined);
+  }
+}
+
+/**
+ * Keeps one subscriptions/listen request open to a 2026-07-28 server for what the client
+ * session needs (list changes the server announces, resources it subscribed to), opened again
+ * at once when that changes and after a backoff when the server ends it.
+ */
+export class ChangeListener {
+  readonly #open: (filter: JsonObject, cancel: Cancellation) => Promise<unknown>;
+  readonly #filter: () => JsonObject | undefined;
+  #current: Cancellation | undefined;
+  #pause: Cancellation | undefined;
+  #running = false;
+  #closed = false;
+
+  /** `open` sends the listen request and settles when it ends; `filter` is read at each (re)open. */
+  constructor(open: (filter: JsonObject, cancel: Cancellation) => Promise<unknown>, filter: () => JsonObject | undefined) {
+    this.#open = open;
+    this.#filter = filter;
+  }
+
+  /** The filter changed (or listening should start): reopen now. */
+  refresh(): void {
+    if (this.#closed) return;
+    if (!this.#running) {
+      void this.#run();
+      return;
+    }
+    this.#current?.abort('the filter changed');
+    this.#pause?.abort();
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#current?.abort('closed');
+    this.#pause?.abort();
+  }
+
+  async #run(): Promise<void> {
+    this.#running = true;
+    let delay = LISTEN_RETRY_MIN_MS;
+    try {
+      while (!this.#closed) {
+        const filter = this.#filter();
+        if (!filter) return;
+        const cancel = new Cancellation();
+        this.#current = cancel;
+        const opened = Date.now();
+        await this.#open(filter, cancel).catch(() => {});
+        if (this.#closed) return;
+        if (cancel.aborted) continue; // refreshed: the new filter goes out at once
+        if (Date.now() - opened > LISTEN_RETRY_MAX_MS) delay = LISTEN_RETRY_MIN_MS;
+        const pause = new Cancellation();
+        this.#pause = pause;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delay);
+          pause.addEventListener('abort', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+        delay = Math.min(delay * 2, LISTEN_RETRY_MAX_MS);
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+}
+
+const LISTEN_RETRY_MIN_MS = 1_000;
+const LISTEN_RETRY_MAX_MS = 30_000;
+
+/** The listen filter for what a server announces and the resources subscribed to; undefined when there is nothing to hear. */
+export function listenFilter(capabilities: JsonObject, resources: ReadonlySet<string>): JsonObject | undefined {
+  const filter: JsonObject = {};
+  const announces = (feature: string): boolean => isObject(capabilities[feature]) && (capabilities[feature] as JsonObject).listChanged === true;
+  if (announces('tools')) filter.toolsListChanged = true;
+  if (announces('prompts')) filter.promptsListChanged = true;
+  if (announces('resources')) filter.resourcesListChanged = true;
+  if (resources.size > 0) filter.resourceSubscriptions = [...resources];
+  return Object.keys(filter).length === 0 ? undefined : filter;
+}

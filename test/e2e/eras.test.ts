@@ -1,0 +1,157 @@
+// Both protocol eras through one endpoint: sessions-era clients (the v1 SDK) and 2026-07-28
+// clients (the v2 SDK), against a sessions-era upstream (server-everything over stdio) and a
+// 2026-07-28 upstream (the v2 server SDK over HTTP). Every pairing runs a tool, a call with
+// progress, a cancelled call and an elicitation round trip.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { join } from 'node:path';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
+import { poll } from '../helpers/cli.js';
+import { FIXTURES, NODE } from '../helpers/paths.js';
+import { stopChild, waitForLine } from '../helpers/processes.js';
+
+let modernUpstream: ChildProcessWithoutNullStreams;
+let gw: TestGateway;
+
+beforeAll(async () => {
+  modernUpstream = spawn(NODE, [join(FIXTURES, 'modern-server.mjs')], { stdio: 'pipe' });
+  const [, url] = await waitForLine(modernUpstream, /listening on (\S+)/);
+  gw = await startGateway({ upstreams: { everything: upstream.everything(), modern: upstream.http(url!) }, metrics: { enabled: true } });
+});
+
+afterAll(async () => {
+  await gw?.close();
+  if (modernUpstream) await stopChild(modernUpstream);
+});
+
+/** What both clients offer a test: one call shape, whatever the era. */
+interface AnyClient {
+  era: 'sessions' | '2026-07-28';
+  call(name: string, args: Record<string, unknown>, options?: { signal?: AbortSignal; onprogress?: (p: { progress: number }) => void }): Promise<unknown>;
+  elicited: string[];
+  close(): Promise<void>;
+}
+
+async function sessionsClient(): Promise<AnyClient> {
+  const elicited: string[] = [];
+  const client: Client = await connectClient(gw.url, { elicitation: {} }, (c) =>
+    c.setRequestHandler(ElicitRequestSchema, async (request) => {
+      elicited.push(String(request.params.message));
+      return { action: 'accept', content: { name: 'Ada', username: 'ada' } };
+    }),
+  );
+  return {
+    era: 'sessions',
+    elicited,
+    call: (name, args, options) => client.callTool({ name, arguments: args }, CallToolResultSchema, options),
+    close: () => client.close(),
+  };
+}
+
+async function modernClient(): Promise<AnyClient> {
+  const elicited: string[] = [];
+  const client = new ModernClient({ name: 'modern-test', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: { form: {} } } });
+  client.setRequestHandler('elicitation/create', async (request) => {
+    elicited.push(String((request.params as { message?: unknown }).message));
+    return { action: 'accept', content: { name: 'Ada', username: 'ada' } };
+  });
+  await client.connect(new ModernTransport(gw.url));
+  expect(client.getProtocolEra()).toBe('modern');
+  return {
+    era: '2026-07-28',
+    elicited,
+    call: (name, args, options) => client.callTool({ name, arguments: args }, options),
+    close: () => client.close(),
+  };
+}
+
+async function metric(line: RegExp): Promise<number> {
+  const text = await (await fetch(new URL('/metrics', gw.url))).text();
+  const found = text.split('\n').find((l) => line.test(l));
+  return found ? Number(found.split(' ').pop()) : 0;
+}
+
+/** What each pairing calls on each upstream. */
+const tools = {
+  everything: {
+    echo: ['everything__echo', { message: 'hi there' }],
+    progress: ['everything__trigger-long-running-operation', { duration: 0.3, steps: 3 }],
+    slow: ['everything__trigger-long-running-operation', { duration: 30, steps: 30 }],
+    ask: ['everything__trigger-elicitation-request', {}],
+  },
+  modern: {
+    echo: ['modern__echo', { message: 'hi there' }],
+    progress: ['modern__progress', { steps: 3 }],
+    slow: ['modern__slow', {}],
+    ask: ['modern__ask', {}],
+  },
+} as const;
+
+const clients = { 'sessions-era client': sessionsClient, '2026-07-28 client': modernClient };
+const pairings = Object.entries(clients).flatMap(([clientName, open]) => (['everything', 'modern'] as const).map((server) => ({ clientName, open, server })));
+
+describe.each(pairings)('$clientName → $server upstream', ({ open, server }) => {
+  const names = tools[server];
+
+  it('calls a tool', async () => {
+    const client = await open();
+    try {
+      const result = await client.call(names.echo[0], { ...names.echo[1] });
+      expect(textOf(result)).toContain('hi there');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('delivers progress to the caller, in order, before the result', async () => {
+    const client = await open();
+    try {
+      const seen: number[] = [];
+      const result = await client.call(names.progress[0], { ...names.progress[1] }, { onprogress: (p) => void seen.push(p.progress) });
+      expect(result).toMatchObject({ content: expect.any(Array) });
+      expect(seen.length).toBeGreaterThanOrEqual(1);
+      expect(seen).toEqual([...seen].sort((a, b) => a - b));
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('cancels the call upstream and stays usable', async () => {
+    const client = await open();
+    try {
+      const before = await metric(new RegExp(`^switchyard_cancellations_total\\{upstream="${server}",cause="client"\\}`));
+      const controller = new AbortController();
+      let started!: () => void;
+      const running = new Promise<void>((resolve) => (started = resolve));
+      // Both upstreams report progress once the call runs.
+      const call = client.call(names.slow[0], { ...names.slow[1] }, { signal: controller.signal, onprogress: () => started() });
+      await running;
+      controller.abort();
+      await expect(call).rejects.toThrow();
+      await until(async () => (await metric(new RegExp(`^switchyard_cancellations_total\\{upstream="${server}",cause="client"\\}`))) > before, 'the upstream cancellation');
+      if (server === 'modern') await until(async () => textOf(await client.call('modern__cancelled', {})) !== '0', 'the upstream to see the cancellation');
+      expect(textOf(await client.call(names.echo[0], { ...names.echo[1] }))).toContain('hi there');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('relays an elicitation round trip and returns its answer to the tool', async () => {
+    const client = await open();
+    try {
+      const result = await client.call(names.ask[0], { ...names.ask[1] });
+      expect(client.elicited).toHaveLength(1);
+      expect(JSON.stringify(result)).toContain('Ada');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+/** Polls until `probe` holds (bounded). */
+async function until(probe: () => Promise<boolean>, what: string): Promise<void> {
+  await poll(async () => ((await probe()) ? true : undefined), what);
+}
