@@ -122,16 +122,18 @@ class Exchange {
     if (isRequest(message)) return this.#ask(message);
     if (!('method' in message)) return;
     const sink = this.#sink;
-    if (!sink) return;
     if (message.method === 'notifications/progress') {
-      if (this.#progressToken === undefined) return;
+      if (this.#progressToken === undefined || !sink) return;
       sink.notify(notification(message.method, { ...message.params, progressToken: this.#progressToken as string | number }));
     } else if (message.method === 'notifications/message') {
       const level = typeof message.params?.level === 'string' ? LEVELS.indexOf(message.params.level) : -1;
-      if (this.#logLevel !== undefined && level >= LEVELS.indexOf(this.#logLevel)) sink.notify(message);
+      if (sink && this.#logLevel !== undefined && level >= LEVELS.indexOf(this.#logLevel)) sink.notify(message);
     } else if (message.method === 'notifications/cancelled') {
       // The upstream gave up an input request it had asked for.
       for (const [key, entry] of this.outstanding) if (entry.id === message.params?.requestId) this.outstanding.delete(key);
+    } else {
+      // List changes and resource updates are not the request's: they go to subscriptions.
+      this.session.deliver(message);
     }
   }
 

@@ -93,6 +93,24 @@ const tools = {
 const clients = { 'sessions-era client': sessionsClient, '2026-07-28 client': modernClient };
 const pairings = Object.entries(clients).flatMap(([clientName, open]) => (['everything', 'modern'] as const).map((server) => ({ clientName, open, server })));
 
+describe('a 2026-07-28 upstream', () => {
+  it.each(Object.entries(clients))('is called statelessly with the %s\'s own info and capabilities in _meta', async (_name, open) => {
+    const client = await open();
+    try {
+      // The fixture refuses sessions-era requests and checks Mcp-Name against the body, so the
+      // call succeeding shows the headers carried the upstream's own tool name.
+      const envelope = JSON.parse(textOf(await client.call('modern__whoami', {}))) as Record<string, unknown>;
+      expect(envelope).toMatchObject({
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientInfo': { name: client.era === 'sessions' ? 'switchyard-test' : 'modern-test' },
+        'io.modelcontextprotocol/clientCapabilities': { elicitation: expect.any(Object) },
+      });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe.each(pairings)('$clientName → $server upstream', ({ open, server }) => {
   const names = tools[server];
 

@@ -1,0 +1,295 @@
+// 2026-07-28 on the wire, with raw HTTP: the era is decided per request, headers are checked
+// against the body, results carry resultType, serverInfo and caching hints, relayed
+// server requests become input_required, and subscriptions/listen tags what it delivers.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashApiKey } from '../../src/auth/api-keys.js';
+import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
+import { SseParser } from '../../src/util/sse.js';
+
+const V = '2026-07-28';
+const META = {
+  'io.modelcontextprotocol/protocolVersion': V,
+  'io.modelcontextprotocol/clientInfo': { name: 'wire-test', version: '1.0.0' },
+  'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+};
+
+let gw: TestGateway;
+
+beforeAll(async () => {
+  gw = await startGateway({ upstreams: { everything: upstream.everything(), rogue: upstream.rogue() } });
+});
+
+afterAll(async () => {
+  await gw?.close();
+});
+
+interface Sent {
+  status: number;
+  body: Record<string, unknown> | undefined;
+  messages: Record<string, unknown>[];
+}
+
+/** POSTs one message; reads a JSON body or every SSE event. */
+async function send(url: URL, message: Record<string, unknown>, headers: Record<string, string | undefined> = {}, signal?: AbortSignal): Promise<Sent> {
+  const defaults: Record<string, string | undefined> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': V,
+    'mcp-method': typeof message.method === 'string' ? message.method : undefined,
+  };
+  const merged = Object.fromEntries(Object.entries({ ...defaults, ...headers }).filter((e): e is [string, string] => e[1] !== undefined));
+  const res = await fetch(url, { method: 'POST', headers: merged, body: JSON.stringify(message), ...(signal ? { signal } : {}) });
+  const text = await res.text();
+  if (res.headers.get('content-type')?.startsWith('text/event-stream')) {
+    const parser = new SseParser();
+    const messages = parser.push(text).map((e) => JSON.parse(e.data) as Record<string, unknown>);
+    return { status: res.status, body: messages.at(-1), messages };
+  }
+  return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined, messages: [] };
+}
+
+const request = (id: number | string, method: string, params: Record<string, unknown> = {}, meta: Record<string, unknown> = META) => ({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } });
+const call = (id: number | string, name: string, args: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => request(id, 'tools/call', { name, arguments: args, ...extra });
+
+describe('validation', () => {
+  it('answers an unsupported version 400 / -32022 with the supported list', async () => {
+    const res = await send(gw.url, request(1, 'tools/list', {}, { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }), { 'mcp-protocol-version': '2099-01-01' });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ id: 1, error: { code: -32022, data: { requested: '2099-01-01' } } });
+    const supported = (res.body!.error as { data: { supported: string[] } }).data.supported;
+    expect(supported).toEqual(expect.arrayContaining([V, '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05']));
+  });
+
+  it('answers a request without the required _meta 400 / -32602', async () => {
+    const res = await send(gw.url, { jsonrpc: '2.0', id: 2, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': V } } });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ id: 2, error: { code: -32602, message: expect.stringContaining('clientCapabilities') } });
+  });
+
+  it.each([
+    ['a missing MCP-Protocol-Version', { 'mcp-protocol-version': undefined }, request(3, 'tools/list')],
+    ['a missing Mcp-Method', { 'mcp-method': undefined }, request(3, 'tools/list')],
+    ['an Mcp-Method other than the body', { 'mcp-method': 'prompts/list' }, request(3, 'tools/list')],
+    ['a missing Mcp-Name', {}, call(3, 'everything__echo', { message: 'x' })],
+    ['an Mcp-Name other than the body (policy and routing use the body)', { 'mcp-name': 'everything__get-env' }, call(3, 'everything__echo', { message: 'x' })],
+  ] as const)('answers %s 400 / -32020', async (_what, headers, message) => {
+    const res = await send(gw.url, message, headers);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ id: 3, error: { code: -32020, message: expect.stringContaining('Header mismatch') } });
+  });
+
+  it('answers a version header the body contradicts 400 / -32020', async () => {
+    const res = await send(gw.url, request(4, 'tools/list'), { 'mcp-protocol-version': '2025-11-25' });
+    // A sessions-era header with no session is a sessions-era request: it needs its session.
+    expect(res.status).toBe(400);
+    const mismatch = await send(gw.url, request(4, 'tools/list', {}, { ...META, 'io.modelcontextprotocol/protocolVersion': '2025-11-25' }));
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.body).toMatchObject({ id: 4, error: { code: -32020 } });
+  });
+
+  it('accepts an Mcp-Name in the Base64 sentinel form', async () => {
+    const res = await send(gw.url, call(5, 'everything__echo', { message: 'sentinel' }), { 'mcp-name': `=?base64?${Buffer.from('everything__echo').toString('base64')}?=` });
+    expect(res.status).toBe(200);
+    expect(textOf(res.body!.result)).toContain('sentinel');
+  });
+
+  it('answers an unknown method 404 / -32601, and a removed one too', async () => {
+    for (const method of ['nosuch/method', 'initialize', 'resources/subscribe', 'logging/setLevel']) {
+      const res = await send(gw.url, request(6, method));
+      expect(res.status, method).toBe(404);
+      expect(res.body, method).toMatchObject({ id: 6, error: { code: -32601 } });
+    }
+  });
+
+  it('refuses a batch and accepts a notification with 202', async () => {
+    const batch = await fetch(gw.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': V }, body: JSON.stringify([request(1, 'tools/list')]) });
+    expect(batch.status).toBe(400);
+    const note = await send(gw.url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: META } });
+    expect(note.status).toBe(202);
+  });
+});
+
+describe('results', () => {
+  it('server/discover lists every version and what the gateway offers, with serverInfo and caching hints', async () => {
+    const res = await send(gw.url, request(1, 'server/discover'));
+    expect(res.status).toBe(200);
+    expect(res.body!.result).toMatchObject({
+      resultType: 'complete',
+      supportedVersions: expect.arrayContaining([V, '2025-11-25']),
+      capabilities: { tools: expect.any(Object), prompts: expect.any(Object), resources: expect.any(Object) },
+      _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'switchyard' } },
+      ttlMs: expect.any(Number),
+      cacheScope: 'public',
+    });
+  });
+
+  it('lists namespaced tools with resultType, ttlMs and cacheScope', async () => {
+    const res = await send(gw.url, request(2, 'tools/list'));
+    const result = res.body!.result as { tools: { name: string }[]; resultType: string; ttlMs: number; cacheScope: string };
+    expect(result.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['everything__echo', 'rogue__slow']));
+    expect(result).toMatchObject({ resultType: 'complete', ttlMs: expect.any(Number), cacheScope: 'public' });
+  });
+
+  it('answers concurrent requests that reuse one id each with its own result', async () => {
+    const [a, b] = await Promise.all([send(gw.url, call(7, 'everything__echo', { message: 'first' }), { 'mcp-name': 'everything__echo' }), send(gw.url, call(7, 'everything__echo', { message: 'second' }), { 'mcp-name': 'everything__echo' })]);
+    expect(a.body).toMatchObject({ id: 7 });
+    expect(b.body).toMatchObject({ id: 7 });
+    expect(textOf(a.body!.result)).toContain('first');
+    expect(textOf(b.body!.result)).toContain('second');
+  });
+});
+
+describe('a relayed server request', () => {
+  const ask = (id: number, extra: Record<string, unknown> = {}) => call(id, 'everything__trigger-elicitation-request', {}, extra);
+  const named = { 'mcp-name': 'everything__trigger-elicitation-request' };
+
+  it('becomes input_required, and the retry with inputResponses completes the same call', async () => {
+    const first = await send(gw.url, ask(1), named);
+    const result = first.body!.result as { resultType: string; inputRequests: Record<string, { method: string; params: Record<string, unknown> }>; requestState: string };
+    expect(result.resultType).toBe('input_required');
+    const [key, input] = Object.entries(result.inputRequests)[0]!;
+    expect(input.method).toBe('elicitation/create');
+    expect(input.params).toMatchObject({ message: expect.any(String), requestedSchema: expect.any(Object) });
+    expect(result.requestState).toMatch(/^[A-Za-z0-9_-]{20,}$/);
+
+    const second = await send(gw.url, ask(2, { inputResponses: { [key]: { action: 'accept', content: { name: 'Grace', username: 'grace' } } }, requestState: result.requestState }), named);
+    expect(second.body).toMatchObject({ id: 2, result: { resultType: 'complete' } });
+    expect(JSON.stringify(second.body!.result)).toContain('Grace');
+  });
+
+  it('refuses a requestState used for another tool, or again after it completed', async () => {
+    const first = await send(gw.url, ask(1), named);
+    const { requestState, inputRequests } = first.body!.result as { requestState: string; inputRequests: Record<string, unknown> };
+    const key = Object.keys(inputRequests)[0]!;
+    const elsewhere = await send(gw.url, call(2, 'everything__echo', { message: 'x' }, { requestState, inputResponses: {} }), { 'mcp-name': 'everything__echo' });
+    expect(elsewhere.body).toMatchObject({ id: 2, error: { code: -32602 } });
+    const done = await send(gw.url, ask(3, { inputResponses: { [key]: { action: 'decline' } }, requestState }), named);
+    expect(done.body).toMatchObject({ id: 3, result: { resultType: 'complete' } });
+    const again = await send(gw.url, ask(4, { inputResponses: { [key]: { action: 'decline' } }, requestState }), named);
+    expect(again.body).toMatchObject({ id: 4, error: { code: -32602 } });
+  });
+
+  it('is refused to a client that did not declare the capability', async () => {
+    const meta = { ...META, 'io.modelcontextprotocol/clientCapabilities': {} };
+    const res = await send(gw.url, request(1, 'tools/call', { name: 'everything__trigger-elicitation-request', arguments: {} }, meta), named);
+    // server-everything does not even offer the tool to a client without elicitation.
+    expect(res.body).toMatchObject({ id: 1 });
+    expect((res.body!.result as { resultType?: string } | undefined)?.resultType).not.toBe('input_required');
+  });
+});
+
+describe('subscriptions/listen', () => {
+  it('acknowledges first, then delivers list changes and resource updates tagged with the subscription id', async () => {
+    const controller = new AbortController();
+    const filter = { toolsListChanged: true, promptsListChanged: true, resourceSubscriptions: ['everything+demo://resource/static/document/architecture.md'] };
+    const res = await fetch(gw.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': V, 'mcp-method': 'subscriptions/listen' },
+      body: JSON.stringify(request('sub-1', 'subscriptions/listen', { notifications: filter })),
+      signal: controller.signal,
+    });
+    try {
+      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      const events = readEvents(res);
+      const ack = await events.next();
+      expect(ack).toEqual({
+        jsonrpc: '2.0',
+        method: 'notifications/subscriptions/acknowledged',
+        params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-1' }, notifications: filter },
+      });
+      // rogue announces that its tools changed (stdio: unrelated to any request).
+      await send(gw.url, call(1, 'rogue__notify', { method: 'notifications/tools/list_changed' }), { 'mcp-name': 'rogue__notify' });
+      expect(await events.next()).toEqual({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-1' } } });
+      // everything sends updates for subscribed resources once told to.
+      await send(gw.url, call(2, 'everything__toggle-subscriber-updates'), { 'mcp-name': 'everything__toggle-subscriber-updates' });
+      const update = await events.next();
+      expect(update).toMatchObject({
+        method: 'notifications/resources/updated',
+        params: { uri: filter.resourceSubscriptions[0], _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-1' } },
+      });
+      await send(gw.url, call(3, 'everything__toggle-subscriber-updates'), { 'mcp-name': 'everything__toggle-subscriber-updates' });
+    } finally {
+      controller.abort();
+    }
+  });
+
+  it('never sends what the filter did not ask for', async () => {
+    const controller = new AbortController();
+    const res = await fetch(gw.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': V, 'mcp-method': 'subscriptions/listen' },
+      body: JSON.stringify(request(9, 'subscriptions/listen', { notifications: { promptsListChanged: true } })),
+      signal: controller.signal,
+    });
+    try {
+      const events = readEvents(res);
+      expect(await events.next()).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { promptsListChanged: true } } });
+      await send(gw.url, call(1, 'rogue__notify', { method: 'notifications/tools/list_changed' }), { 'mcp-name': 'rogue__notify' });
+      await send(gw.url, call(2, 'rogue__notify', { method: 'notifications/prompts/list_changed' }), { 'mcp-name': 'rogue__notify' });
+      // The tools change came first; only the prompts change is delivered.
+      expect(await events.next()).toMatchObject({ method: 'notifications/prompts/list_changed' });
+    } finally {
+      controller.abort();
+    }
+  });
+});
+
+describe('policy', () => {
+  it('gives each team its own discover and lists, marked private', async () => {
+    const key = 'k-ops-0123456789abcdef';
+    const gated = await startGateway({
+      upstreams: { everything: upstream.everything(), rogue: upstream.rogue() },
+      auth: { apiKeys: [{ id: 'ops', hash: hashApiKey(key), team: 'ops' }] },
+      teams: [{ name: 'ops', allow: ['upstream:rogue'] }],
+    });
+    try {
+      const headers = { 'x-api-key': key };
+      const discovered = await send(gated.url, request(1, 'server/discover'), headers);
+      expect(discovered.body!.result).toMatchObject({ cacheScope: 'private' });
+      const tools = await send(gated.url, request(2, 'tools/list'), headers);
+      const result = tools.body!.result as { tools: { name: string }[]; cacheScope: string };
+      expect(result.cacheScope).toBe('private');
+      expect(result.tools.length).toBeGreaterThan(0);
+      expect(result.tools.every((t) => t.name.startsWith('rogue__'))).toBe(true);
+      const hidden = await send(gated.url, call(3, 'everything__echo', { message: 'x' }), { ...headers, 'mcp-name': 'everything__echo' });
+      expect(hidden.body).toMatchObject({ id: 3, error: { code: -32602 } });
+    } finally {
+      await gated.close();
+    }
+  });
+});
+
+describe('sessions-era clients', () => {
+  it('are untouched: an SDK client of 2025-11-25 still initializes and calls', async () => {
+    const client = await connectClient(gw.url);
+    try {
+      expect(textOf(await client.callTool({ name: 'everything__echo', arguments: { message: 'old' } }))).toContain('old');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+/** The SSE events of a response as they arrive; `next` waits (bounded) for the next one. */
+function readEvents(res: Response): { next(): Promise<unknown> } {
+  const reader = res.body!.getReader();
+  const parser = new SseParser();
+  const queue: unknown[] = [];
+  const decoder = new TextDecoder();
+  return {
+    async next() {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no event within 15 s')), 15_000)));
+      try {
+        while (queue.length === 0) {
+          const { done, value } = await Promise.race([reader.read(), late]);
+          if (done) throw new Error('the stream ended');
+          for (const event of parser.push(decoder.decode(value, { stream: true }))) queue.push(JSON.parse(event.data));
+        }
+        return queue.shift();
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
