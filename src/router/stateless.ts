@@ -223,6 +223,8 @@ export class StatelessSessions {
   readonly #byKey = new Map<string, string>();
   readonly #opening = new Map<string, Promise<DownstreamSession>>();
   readonly #parked = new Map<string, Exchange>();
+  /** Requests running per session: log messages of its upstreams reach those that asked for them. */
+  readonly #running = new Map<DownstreamSession, Set<Exchange>>();
   readonly #listeners = new Map<DownstreamSession, Set<Listener>>();
   /** Resource URIs (as the client sees them) listened for, with how many listeners want each. */
   readonly #resourceListens = new Map<DownstreamSession, Map<string, number>>();
@@ -281,8 +283,13 @@ export class StatelessSessions {
     const internalId = `s-${++this.#nextId}`;
     const exchange = new Exchange(this, session, request, internalId, context.principal?.id);
     exchange.attach(sink, request);
+    const running = this.#running.get(session) ?? new Set<Exchange>();
+    this.#running.set(session, running);
+    running.add(exchange);
     const message: JsonRpcRequest = { jsonrpc: '2.0', id: internalId, method: request.method, params: request.params };
-    void this.#deps.router.handleRequest(session, message, { send: (m) => exchange.send(m) }, context).then(
+    void this.#level(session, request.logLevel, context)
+      .then(() => this.#deps.router.handleRequest(session, message, { send: (m) => exchange.send(m) }, context))
+      .then(
       (response) => exchange.complete(response),
       (err: unknown) => exchange.complete(failure(internalId, { code: ErrorCode.InternalError, message: err instanceof Error ? err.message : 'Internal error' })),
     );
@@ -313,6 +320,19 @@ export class StatelessSessions {
 
   forget(exchange: Exchange): void {
     if (this.#parked.get(exchange.handle) === exchange) this.#parked.delete(exchange.handle);
+    const running = this.#running.get(exchange.session);
+    running?.delete(exchange);
+    if (running?.size === 0) this.#running.delete(exchange.session);
+  }
+
+  /**
+   * The level a request asks for in `_meta` becomes the session's (logging/setLevel to its
+   * sessions-era upstreams, the envelope's logLevel for 2026-07-28 ones), when it changed.
+   */
+  async #level(session: DownstreamSession, level: string | undefined, context: RequestContext): Promise<void> {
+    if (level === undefined || session.logLevel === level || !LEVELS.includes(level)) return;
+    const request: JsonRpcRequest = { jsonrpc: '2.0', id: `s-${++this.#nextId}`, method: 'logging/setLevel', params: { level } };
+    await this.#deps.router.handleRequest(session, request, { send: () => {} }, context);
   }
 
   /**
@@ -379,6 +399,11 @@ export class StatelessSessions {
   /** A message for the session's standalone stream goes to the listeners that asked for it. */
   #fanOut(session: DownstreamSession, message: JsonRpcMessage): void {
     if (!('method' in message) || isRequest(message)) return;
+    if (message.method === 'notifications/message') {
+      // No stream outlives a request in this era: a log line reaches the requests running.
+      for (const exchange of this.#running.get(session) ?? []) exchange.send(message);
+      return;
+    }
     const listeners = this.#listeners.get(session);
     if (!listeners) return;
     const wanted = (filter: JsonObject): boolean => {

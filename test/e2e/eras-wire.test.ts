@@ -139,6 +139,25 @@ describe('results', () => {
   });
 });
 
+describe('logging', () => {
+  const logLine = { method: 'notifications/message', params: { level: 'warning', data: 'from rogue' } };
+
+  it('sends a request the log lines of its upstream at the _meta logLevel it asked for, before its result', async () => {
+    const res = await send(gw.url, request(1, 'tools/call', { name: 'rogue__notify', arguments: logLine }, { ...META, 'io.modelcontextprotocol/logLevel': 'info' }), { 'mcp-name': 'rogue__notify' });
+    expect(res.messages.map((m) => m.method ?? 'result')).toEqual(['notifications/message', 'result']);
+    expect(res.messages[0]).toMatchObject({ params: { level: 'warning', data: 'from rogue', logger: 'rogue' } });
+  });
+
+  it('sends none below that level, and none to a request that asked for no logs', async () => {
+    const above = await send(gw.url, request(2, 'tools/call', { name: 'rogue__notify', arguments: logLine }, { ...META, 'io.modelcontextprotocol/logLevel': 'error' }), { 'mcp-name': 'rogue__notify' });
+    expect(above.messages).toEqual([]);
+    expect(above.body).toMatchObject({ id: 2, result: { resultType: 'complete' } });
+    const silent = await send(gw.url, call(3, 'rogue__notify', logLine), { 'mcp-name': 'rogue__notify' });
+    expect(silent.messages).toEqual([]);
+    expect(silent.body).toMatchObject({ id: 3, result: { resultType: 'complete' } });
+  });
+});
+
 describe('a relayed server request', () => {
   const ask = (id: number, extra: Record<string, unknown> = {}) => call(id, 'everything__trigger-elicitation-request', {}, extra);
   const named = { 'mcp-name': 'everything__trigger-elicitation-request' };

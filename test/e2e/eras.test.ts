@@ -8,7 +8,7 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
+import { connectClient, recordNotifications, startGateway, textOf, upstream, type NotificationLog, type TestGateway } from '../helpers/gateway.js';
 import { poll } from '../helpers/cli.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { stopChild, waitForLine } from '../helpers/processes.js';
@@ -173,3 +173,71 @@ describe.each(pairings)('$clientName → $server upstream', ({ open, server }) =
 async function until(probe: () => Promise<boolean>, what: string): Promise<void> {
   await poll(async () => ((await probe()) ? true : undefined), what);
 }
+
+describe('bridging what the eras do differently', () => {
+  it('gives a sessions-era client the log lines of a 2026-07-28 upstream at the level it set', async () => {
+    let notes!: NotificationLog;
+    const client = await connectClient(gw.url, {}, (c) => (notes = recordNotifications(c)));
+    try {
+      await client.setLoggingLevel('info');
+      await client.callTool({ name: 'modern__log', arguments: { data: 'hello from the stateless side' } });
+      const line = await notes.waitFor((n) => n.method === 'notifications/message', 'the log line');
+      expect(line.params).toMatchObject({ level: 'info', data: 'hello from the stateless side', logger: 'modern/fixture' });
+      await client.setLoggingLevel('error');
+      const before = notes.all.length;
+      await client.callTool({ name: 'modern__log', arguments: { data: 'below the level' } });
+      expect(textOf(await client.callTool({ name: 'modern__echo', arguments: { message: 'after' } }))).toBe('after');
+      expect(notes.all.slice(before).filter((n) => n.method === 'notifications/message')).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('tells a sessions-era client when a 2026-07-28 upstream\'s tools or subscribed resources change', async () => {
+    let notes!: NotificationLog;
+    const client = await connectClient(gw.url, {}, (c) => (notes = recordNotifications(c)));
+    try {
+      await client.callTool({ name: 'modern__change-tools', arguments: {} });
+      await notes.waitFor((n) => n.method === 'notifications/tools/list_changed', 'tools list_changed from the upstream\'s listen stream');
+      await client.subscribeResource({ uri: 'modern+fixture://note' });
+      // The subscription reaches the upstream as a new listen filter; touch until it is heard.
+      await poll(async () => {
+        await client.callTool({ name: 'modern__touch-note', arguments: {} });
+        return notes.all.find((n) => n.method === 'notifications/resources/updated') ? true : undefined;
+      }, 'the resource update');
+      expect(notes.all.find((n) => n.method === 'notifications/resources/updated')!.params).toEqual({ uri: 'modern+fixture://note' });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('tells a 2026-07-28 client listening for tool changes when a 2026-07-28 upstream\'s tools change', async () => {
+    const client = new ModernClient({ name: 'modern-listener', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    const changes: unknown[] = [];
+    client.setNotificationHandler('notifications/tools/list_changed', (n) => void changes.push(n));
+    await client.connect(new ModernTransport(gw.url));
+    try {
+      const subscription = await client.listen({ toolsListChanged: true });
+      expect(subscription.honoredFilter).toEqual({ toolsListChanged: true });
+      // The gateway's own listen stream to the upstream opens with the session; announce until heard.
+      await poll(async () => {
+        await client.callTool({ name: 'modern__change-tools', arguments: {} });
+        return changes.length > 0 ? true : undefined;
+      }, 'tools list_changed');
+      await subscription.close();
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('gives up on an upstream that asks for input without end, with an error naming it', async () => {
+    const client = await sessionsClient();
+    try {
+      await expect(client.call('modern__ask-forever', {})).rejects.toThrow(/asked for input 16 times/);
+      expect(client.elicited).toHaveLength(16);
+      expect(textOf(await client.call('modern__echo', { message: 'still here' }))).toBe('still here');
+    } finally {
+      await client.close();
+    }
+  });
+});
