@@ -256,6 +256,11 @@ const sessions = z.strictObject({
   keys: z.array(z.string().min(32, 'a session key needs at least 32 characters')).min(1).optional(),
   /** A session with no request in flight and no open stream is closed after this. */
   idleTimeout: duration.default(30 * 60_000),
+  /**
+   * A 2026-07-28 client's request that was answered input_required waits this long for the
+   * client's retry (with its requestState) before it is cancelled upstream.
+   */
+  inputTimeout: duration.default(5 * 60_000),
   /** Sessions open at once, in all (503 beyond) and per principal (429 beyond). */
   max: z.number().int().min(1).default(10_000),
   maxPerPrincipal: z.number().int().min(1).default(100),

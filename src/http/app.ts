@@ -91,6 +91,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     maxJsonDepth: listen.maxJsonDepth,
     maxSessions: config.sessions.max,
     maxSessionsPerPrincipal: config.sessions.maxPerPrincipal,
+    inputTimeoutMs: config.sessions.inputTimeout,
     streams: deps.streams,
     draining: () => deps.readiness().draining,
     limiter: deps.limiter,

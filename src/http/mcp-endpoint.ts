@@ -39,6 +39,8 @@ export interface McpEndpointDeps {
   /** Sessions open at once: in all (503 beyond) and per principal (429 beyond). */
   maxSessions: number;
   maxSessionsPerPrincipal: number;
+  /** How long a 2026-07-28 request answered input_required waits for the client's retry. */
+  inputTimeoutMs: number;
   streams: StreamSettings;
   /** While draining, new sessions are refused (503) and existing ones finish their work. */
   draining: () => boolean;
@@ -57,7 +59,7 @@ const SESSION_HEADER = 'mcp-session-id';
 
 export function createMcpEndpoint(deps: McpEndpointDeps) {
   const { router, sessions, logger } = deps;
-  const stateless = new StatelessSessions({ router, sessions, logger });
+  const stateless = new StatelessSessions({ router, sessions, logger, inputTimeoutMs: deps.inputTimeoutMs });
 
   const missingSession = (): Response => rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required');
   const unknownSession = (): Response => rpcErrorResponse(404, ErrorCode.InvalidRequest, 'Session not found');

@@ -10,7 +10,7 @@
 // `resultType: "input_required"` listing it, and the call stays parked under a random
 // requestState. The client's retry carries that requestState and its inputResponses; they answer
 // the pending upstream requests and the same call continues. Parked calls live on the replica
-// that started them (for PARK_TTL_MS at most).
+// that started them (for `sessions.inputTimeout` at most).
 import { createHash, randomBytes } from 'node:crypto';
 import { INPUT_METHODS, META, mirroredName } from '../mcp/era.js';
 import { ErrorCode, GatewayError, RpcError } from '../mcp/errors.js';
@@ -34,8 +34,6 @@ import type { RequestContext } from './call-log.js';
 import { answerFromClient } from './relay.js';
 import type { Router } from './router.js';
 
-/** A parked call waits this long for the client's retry before it is cancelled. */
-export const PARK_TTL_MS = 5 * 60_000;
 
 /** Where one HTTP exchange's messages go: related notifications, then exactly one answer. */
 export interface Sink {
@@ -199,7 +197,10 @@ class Exchange {
     const inputRequests: JsonObject = {};
     for (const [key, entry] of this.outstanding) inputRequests[key] = entry.params === undefined ? { method: entry.method } : { method: entry.method, params: entry.params };
     this.#deliver({ jsonrpc: '2.0', id: this.internalId, result: { resultType: 'input_required', inputRequests, requestState: this.handle } });
-    this.#expiry = setTimeout(() => this.abandon('the client did not retry in time'), PARK_TTL_MS);
+    this.#expiry = setTimeout(() => {
+      this.#owner.logger.info('a request waiting for input expired', { method: this.method, waitedMs: this.#owner.inputTimeoutMs });
+      this.abandon('the client did not retry in time');
+    }, this.#owner.inputTimeoutMs);
     this.#expiry.unref();
     this.#owner.park(this);
   }
@@ -215,6 +216,8 @@ export interface StatelessDeps {
   router: Router;
   sessions: SessionStore;
   logger: Logger;
+  /** How long a request answered input_required waits for the client's retry. */
+  inputTimeoutMs: number;
 }
 
 export class StatelessSessions {
@@ -232,6 +235,14 @@ export class StatelessSessions {
 
   constructor(deps: StatelessDeps) {
     this.#deps = deps;
+  }
+
+  get inputTimeoutMs(): number {
+    return this.#deps.inputTimeoutMs;
+  }
+
+  get logger(): Logger {
+    return this.#deps.logger;
   }
 
   /** Calls parked waiting for a retry. */

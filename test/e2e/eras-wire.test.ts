@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
 import { SseParser } from '../../src/util/sse.js';
+import { poll } from '../helpers/cli.js';
 
 const V = '2026-07-28';
 const META = {
@@ -139,6 +140,21 @@ describe('results', () => {
   });
 });
 
+describe('cancellation', () => {
+  type Entry = { id?: string | number; method?: string; params?: Record<string, unknown> };
+  const journal = async (): Promise<Entry[]> => JSON.parse(textOf((await send(gw.url, call(99, 'rogue__journal'), { 'mcp-name': 'rogue__journal' })).body!.result)) as Entry[];
+
+  it('cancels the upstream request when the client closes the connection before a JSON answer', async () => {
+    const controller = new AbortController();
+    const pending = send(gw.url, call(1, 'rogue__slow', { ms: 60_000 }), { 'mcp-name': 'rogue__slow' }, controller.signal).catch((err: unknown) => err);
+    const started = await poll(async () => (await journal()).find((m) => m.method === 'tools/call' && m.params?.name === 'slow' && (m.params.arguments as { ms?: number }).ms === 60_000), 'the call to reach rogue');
+    controller.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    const cancelled = await poll(async () => (await journal()).find((m) => m.method === 'notifications/cancelled' && m.params?.requestId === started.id), 'rogue to hear the cancellation');
+    expect(cancelled.params).toMatchObject({ requestId: started.id });
+  });
+});
+
 describe('logging', () => {
   const logLine = { method: 'notifications/message', params: { level: 'warning', data: 'from rogue' } };
 
@@ -194,6 +210,28 @@ describe('a relayed server request', () => {
     // server-everything does not even offer the tool to a client without elicitation.
     expect(res.body).toMatchObject({ id: 1 });
     expect((res.body!.result as { resultType?: string } | undefined)?.resultType).not.toBe('input_required');
+  });
+});
+
+describe('a request waiting for input', () => {
+  it('is cancelled upstream once sessions.inputTimeout passes without a retry, and its requestState is then unknown', async () => {
+    const short = await startGateway({ upstreams: { rogue: upstream.rogue() }, sessions: { inputTimeout: 200 } });
+    try {
+      const named = { 'mcp-name': 'rogue__ask' };
+      const asking = call(1, 'rogue__ask', { method: 'elicitation/create', params: { message: 'anyone?', requestedSchema: { type: 'object', properties: {} } } });
+      const first = await send(short.url, asking, named);
+      const { requestState, inputRequests } = first.body!.result as { requestState: string; inputRequests: Record<string, unknown> };
+      expect(Object.values(inputRequests)).toEqual([{ method: 'elicitation/create', params: { message: 'anyone?', requestedSchema: { type: 'object', properties: {} } } }]);
+      type Entry = { id?: string | number; method?: string; params?: Record<string, unknown> };
+      const journal = async (): Promise<Entry[]> => JSON.parse(textOf((await send(short.url, call(9, 'rogue__journal'), { 'mcp-name': 'rogue__journal' })).body!.result)) as Entry[];
+      const ask = (await journal()).find((m) => m.method === 'tools/call' && m.params?.name === 'ask')!;
+      // The gateway answers rogue's elicitation with an error and cancels the call.
+      await poll(async () => (await journal()).find((m) => m.method === 'notifications/cancelled' && m.params?.requestId === ask.id), 'the call to be cancelled upstream');
+      const late = await send(short.url, { ...asking, id: 2, params: { ...asking.params, requestState, inputResponses: { [Object.keys(inputRequests)[0]!]: { action: 'accept', content: {} } } } }, named);
+      expect(late.body).toMatchObject({ id: 2, error: { code: -32602, message: expect.stringContaining('requestState') } });
+    } finally {
+      await short.close();
+    }
   });
 });
 
