@@ -91,7 +91,7 @@ export interface UpstreamClientOptions {
 }
 
 /** A 2026-07-28 server that has not answered server/discover in this long is of the sessions era (stdio). */
-const PROBE_TIMEOUT_MS = 10_000;
+const PROBE_TIMEOUT_MS = 3_000;
 /** Ids of the server-initiated requests made from a 2026-07-28 server's input requests. */
 const INPUT_ID_PREFIX = 'input-';
 
@@ -181,7 +181,7 @@ export class UpstreamClient {
       await Promise.race([this.#transport.start(), timedOut]);
       if (era.known !== 'legacy') {
         const envelope: Envelope = { clientCapabilities: isObject(params.capabilities) ? params.capabilities : {}, clientInfo: isObject(params.clientInfo) ? params.clientInfo : {} };
-        const discovered = await Promise.race([this.#discover(envelope, Math.min(timeoutMs, PROBE_TIMEOUT_MS)), timedOut]);
+        const discovered = await Promise.race([this.#discover(envelope, Math.min(timeoutMs / 2, PROBE_TIMEOUT_MS)), timedOut]);
         era.learn?.(discovered ? 'modern' : 'legacy');
         if (discovered) {
           this.#init = discovered;
@@ -370,8 +370,10 @@ export class UpstreamClient {
     if (!pending) return;
     pending.exchange.abort();
     // The spec forbids cancelling initialize; a failed handshake closes the transport instead.
-    // A 2026-07-28 server over HTTP took the closed exchange as the cancellation.
-    if (!this.#closed && pending.method !== 'initialize') {
+    // An unanswered era probe is not cancelled either: a sessions-era server that ignored it
+    // must see initialize next. A 2026-07-28 server over HTTP took the closed exchange as the
+    // cancellation.
+    if (!this.#closed && pending.method !== 'initialize' && pending.method !== 'server/discover') {
       this.#options.onCancel?.(reason);
       if (!this.#transport.cancelsByClosing) this.notify('notifications/cancelled', { requestId: id, reason }).catch(() => {});
     }

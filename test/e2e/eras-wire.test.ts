@@ -316,6 +316,26 @@ describe('policy', () => {
   });
 });
 
+describe('a sessions-era upstream', () => {
+  it('that never answers server/discover is initialized after the probe times out, once per upstream', async () => {
+    const silent = await startGateway({ upstreams: { quiet: upstream.rogue({ SILENT_UNKNOWN: '1' }) } });
+    try {
+      for (const id of [1, 2]) {
+        const client = await connectClient(silent.url);
+        try {
+          const entries = JSON.parse(textOf(await client.callTool({ name: 'quiet__journal', arguments: {} }))) as { method?: string }[];
+          // The first upstream session got the probe first; the era is remembered after that.
+          expect(entries.map((m) => m.method).slice(0, 2), `session ${id}`).toEqual(id === 1 ? ['server/discover', 'initialize'] : ['initialize', 'notifications/initialized']);
+        } finally {
+          await client.close();
+        }
+      }
+    } finally {
+      await silent.close();
+    }
+  });
+});
+
 describe('sessions-era clients', () => {
   it('are untouched: an SDK client of 2025-11-25 still initializes and calls', async () => {
     const client = await connectClient(gw.url);
