@@ -140,9 +140,15 @@ describe('results', () => {
   });
 });
 
+type Entry = { id?: string | number; method?: string; params?: Record<string, unknown> };
+
+/** What the rogue fixture behind `url` has received, asked as a 2026-07-28 client. */
+async function journalOf(url: URL): Promise<Entry[]> {
+  return JSON.parse(textOf((await send(url, call(99, 'rogue__journal'), { 'mcp-name': 'rogue__journal' })).body!.result)) as Entry[];
+}
+
 describe('cancellation', () => {
-  type Entry = { id?: string | number; method?: string; params?: Record<string, unknown> };
-  const journal = async (): Promise<Entry[]> => JSON.parse(textOf((await send(gw.url, call(99, 'rogue__journal'), { 'mcp-name': 'rogue__journal' })).body!.result)) as Entry[];
+  const journal = () => journalOf(gw.url);
 
   it('cancels the upstream request when the client closes the connection before a JSON answer', async () => {
     const controller = new AbortController();
@@ -222,8 +228,7 @@ describe('a request waiting for input', () => {
       const first = await send(short.url, asking, named);
       const { requestState, inputRequests } = first.body!.result as { requestState: string; inputRequests: Record<string, unknown> };
       expect(Object.values(inputRequests)).toEqual([{ method: 'elicitation/create', params: { message: 'anyone?', requestedSchema: { type: 'object', properties: {} } } }]);
-      type Entry = { id?: string | number; method?: string; params?: Record<string, unknown> };
-      const journal = async (): Promise<Entry[]> => JSON.parse(textOf((await send(short.url, call(9, 'rogue__journal'), { 'mcp-name': 'rogue__journal' })).body!.result)) as Entry[];
+      const journal = () => journalOf(short.url);
       const ask = (await journal()).find((m) => m.method === 'tools/call' && m.params?.name === 'ask')!;
       // The gateway answers rogue's elicitation with an error and cancels the call.
       await poll(async () => (await journal()).find((m) => m.method === 'notifications/cancelled' && m.params?.requestId === ask.id), 'the call to be cancelled upstream');
