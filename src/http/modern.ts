@@ -162,7 +162,11 @@ export async function serveModern(deps: ModernDeps, input: HttpInput, request: S
         resolve(Response.json(failure(request.id, resumed.error)));
         return;
       }
-    } else exchange = stateless.run(session, request, sink, context);
+    } else {
+      // Answers without a requestState answer nothing of the gateway's; they go no further.
+      const { inputResponses: _stray, ...params } = request.params;
+      exchange = stateless.run(session, { ...request, params }, sink, context);
+    }
     input.onGone(() => {
       if (exchange.answers(sink)) exchange.abandon('the client closed the connection');
     });
