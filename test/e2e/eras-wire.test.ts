@@ -307,7 +307,11 @@ describe('policy', () => {
     try {
       const headers = { 'x-api-key': key };
       const discovered = await send(gated.url, request(1, 'server/discover'), headers);
-      expect(discovered.body!.result).toMatchObject({ cacheScope: 'private' });
+      // ops sees rogue only: tools and logging, none of everything's prompts or resources.
+      expect(discovered.body!.result).toMatchObject({ cacheScope: 'private', capabilities: { tools: expect.any(Object) } });
+      const capabilities = (discovered.body!.result as { capabilities: Record<string, unknown> }).capabilities;
+      expect(capabilities).not.toHaveProperty('prompts');
+      expect(capabilities).not.toHaveProperty('resources');
       const tools = await send(gated.url, request(2, 'tools/list'), headers);
       const result = tools.body!.result as { tools: { name: string }[]; cacheScope: string };
       expect(result.cacheScope).toBe('private');

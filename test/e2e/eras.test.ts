@@ -19,7 +19,10 @@ let gw: TestGateway;
 beforeAll(async () => {
   modernUpstream = spawn(NODE, [join(FIXTURES, 'modern-server.mjs')], { stdio: 'pipe' });
   const [, url] = await waitForLine(modernUpstream, /listening on (\S+)/);
-  gw = await startGateway({ upstreams: { everything: upstream.everything(), modern: upstream.http(url!) }, metrics: { enabled: true } });
+  gw = await startGateway({
+    upstreams: { everything: upstream.everything(), modern: upstream.http(url!), local: { stdio: { command: NODE, args: [join(FIXTURES, 'modern-server.mjs'), 'stdio'] } } },
+    metrics: { enabled: true },
+  });
 });
 
 afterAll(async () => {
@@ -105,6 +108,37 @@ describe('a 2026-07-28 upstream', () => {
         'io.modelcontextprotocol/clientInfo': { name: client.era === 'sessions' ? 'switchyard-test' : 'modern-test' },
         'io.modelcontextprotocol/clientCapabilities': { elicitation: expect.any(Object) },
       });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('a 2026-07-28 upstream over stdio', () => {
+  it.each(Object.entries(clients))('is found by the probe and serves the %s, input requests included', async (_name, open) => {
+    const client = await open();
+    try {
+      const envelope = JSON.parse(textOf(await client.call('local__whoami', {}))) as Record<string, unknown>;
+      expect(envelope).toMatchObject({ 'io.modelcontextprotocol/protocolVersion': '2026-07-28' });
+      expect(JSON.stringify(await client.call('local__ask', {}))).toContain('hello Ada');
+      expect(client.elicited).toEqual(['What is your name?']);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('hears a cancellation as notifications/cancelled', async () => {
+    const client = await sessionsClient();
+    try {
+      const controller = new AbortController();
+      let started!: () => void;
+      const running = new Promise<void>((resolve) => (started = resolve));
+      const call = client.call('local__slow', {}, { signal: controller.signal, onprogress: () => started() });
+      await running;
+      controller.abort();
+      await expect(call).rejects.toThrow();
+      // A sessions-era client has its own stdio child: its count starts at zero.
+      await until(async () => textOf(await client.call('local__cancelled', {})) === '1', 'the child to see the cancellation');
     } finally {
       await client.close();
     }
