@@ -29,7 +29,7 @@ import {
 } from '../mcp/jsonrpc.js';
 import { PendingRequests } from '../mcp/pending.js';
 import { createdTaskId, isTerminalTaskStatus } from '../mcp/tasks.js';
-import { isModernVersion, MODERN_VERSION } from '../mcp/era.js';
+import { INPUT_METHODS, isModernVersion, MODERN_VERSION } from '../mcp/era.js';
 import { isSupportedVersion, LATEST_VERSION } from '../mcp/versions.js';
 import { ChangeListener, completeRounds, eraFromProbe, initFromDiscover, listenFilter, withEnvelope, withoutSubscriptionId, type Envelope, type UpstreamEra } from './modern.js';
 import type { Logger } from '../util/log.js';
@@ -287,6 +287,9 @@ export class UpstreamClient {
       }
       default: {
         const first = await this.#send(method, params, options);
+        if (first.resultType === 'input_required' && !INPUT_METHODS.has(method)) {
+          throw new GatewayError('upstream_protocol', `upstream ${this.name} asked for input on ${method}, which cannot take any`);
+        }
         return completeRounds(
           first,
           (inputResponses, requestState) => this.#send(method, { ...params, inputResponses, ...(requestState === undefined ? {} : { requestState }) }, options),

@@ -208,6 +208,33 @@ async function until(probe: () => Promise<boolean>, what: string): Promise<void>
   await poll(async () => ((await probe()) ? true : undefined), what);
 }
 
+describe('a 2026-07-28 upstream that breaks the rules', () => {
+  it('gets a clear error for input asked where none may be, or input_required with nothing to answer; the rest goes on', async () => {
+    const odd = spawn(NODE, [join(FIXTURES, 'odd-modern.mjs')], { stdio: 'pipe' });
+    try {
+      const [, url] = await waitForLine(odd, /listening on (\S+)/);
+      const local = await startGateway({ upstreams: { odd: upstream.http(url!), everything: upstream.everything() } });
+      try {
+        const client = await connectClient(local.url, { roots: {} });
+        try {
+          // Its list is left out of the merged one; everything's stays.
+          const { tools } = await client.listTools();
+          expect(tools.some((t) => t.name === 'everything__echo')).toBe(true);
+          expect(tools.some((t) => t.name.startsWith('odd__'))).toBe(false);
+          await expect(client.callTool({ name: 'odd__broken', arguments: {} })).rejects.toThrow(/neither inputRequests nor requestState/);
+          expect(textOf(await client.callTool({ name: 'odd__fine', arguments: {} }))).toBe('fine');
+        } finally {
+          await client.close();
+        }
+      } finally {
+        await local.close();
+      }
+    } finally {
+      await stopChild(odd);
+    }
+  });
+});
+
 describe('bridging what the eras do differently', () => {
   it('gives a sessions-era client the log lines of a 2026-07-28 upstream at the level it set', async () => {
     let notes!: NotificationLog;
