@@ -67,6 +67,8 @@ class NodeInput implements HttpInput {
   onGone(listener: () => void): void {
     const outgoing = this.#outgoing;
     if (!outgoing) return;
+    // Gone already (while the request was being looked at): say so at once.
+    if (outgoing.destroyed || this.#incoming.socket?.destroyed) return queueMicrotask(listener);
     outgoing.once('close', () => {
       if (!outgoing.writableFinished) listener();
     });
@@ -128,7 +130,7 @@ export function fromRequest(request: Request): HttpInput {
     header: (name) => request.headers.get(name) ?? undefined,
     hasQueryParam: (name) => queryHas(url.search, name),
     hostname: () => url.hostname.replace(/^\[|\]$/g, '').toLowerCase(),
-    onGone: (listener) => request.signal.addEventListener('abort', listener, { once: true }),
+    onGone: (listener) => (request.signal.aborted ? queueMicrotask(listener) : request.signal.addEventListener('abort', listener, { once: true })),
     async readBody(max) {
       const declared = Number(request.headers.get('content-length') ?? NaN);
       if (declared > max) return undefined;

@@ -129,6 +129,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if ('method' in message && !isRequest(message)) return new Response(null, { status: 202 });
     const validated = validateModern(request, message);
     if (validated instanceof Response) return validated;
+    const limited = await limit(context, FREE_METHODS.has(validated.method) ? 0 : 1, validated.id);
+    if (limited) return limited;
+    // From here to the session's creation nothing waits, so concurrent requests cannot all pass
+    // the caps before any of them has counted.
     if (!stateless.has(validated, context)) {
       if (deps.draining()) return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: the gateway is shutting down', validated.id, { 'retry-after': '1' });
       if (sessions.size >= deps.maxSessions) return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: too many sessions are open', validated.id, { 'retry-after': '30' });
@@ -136,8 +140,6 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
         return rpcErrorResponse(429, ErrorCode.InvalidRequest, `Too Many Requests: at most ${deps.maxSessionsPerPrincipal} sessions per principal (each distinct client capabilities and info take one)`, validated.id, { 'retry-after': '30' });
       }
     }
-    const limited = await limit(context, FREE_METHODS.has(validated.method) ? 0 : 1, validated.id);
-    if (limited) return limited;
     return serveModern({ stateless, keepAliveMs: deps.streams.keepAliveMs }, request, validated, context);
   }
 

@@ -104,8 +104,9 @@ export function shapeResult(method: string, result: JsonObject, session: Downstr
   out._meta = { ...metaOf(result), [META.serverInfo]: { name: GATEWAY_NAME, version: GATEWAY_VERSION } };
   if (CACHEABLE_METHODS.has(method) && out.resultType === 'complete') {
     out.ttlMs = method === 'resources/read' ? 0 : LIST_TTL_MS;
-    // What a principal's teams see is theirs alone; without policy every principal sees the same.
-    out.cacheScope = session.access.shaped ? 'private' : 'public';
+    // What a principal's teams see is theirs alone; without policy every principal sees the
+    // same lists. A resource's content may be anyone's (per-session servers): never shared.
+    out.cacheScope = session.access.shaped || method === 'resources/read' ? 'private' : 'public';
   }
   return out;
 }

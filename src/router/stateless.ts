@@ -51,6 +51,9 @@ export interface StatelessRequest {
   logLevel: string | undefined;
 }
 
+/** setTimeout's longest delay; a longer one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Fingerprints remembered before ended sessions' are swept out. */
 const MAX_KEYS = 10_000;
 
@@ -60,6 +63,28 @@ function stableJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
   if (isObject(value)) return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stableJson(value[k])}`).join(',')}}`;
   return JSON.stringify(value) ?? 'null';
+}
+
+/** The channel of the gateway's own requests: nothing to relay, and no one to ask for input. */
+function internalChannel(session: DownstreamSession): { send(message: JsonRpcMessage): void } {
+  return {
+    send(message) {
+      if (isRequest(message)) answerFromClient(session, message.id, new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${message.method}` }));
+    },
+  };
+}
+
+/** One upstream resource subscription shared by a session's listeners. */
+interface ResourceListen {
+  count: number;
+  /** Whether the upstream took the subscription. */
+  ready: Promise<boolean>;
+}
+
+/** A request's method and params without `_meta` and the fields that change between rounds. */
+function digestOf(request: Pick<StatelessRequest, 'method' | 'params'>): string {
+  const { _meta: _m, inputResponses: _i, requestState: _s, ...rest } = request.params;
+  return createHash('sha256').update(`${request.method}\0${stableJson(rest)}`).digest('base64url');
 }
 
 interface Listener {
@@ -77,6 +102,8 @@ class Exchange {
   readonly method: string;
   readonly name: string | undefined;
   readonly principal: string | undefined;
+  /** What the request asks, without its per-round fields: a retry must ask the same. */
+  readonly digest: string;
   /** Input requests sent to the client and not yet answered, by the key the client sees. */
   readonly outstanding = new Map<string, { id: number; method: string; params: JsonObject | undefined }>();
   #sink: Sink | undefined;
@@ -95,6 +122,7 @@ class Exchange {
     this.method = request.method;
     this.name = mirroredName(request);
     this.principal = principal;
+    this.digest = digestOf(request);
     this.#clientId = request.id;
     this.#progressToken = metaOf(request.params)?.progressToken;
     this.#logLevel = request.logLevel;
@@ -155,10 +183,16 @@ class Exchange {
       const outcome = isObject(value) ? value : new RpcError({ code: ErrorCode.InvalidParams, message: `inputResponses["${key}"] must be an object` });
       answerFromClient(this.session, entry.id, outcome);
     }
+    this.#pruneWithdrawn();
     if (this.#final) {
       this.#deliver(this.#final);
       this.#owner.forget(this);
     } else if (this.outstanding.size > 0) this.#listInput();
+  }
+
+  /** Input requests the upstream withdrew (cancelled, timed out) are not asked again. */
+  #pruneWithdrawn(): void {
+    for (const [key, entry] of this.outstanding) if (!this.session.clientRequests.get(entry.id)) this.outstanding.delete(key);
   }
 
   /** The client went away, or never came back: the call is cancelled upstream. */
@@ -194,13 +228,15 @@ class Exchange {
   }
 
   #listInput(): void {
+    this.#pruneWithdrawn();
+    if (this.outstanding.size === 0) return;
     const inputRequests: JsonObject = {};
     for (const [key, entry] of this.outstanding) inputRequests[key] = entry.params === undefined ? { method: entry.method } : { method: entry.method, params: entry.params };
     this.#deliver({ jsonrpc: '2.0', id: this.internalId, result: { resultType: 'input_required', inputRequests, requestState: this.handle } });
     this.#expiry = setTimeout(() => {
       this.#owner.logger.info('a request waiting for input expired', { method: this.method, waitedMs: this.#owner.inputTimeoutMs });
       this.abandon('the client did not retry in time');
-    }, this.#owner.inputTimeoutMs);
+    }, Math.min(this.#owner.inputTimeoutMs, MAX_TIMER_MS));
     this.#expiry.unref();
     this.#owner.park(this);
   }
@@ -230,7 +266,7 @@ export class StatelessSessions {
   readonly #running = new Map<DownstreamSession, Set<Exchange>>();
   readonly #listeners = new Map<DownstreamSession, Set<Listener>>();
   /** Resource URIs (as the client sees them) listened for, with how many listeners want each. */
-  readonly #resourceListens = new Map<DownstreamSession, Map<string, number>>();
+  readonly #resourceListens = new Map<DownstreamSession, Map<string, ResourceListen>>();
   #nextId = 0;
 
   constructor(deps: StatelessDeps) {
@@ -316,8 +352,8 @@ export class StatelessSessions {
     if (!exchange || exchange.principal !== context.principal?.id) {
       return new RpcError({ code: ErrorCode.InvalidParams, message: 'Invalid params: unknown or expired requestState' });
     }
-    if (exchange.method !== request.method || exchange.name !== mirroredName(request)) {
-      return new RpcError({ code: ErrorCode.InvalidParams, message: `Invalid params: the requestState belongs to another ${exchange.method} request` });
+    if (exchange.method !== request.method || exchange.name !== mirroredName(request) || exchange.digest !== digestOf(request)) {
+      return new RpcError({ code: ErrorCode.InvalidParams, message: `Invalid params: the requestState belongs to another ${exchange.method} request (method, name and arguments must be those of the first round)` });
     }
     this.#parked.delete(requestState);
     exchange.attach(sink, request);
@@ -343,7 +379,7 @@ export class StatelessSessions {
   async #level(session: DownstreamSession, level: string | undefined, context: RequestContext): Promise<void> {
     if (level === undefined || session.logLevel === level || !LEVELS.includes(level)) return;
     const request: JsonRpcRequest = { jsonrpc: '2.0', id: `s-${++this.#nextId}`, method: 'logging/setLevel', params: { level } };
-    await this.#deps.router.handleRequest(session, request, { send: () => {} }, context);
+    await this.#deps.router.handleRequest(session, request, internalChannel(session), context);
   }
 
   /**
@@ -359,15 +395,31 @@ export class StatelessSessions {
     if (filter.promptsListChanged === true && announces('prompts')) agreed.promptsListChanged = true;
     if (filter.resourcesListChanged === true && announces('resources')) agreed.resourcesListChanged = true;
     const uris = Array.isArray(filter.resourceSubscriptions) ? filter.resourceSubscriptions.filter((u): u is string => typeof u === 'string') : [];
+    const held = this.#resourceListens.get(session) ?? new Map<string, ResourceListen>();
+    this.#resourceListens.set(session, held);
+    // Counted before the upstream answers, so a concurrent listen for the same URI waits for
+    // the same subscription rather than making (and later dropping) its own.
+    const claimed = [...new Set(uris)].map((uri) => {
+      let entry = held.get(uri);
+      if (!entry) {
+        entry = { count: 0, ready: this.#subscription(session, 'resources/subscribe', uri, context) };
+        held.set(uri, entry);
+      }
+      entry.count++;
+      return { uri, entry };
+    });
     const subscribed: string[] = [];
-    const counts = this.#resourceListens.get(session) ?? new Map<string, number>();
-    this.#resourceListens.set(session, counts);
-    for (const uri of new Set(uris)) {
-      const held = counts.get(uri) ?? 0;
-      if (held === 0 && !(await this.#subscription(session, 'resources/subscribe', uri, context))) continue;
-      counts.set(uri, held + 1);
-      subscribed.push(uri);
-    }
+    for (const { uri, entry } of claimed) if (await entry.ready) subscribed.push(uri);
+    const release = (uri: string, entry: ResourceListen): void => {
+      if (--entry.count > 0 || held.get(uri) !== entry) return;
+      held.delete(uri);
+      if (held.size === 0 && this.#resourceListens.get(session) === held) this.#resourceListens.delete(session);
+      void entry.ready.then((ok) => {
+        if (ok && !session.closed) void this.#subscription(session, 'resources/unsubscribe', uri, context);
+      });
+    };
+    // A URI that could not be subscribed is not held by this listener.
+    for (const { uri, entry } of claimed) if (!subscribed.includes(uri)) release(uri, entry);
     if (uris.length > 0) agreed.resourceSubscriptions = subscribed;
     const listener: Listener = { id, filter: agreed, sink };
     const listeners = this.#listeners.get(session) ?? new Set<Listener>();
@@ -388,22 +440,14 @@ export class StatelessSessions {
       session.end(internalId, signal);
       listeners.delete(listener);
       if (listeners.size === 0) this.#listeners.delete(session);
-      for (const uri of subscribed) {
-        const left = (counts.get(uri) ?? 1) - 1;
-        if (left > 0) counts.set(uri, left);
-        else {
-          counts.delete(uri);
-          if (!session.closed) void this.#subscription(session, 'resources/unsubscribe', uri, context);
-        }
-      }
-      if (counts.size === 0) this.#resourceListens.delete(session);
+      for (const { uri, entry } of claimed) if (subscribed.includes(uri)) release(uri, entry);
     };
     return { agreed, close };
   }
 
   async #subscription(session: DownstreamSession, method: string, uri: string, context: RequestContext): Promise<boolean> {
     const request: JsonRpcRequest = { jsonrpc: '2.0', id: `s-${++this.#nextId}`, method, params: { uri } };
-    const response = await this.#deps.router.handleRequest(session, request, { send: () => {} }, context);
+    const response = await this.#deps.router.handleRequest(session, request, internalChannel(session), context);
     return response !== undefined && 'result' in response;
   }
 

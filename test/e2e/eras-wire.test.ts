@@ -131,6 +131,12 @@ describe('results', () => {
     expect(result).toMatchObject({ resultType: 'complete', ttlMs: expect.any(Number), cacheScope: 'public' });
   });
 
+  it('reads a resource with ttlMs 0 and a private cacheScope', async () => {
+    const uri = 'everything+demo://resource/static/document/architecture.md';
+    const res = await send(gw.url, request(3, 'resources/read', { uri }), { 'mcp-name': uri });
+    expect(res.body!.result).toMatchObject({ contents: [{ uri: uri.slice('everything+'.length) }], resultType: 'complete', ttlMs: 0, cacheScope: 'private' });
+  });
+
   it('answers concurrent requests that reuse one id each with its own result', async () => {
     const [a, b] = await Promise.all([send(gw.url, call(7, 'everything__echo', { message: 'first' }), { 'mcp-name': 'everything__echo' }), send(gw.url, call(7, 'everything__echo', { message: 'second' }), { 'mcp-name': 'everything__echo' })]);
     expect(a.body).toMatchObject({ id: 7 });
@@ -204,6 +210,8 @@ describe('a relayed server request', () => {
     const key = Object.keys(inputRequests)[0]!;
     const elsewhere = await send(gw.url, call(2, 'everything__echo', { message: 'x' }, { requestState, inputResponses: {} }), { 'mcp-name': 'everything__echo' });
     expect(elsewhere.body).toMatchObject({ id: 2, error: { code: -32602 } });
+    const otherArguments = await send(gw.url, call(2, 'everything__trigger-elicitation-request', { extra: true }, { requestState, inputResponses: {} }), named);
+    expect(otherArguments.body).toMatchObject({ id: 2, error: { code: -32602, message: expect.stringContaining('arguments') } });
     const done = await send(gw.url, ask(3, { inputResponses: { [key]: { action: 'decline' } }, requestState }), named);
     expect(done.body).toMatchObject({ id: 3, result: { resultType: 'complete' } });
     const again = await send(gw.url, ask(4, { inputResponses: { [key]: { action: 'decline' } }, requestState }), named);
@@ -272,6 +280,34 @@ describe('subscriptions/listen', () => {
       await send(gw.url, call(3, 'everything__toggle-subscriber-updates'), { 'mcp-name': 'everything__toggle-subscriber-updates' });
     } finally {
       controller.abort();
+    }
+  });
+
+  it('keeps a resource subscribed upstream while any listen still wants it', async () => {
+    const uri = 'everything+demo://resource/static/document/features.md';
+    const open = (id: string, controller: AbortController) =>
+      fetch(gw.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': V, 'mcp-method': 'subscriptions/listen' },
+        body: JSON.stringify(request(id, 'subscriptions/listen', { notifications: { resourceSubscriptions: [uri] } })),
+        signal: controller.signal,
+      });
+    const first = new AbortController();
+    const second = new AbortController();
+    try {
+      // Opened at once: both count on one upstream subscription.
+      const [a, b] = await Promise.all([open('a', first), open('b', second)]);
+      const eventsA = readEvents(a);
+      const eventsB = readEvents(b);
+      expect(await eventsA.next()).toMatchObject({ params: { notifications: { resourceSubscriptions: [uri] } } });
+      expect(await eventsB.next()).toMatchObject({ params: { notifications: { resourceSubscriptions: [uri] } } });
+      first.abort();
+      await send(gw.url, call(1, 'everything__toggle-subscriber-updates'), { 'mcp-name': 'everything__toggle-subscriber-updates' });
+      expect(await eventsB.next()).toMatchObject({ method: 'notifications/resources/updated', params: { uri, _meta: { 'io.modelcontextprotocol/subscriptionId': 'b' } } });
+      await send(gw.url, call(2, 'everything__toggle-subscriber-updates'), { 'mcp-name': 'everything__toggle-subscriber-updates' });
+    } finally {
+      first.abort();
+      second.abort();
     }
   });
 
