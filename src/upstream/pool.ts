@@ -316,7 +316,11 @@ export class UpstreamPool {
 
   /** Connects a new client, holding a stateless-only upstream to its word. */
   async #connect(name: string, config: UpstreamConfig, client: UpstreamClient, params: JsonObject): Promise<void> {
-    await client.connect(params, config.initTimeoutMs, this.#eraChoice(name, config));
+    await client.connect(params, config.initTimeoutMs, this.#eraChoice(name, config)).catch((err: unknown) => {
+      // The server may have been replaced by one of the other era: the next connection probes.
+      this.#eras.delete(name);
+      throw err;
+    });
     if (config.era === 'stateless' && client.era !== 'modern') {
       void client.close();
       throw new GatewayError('upstream_protocol', `upstream ${name} is configured as stateless (2026-07-28) but answered server/discover as a sessions-era server`);

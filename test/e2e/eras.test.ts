@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, recordNotifications, startGateway, textOf, upstream, type NotificationLog, type TestGateway } from '../helpers/gateway.js';
 import { poll } from '../helpers/cli.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
-import { stopChild, waitForLine } from '../helpers/processes.js';
+import { startEverythingHttp, stopChild, waitForLine } from '../helpers/processes.js';
 
 let modernUpstream: ChildProcessWithoutNullStreams;
 let gw: TestGateway;
@@ -207,6 +207,34 @@ describe.each(pairings)('$clientName → $server upstream', ({ open, server }) =
 async function until(probe: () => Promise<boolean>, what: string): Promise<void> {
   await poll(async () => ((await probe()) ? true : undefined), what);
 }
+
+describe('an upstream replaced by one of the other era', () => {
+  it('is probed again once a connection on the remembered era fails', async () => {
+    const legacy = await startEverythingHttp();
+    let modern: ChildProcessWithoutNullStreams | undefined;
+    const local = await startGateway({ upstreams: { swap: upstream.http(legacy.url) } });
+    try {
+      const first = await connectClient(local.url);
+      expect(textOf(await first.callTool({ name: 'swap__echo', arguments: { message: 'sessions era' } }))).toContain('sessions era');
+      await first.close();
+      await legacy.close();
+      modern = spawn(NODE, [join(FIXTURES, 'modern-server.mjs')], { stdio: 'pipe', env: { ...process.env, PORT: new URL(legacy.url).port } });
+      await waitForLine(modern, /listening on/);
+      // The remembered era sends initialize, which the stateless-only server refuses: that session
+      // goes without it, and the failure makes the next connection probe.
+      const second = await connectClient(local.url);
+      await expect(second.callTool({ name: 'swap__echo', arguments: { message: 'x' } })).rejects.toThrow();
+      await second.close();
+      const third = await connectClient(local.url);
+      expect(textOf(await third.callTool({ name: 'swap__echo', arguments: { message: 'stateless era' } }))).toBe('stateless era');
+      await third.close();
+    } finally {
+      await local.close();
+      await legacy.close();
+      if (modern) await stopChild(modern);
+    }
+  });
+});
 
 describe('a 2026-07-28 upstream that breaks the rules', () => {
   it('gets a clear error for input asked where none may be, or input_required with nothing to answer; the rest goes on', async () => {
