@@ -218,12 +218,13 @@ describe('a relayed server request', () => {
     expect(again.body).toMatchObject({ id: 4, error: { code: -32602 } });
   });
 
-  it('is refused to a client that did not declare the capability', async () => {
+  it('is refused to a client that did not declare the capability: the upstream gets -32601, the client no input_required', async () => {
     const meta = { ...META, 'io.modelcontextprotocol/clientCapabilities': {} };
-    const res = await send(gw.url, request(1, 'tools/call', { name: 'everything__trigger-elicitation-request', arguments: {} }, meta), named);
-    // server-everything does not even offer the tool to a client without elicitation.
-    expect(res.body).toMatchObject({ id: 1 });
-    expect((res.body!.result as { resultType?: string } | undefined)?.resultType).not.toBe('input_required');
+    const params = { name: 'rogue__ask', arguments: { method: 'elicitation/create', params: { message: 'hi?', requestedSchema: { type: 'object', properties: {} } } } };
+    const res = await send(gw.url, request(1, 'tools/call', params, meta), { 'mcp-name': 'rogue__ask' });
+    expect(res.body).toMatchObject({ id: 1, result: { resultType: 'complete' } });
+    // rogue's ask tool answers with what its request got back.
+    expect(JSON.parse(textOf(res.body!.result))).toMatchObject({ error: { code: -32601 } });
   });
 });
 
