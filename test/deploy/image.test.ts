@@ -26,7 +26,7 @@ afterAll(async () => {
 });
 
 describe('Dockerfile', () => {
-  it('builds in one stage and runs production dependencies only, as a non-root user', () => {
+  it('builds in a stage of its own and runs production dependencies only, as a non-root user', () => {
     expect(dockerfile.match(/^FROM /gm)).toHaveLength(2);
     expect(dockerfile).toMatch(/^FROM node:20[^\n]* AS build$/m);
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
