@@ -382,6 +382,31 @@ describe('a sessions-era upstream', () => {
   });
 });
 
+describe('a requestState', () => {
+  it('is no credential: another principal presenting it is refused, and its owner still completes the call', async () => {
+    const keys = { a: 'k-alice-0123456789abcdef', b: 'k-bob-0123456789abcdef00' };
+    const gated = await startGateway({
+      upstreams: { rogue: upstream.rogue() },
+      auth: { apiKeys: [{ id: 'alice', hash: hashApiKey(keys.a) }, { id: 'bob', hash: hashApiKey(keys.b) }] },
+    });
+    try {
+      const named = { 'mcp-name': 'rogue__ask' };
+      const asking = call(1, 'rogue__ask', { method: 'elicitation/create', params: { message: 'alice?', requestedSchema: { type: 'object', properties: {} } } });
+      const first = await send(gated.url, asking, { ...named, 'x-api-key': keys.a });
+      const { requestState, inputRequests } = first.body!.result as { requestState: string; inputRequests: Record<string, unknown> };
+      const inputResponses = { [Object.keys(inputRequests)[0]!]: { action: 'accept', content: { who: 'answered' } } };
+      const retry = (id: number) => ({ ...asking, id, params: { ...asking.params, requestState, inputResponses } });
+      const stolen = await send(gated.url, retry(2), { ...named, 'x-api-key': keys.b });
+      expect(stolen.body).toMatchObject({ id: 2, error: { code: -32602 } });
+      const owned = await send(gated.url, retry(3), { ...named, 'x-api-key': keys.a });
+      expect(owned.body).toMatchObject({ id: 3, result: { resultType: 'complete' } });
+      expect(JSON.parse(textOf(owned.body!.result))).toMatchObject({ result: { action: 'accept', content: { who: 'answered' } } });
+    } finally {
+      await gated.close();
+    }
+  });
+});
+
 describe('sessions-era clients', () => {
   it('are untouched: an SDK client of 2025-11-25 still initializes and calls', async () => {
     const client = await connectClient(gw.url);
