@@ -6,7 +6,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, recordNotifications, startGateway, textOf, upstream, type NotificationLog, type TestGateway } from '../helpers/gateway.js';
 import { poll } from '../helpers/cli.js';
@@ -314,6 +314,48 @@ describe('bridging what the eras do differently', () => {
         return changes.length > 0 ? true : undefined;
       }, 'tools list_changed');
       await subscription.close();
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('turns a round asking for sampling and roots into requests to a sessions-era client, and back', async () => {
+    const asked: string[] = [];
+    const client = await connectClient(gw.url, { sampling: {}, roots: {} }, (c) => {
+      c.setRequestHandler(CreateMessageRequestSchema, async () => {
+        asked.push('sampling/createMessage');
+        return { model: 'test', role: 'assistant', content: { type: 'text', text: 'hi from the client' } };
+      });
+      c.setRequestHandler(ListRootsRequestSchema, async () => {
+        asked.push('roots/list');
+        return { roots: [{ uri: 'file:///work' }] };
+      });
+    });
+    try {
+      const result = await client.callTool({ name: 'modern__sample-and-roots', arguments: {} });
+      expect(textOf(result)).toBe('model said hi from the client; roots file:///work');
+      expect(asked.sort()).toEqual(['roots/list', 'sampling/createMessage']);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('gives a 2026-07-28 client that round\'s sampling and roots requests as its own input_required', async () => {
+    const client = new ModernClient({ name: 'modern-sampler', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { sampling: {}, roots: {} } });
+    const asked: string[] = [];
+    client.setRequestHandler('sampling/createMessage', async () => {
+      asked.push('sampling/createMessage');
+      return { model: 'test', role: 'assistant', content: { type: 'text', text: 'hi from v2' } };
+    });
+    client.setRequestHandler('roots/list', async () => {
+      asked.push('roots/list');
+      return { roots: [{ uri: 'file:///v2' }] };
+    });
+    await client.connect(new ModernTransport(gw.url));
+    try {
+      const result = await client.callTool({ name: 'modern__sample-and-roots', arguments: {} });
+      expect(textOf(result)).toBe('model said hi from v2; roots file:///v2');
+      expect(asked.sort()).toEqual(['roots/list', 'sampling/createMessage']);
     } finally {
       await client.close();
     }
