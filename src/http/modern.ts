@@ -14,6 +14,7 @@ import {
   META,
   MODERN_METHODS,
   ModernErrorCode,
+  NAMED_METHODS,
   decodeHeaderValue,
   isModernVersion,
   mirroredName,
@@ -76,7 +77,7 @@ export function validateModern(input: HttpInput, message: JsonRpcMessage): State
   if (method !== message.method) return rpcError(400, ModernErrorCode.HeaderMismatch, `Header mismatch: Mcp-Method header value '${method}' does not match body value '${message.method}'`, id);
   if (!MODERN_METHODS.has(message.method)) return rpcError(404, ErrorCode.MethodNotFound, `Method not found: ${message.method}`, id);
   const name = mirroredName(message);
-  if (name !== undefined || ['tools/call', 'prompts/get', 'resources/read'].includes(message.method)) {
+  if (NAMED_METHODS.has(message.method)) {
     const raw = input.header('mcp-name');
     if (raw === undefined) return rpcError(400, ModernErrorCode.HeaderMismatch, 'Header mismatch: Mcp-Name header is required', id);
     const decoded = decodeHeaderValue(raw);

@@ -88,6 +88,9 @@ export function declaredVersion(params: unknown): string | undefined {
   return typeof version === 'string' ? version : undefined;
 }
 
+/** Requests whose HTTP POST carries `Mcp-Name` (streamable-http.mdx "Request Metadata"). */
+export const NAMED_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
 /** The body value `Mcp-Name` mirrors: the tool or prompt name, or the resource URI. */
 export function mirroredName(request: Pick<JsonRpcRequest, 'method' | 'params'>): string | undefined {
   const params = request.params;

@@ -5,7 +5,7 @@
 import type { JsonObject, JsonRpcId } from './jsonrpc.js';
 
 /** setTimeout's largest delay; a longer (or infinite) deadline is no deadline. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface Deadlines {
   /** Time allowed without an answer; touch() restarts it. */

@@ -14,6 +14,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { INPUT_METHODS, META, mirroredName } from '../mcp/era.js';
 import { ErrorCode, GatewayError, RpcError } from '../mcp/errors.js';
+import { MAX_TIMER_MS } from '../mcp/pending.js';
 import {
   failure,
   isObject,
@@ -50,9 +51,6 @@ export interface StatelessRequest {
   clientInfo: JsonObject;
   logLevel: string | undefined;
 }
-
-/** setTimeout's longest delay; a longer one would fire at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Fingerprints remembered before ended sessions' are swept out. */
 const MAX_KEYS = 10_000;

@@ -214,8 +214,7 @@ export class UpstreamPool {
       for (const dead of children.filter((c) => c.client.closed && !c.starting)) children.splice(children.indexOf(dead), 1);
       const { client, opened } = this.#client(name, config, this.#transport(name, config, this.#logger(name)));
       const entry: SharedChild = { client, refs: 0, starting: true, ready: Promise.resolve() };
-      entry.ready = client
-        .connect({ protocolVersion: LATEST_VERSION, capabilities: {}, clientInfo: SHARED_CLIENT }, config.initTimeoutMs, this.#eraChoice(name, config))
+      entry.ready = this.#connect(name, config, client, { protocolVersion: LATEST_VERSION, capabilities: {}, clientInfo: SHARED_CLIENT })
         .then(
           async () => {
             opened();
@@ -306,7 +305,6 @@ export class UpstreamPool {
     }
   }
 
-  /** A client with health, metrics and lifetime accounting; `opened` counts it as a session. */
   /** What is known of the upstream's era, and where to remember what its first session finds. */
   #eraChoice(name: string, config: UpstreamConfig): { known?: UpstreamEra; learn?: (era: UpstreamEra) => void } {
     if (config.era === 'sessions' || config.http?.transport === 'sse') return { known: 'legacy' };
@@ -327,6 +325,7 @@ export class UpstreamPool {
     }
   }
 
+  /** A client with health, metrics and lifetime accounting; `opened` counts it as a session. */
   #client(name: string, config: UpstreamConfig, transport: Transport): { client: UpstreamClient; opened: () => void } {
     const logger = this.#logger(name);
     const health = this.#health.get(name)!;

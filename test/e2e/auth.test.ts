@@ -13,6 +13,7 @@ import { hashApiKey } from '../../src/auth/api-keys.js';
 import { startFlakyHttp, type FlakyHttp } from '../helpers/flaky-http.js';
 import { connectClient, journal, startGateway, terminateSession, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
 import { startAuthServer, type AuthServer } from '../helpers/oauth.js';
+import { scrape } from '../helpers/metrics.js';
 
 const RESOURCE = 'https://mcp.example.test/mcp';
 const METADATA_URL = 'https://mcp.example.test/.well-known/oauth-protected-resource/mcp';
@@ -95,18 +96,6 @@ function sessionOf(client: Client): string {
   return (client.transport as StreamableHTTPClientTransport).sessionId!;
 }
 
-/** `name{labels} value` lines of the exposition, as a map from `name{labels}` to value. */
-async function scrape(url: URL): Promise<Map<string, number>> {
-  const res = await fetch(url);
-  expect(res.status).toBe(200);
-  const series = new Map<string, number>();
-  for (const line of (await res.text()).split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    series.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return series;
-}
 
 /** A GET with an explicit Host header (fetch does not let a caller choose it). */
 function getWithHost(url: URL, host: string): Promise<{ status: number; body: string }> {

@@ -10,6 +10,7 @@ import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema, 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, recordNotifications, startGateway, textOf, upstream, type NotificationLog, type TestGateway } from '../helpers/gateway.js';
 import { poll } from '../helpers/cli.js';
+import { scrape } from '../helpers/metrics.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { startEverythingHttp, stopChild, waitForLine } from '../helpers/processes.js';
 
@@ -71,10 +72,9 @@ async function modernClient(): Promise<AnyClient> {
   };
 }
 
-async function metric(line: RegExp): Promise<number> {
-  const text = await (await fetch(new URL('/metrics', gw.url))).text();
-  const found = text.split('\n').find((l) => line.test(l));
-  return found ? Number(found.split(' ').pop()) : 0;
+/** Client-caused cancellations sent to `upstream`, from the gateway's /metrics. */
+async function cancellations(upstream: string): Promise<number> {
+  return (await scrape(new URL('/metrics', gw.url))).get(`switchyard_cancellations_total{upstream="${upstream}",cause="client"}`) ?? 0;
 }
 
 /** What each pairing calls on each upstream. */
@@ -174,7 +174,7 @@ describe.each(pairings)('$clientName → $server upstream', ({ open, server }) =
   it('cancels the call upstream and stays usable', async () => {
     const client = await open();
     try {
-      const before = await metric(new RegExp(`^switchyard_cancellations_total\\{upstream="${server}",cause="client"\\}`));
+      const before = await cancellations(server);
       const controller = new AbortController();
       let started!: () => void;
       const running = new Promise<void>((resolve) => (started = resolve));
@@ -183,7 +183,7 @@ describe.each(pairings)('$clientName → $server upstream', ({ open, server }) =
       await running;
       controller.abort();
       await expect(call).rejects.toThrow();
-      await until(async () => (await metric(new RegExp(`^switchyard_cancellations_total\\{upstream="${server}",cause="client"\\}`))) > before, 'the upstream cancellation');
+      await until(async () => (await cancellations(server)) > before, 'the upstream cancellation');
       if (server === 'modern') await until(async () => textOf(await client.call('modern__cancelled', {})) !== '0', 'the upstream to see the cancellation');
       expect(textOf(await client.call(names.echo[0], { ...names.echo[1] }))).toContain('hi there');
     } finally {

@@ -6,20 +6,8 @@ import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, journal, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
 import { startFlakyHttp, type FlakyHttp } from '../helpers/flaky-http.js';
+import { scrape } from '../helpers/metrics.js';
 
-/** `name{labels} value` lines of the exposition, as a map from `name{labels}` to value. */
-async function scrape(url: URL): Promise<Map<string, number>> {
-  const res = await fetch(url);
-  expect(res.status).toBe(200);
-  expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
-  const series = new Map<string, number>();
-  for (const line of (await res.text()).split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    series.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return series;
-}
 
 const rpc = (id: number, method: string, params: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id, method, params });
 

@@ -16,7 +16,7 @@ import { poll, startCli } from '../helpers/cli.js';
 import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { stopChild, waitForLine } from '../helpers/processes.js';
-import { startRedis } from '../helpers/redis.js';
+import { freePort, startRedis } from '../helpers/redis.js';
 
 // transports.mdx "Sending Messages to the Server": a POST must accept both answer forms.
 const POST_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
@@ -178,14 +178,6 @@ function limitResult(result: unknown): { text: string; retryAfterMs: unknown } {
   const r = result as { isError?: boolean; _meta?: Record<string, unknown> };
   expect(r.isError, JSON.stringify(result)).toBe(true);
   return { text: textOf(result), retryAfterMs: r._meta?.[RETRY_AFTER_META] };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** A redis-server of this test's own on `port` (stopping it is part of some tests). */

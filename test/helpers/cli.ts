@@ -4,7 +4,9 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { ROOT } from './paths.js';
-import { stopChild, waitForExit, waitForLine } from './processes.js';
+import { alive, stopChild, waitForExit, waitForLine } from './processes.js';
+
+export { alive };
 
 /** One JSON log line of the gateway (src/util/log.ts). */
 export interface LogLine {
@@ -108,15 +110,6 @@ async function childRunning(parent: number, arg: string): Promise<number> {
   throw new Error(`no child of ${parent} runs ${arg}`);
 }
 
-/** Whether a process with this pid exists (signal 0 checks without sending anything). */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Resolves with `probe`'s first defined answer, trying every `everyMs`; rejects after `timeoutMs`. */
 export async function poll<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 10_000, everyMs = 50): Promise<T> {
