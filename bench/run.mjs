@@ -4,6 +4,8 @@
 //   node bench/run.mjs [--rounds 4] [--duration 3] [--idle 10000] [--quick] [--json FILE]
 //                      [--profile DIR]   (gateway started with --cpu-prof, profiles written there)
 //                      [--build-dir DIR] (where the gateway is compiled to; default .tmp/bench-dist)
+//                      [--only http,latency,stdio,init,idle] (run only these sections; targets
+//                                        are judged only where their figures were measured)
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -24,6 +26,7 @@ const { values } = parseArgs({
     json: { type: 'string' },
     profile: { type: 'string' },
     'build-dir': { type: 'string' },
+    only: { type: 'string' },
   },
 });
 const quick = values.quick;
@@ -31,6 +34,9 @@ const ROUNDS = Number(values.rounds ?? (quick ? 1 : 4));
 const DURATION = Number(values.duration ?? (quick ? 1 : 3));
 const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
 const INITS = quick ? 20 : 300;
+const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle'];
+const only = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : SECTIONS);
+for (const name of only) if (!SECTIONS.includes(name)) throw new Error(`--only: unknown section ${name} (one of ${SECTIONS.join(', ')})`);
 const C = 16;
 const RATE = 1000;
 const CLK_TCK = 100; // Linux USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
@@ -147,6 +153,11 @@ async function authServer() {
   return { issuer, jwksUri: `${issuer}/jwks`, resource, token, close: () => new Promise((resolve) => server.close(resolve)) };
 }
 
+/** Node flags that write a CPU profile of the process named `name` under --profile. */
+function profiled(name) {
+  return values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+}
+
 async function gateway(dir, name, upstreams, { production, auth }) {
   const lines = ['upstreams:'];
   for (const [id, spec] of Object.entries(upstreams)) lines.push(`  ${id}: ${JSON.stringify(spec)}`);
@@ -157,8 +168,7 @@ async function gateway(dir, name, upstreams, { production, auth }) {
   }
   const file = join(dir, `${name}.yaml`);
   await writeFile(file, `${lines.join('\n')}\n`);
-  const node = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
-  const server = await start(name, process.execPath, [...node, join(buildDir, 'main.js'), '--config', file, '--port', '0']);
+  const server = await start(name, process.execPath, [...profiled(name), join(buildDir, 'main.js'), '--config', file, '--port', '0']);
   return production ? { ...server, token: auth.token } : server;
 }
 
@@ -218,7 +228,7 @@ try {
   auth = await authServer();
   const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')]);
   const direct = { name: 'direct', url: upstream.url, tool: 'echo' };
-  const hop = { ...(await start('naive hop', process.execPath, [join(here, 'naive-hop.mjs')], { UPSTREAM: upstream.url })), tool: 'echo' };
+  const hop = { ...(await start('naive hop', process.execPath, [...profiled('naive hop'), join(here, 'naive-hop.mjs')], { UPSTREAM: upstream.url })), tool: 'echo' };
   const httpUpstream = { b: { http: { url: upstream.url } } };
   const plain = { ...(await gateway(dir, 'gateway', httpUpstream, { production: false, auth })), tool: 'b__echo' };
   const prod = { ...(await gateway(dir, 'gateway+jwt+metrics', httpUpstream, { production: true, auth })), tool: 'b__echo' };
@@ -229,86 +239,116 @@ try {
   say(`${ROUNDS} round(s), targets interleaved A B C … C B A; ${DURATION} s per measurement after a warm-up; median (each round)`);
 
   // 1. Throughput with an HTTP upstream, C=16, and the CPU each call costs.
-  say('\nThroughput, HTTP upstream, C=16 (calls/s):');
-  const tp = await interleaved([direct, hop, plain, prod], load);
-  for (const t of [direct, hop, plain, prod]) say(row(t.name, tp[t.name], 'throughput'));
-  say('CPU per tools/call (µs, the serving process):');
-  for (const t of [hop, plain, prod]) say(row(t.name, tp[t.name], 'cpuPerCallUs'));
-  const hopTp = median(tp[hop.name].map((r) => r.throughput));
-  const hopCpu = median(tp[hop.name].map((r) => r.cpuPerCallUs));
-  report.figures.throughput = tp;
+  let tp, hopTp, hopCpu;
+  if (only.has('http')) {
+    say('\nThroughput, HTTP upstream, C=16 (calls/s):');
+    tp = await interleaved([direct, hop, plain, prod], load);
+    for (const t of [direct, hop, plain, prod]) say(row(t.name, tp[t.name], 'throughput'));
+    say('CPU per tools/call (µs, the serving process):');
+    for (const t of [hop, plain, prod]) say(row(t.name, tp[t.name], 'cpuPerCallUs'));
+    hopTp = median(tp[hop.name].map((r) => r.throughput));
+    hopCpu = median(tp[hop.name].map((r) => r.cpuPerCallUs));
+    report.figures.throughput = tp;
+  }
 
   // 2. Latency added over direct at a fixed offered load.
-  say(`\nLatency at ${RATE} calls/s offered (p50 ms; added = p50 − direct's p50 in the same round):`);
-  const lat = await interleaved([direct, hop, plain, prod], (t) => [...load(t), '--rate', String(RATE)]);
-  for (const t of [direct, hop, plain, prod]) say(row(t.name, lat[t.name], 'p50', 3));
+  let lat, hopAdded;
   const added = (name) => lat[name].map((r, i) => r.p50 - lat[direct.name][i].p50);
-  const hopAdded = median(added(hop.name));
-  say(`  added by ${'the naive hop'.padEnd(26)}${fmt(hopAdded, 3)} ms`);
-  for (const t of gateways) say(`  added by ${t.name.padEnd(26)}${fmt(median(added(t.name)), 3)} ms`);
-  report.figures.latency = lat;
+  if (only.has('latency')) {
+    say(`\nLatency at ${RATE} calls/s offered (p50 ms; added = p50 − direct's p50 in the same round):`);
+    lat = await interleaved([direct, hop, plain, prod], (t) => [...load(t), '--rate', String(RATE)]);
+    for (const t of [direct, hop, plain, prod]) say(row(t.name, lat[t.name], 'p50', 3));
+    hopAdded = median(added(hop.name));
+    say(`  added by ${'the naive hop'.padEnd(26)}${fmt(hopAdded, 3)} ms`);
+    for (const t of gateways) say(`  added by ${t.name.padEnd(26)}${fmt(median(added(t.name)), 3)} ms`);
+    report.figures.latency = lat;
+  }
 
   // 3. Throughput with a stdio upstream (one shared child, like the bridge).
-  say('\nThroughput, stdio upstream, C=16 (calls/s):');
-  const stdioCmd = { stdio: { command: process.execPath, args: [join(here, 'upstream-stdio.mjs')] }, sharing: 'shared' };
-  const bridge = { ...(await start('naive bridge', process.execPath, [join(here, 'naive-bridge.mjs'), process.execPath, join(here, 'upstream-stdio.mjs')])), tool: 'echo' };
-  const sPlain = { ...(await gateway(dir, 'gateway stdio', { s: stdioCmd }, { production: false, auth })), tool: 's__echo' };
-  const sProd = { ...(await gateway(dir, 'gateway stdio+jwt+metrics', { s: stdioCmd }, { production: true, auth })), tool: 's__echo' };
-  const st = await interleaved([bridge, sPlain, sProd], load);
-  for (const t of [bridge, sPlain, sProd]) say(row(t.name, st[t.name], 'throughput'));
-  const bridgeTp = median(st[bridge.name].map((r) => r.throughput));
-  report.figures.stdio = st;
-  await Promise.all([bridge.stop(), sPlain.stop(), sProd.stop()]);
+  let st, bridgeTp;
+  const stdioNames = { plain: 'gateway stdio', 'jwt+metrics': 'gateway stdio+jwt+metrics' };
+  if (only.has('stdio')) {
+    say('\nThroughput, stdio upstream, C=16 (calls/s):');
+    const stdioCmd = { stdio: { command: process.execPath, args: [join(here, 'upstream-stdio.mjs')] }, sharing: 'shared' };
+    const bridge = { ...(await start('naive bridge', process.execPath, [join(here, 'naive-bridge.mjs'), process.execPath, join(here, 'upstream-stdio.mjs')])), tool: 'echo' };
+    const sPlain = { ...(await gateway(dir, stdioNames.plain, { s: stdioCmd }, { production: false, auth })), tool: 's__echo' };
+    const sProd = { ...(await gateway(dir, stdioNames['jwt+metrics'], { s: stdioCmd }, { production: true, auth })), tool: 's__echo' };
+    st = await interleaved([bridge, sPlain, sProd], load);
+    for (const t of [bridge, sPlain, sProd]) say(row(t.name, st[t.name], 'throughput'));
+    bridgeTp = median(st[bridge.name].map((r) => r.throughput));
+    report.figures.stdio = st;
+    await Promise.all([bridge.stop(), sPlain.stop(), sProd.stop()]);
+  }
 
   // 4. Initialize: the gateway against 3 HTTP upstreams, the hop against one.
-  say(`\nInitialize + initialized, ${INITS} one after another (p50 ms):`);
-  const three = { a: { http: { url: upstream.url } }, b: { http: { url: upstream.url } }, c: { http: { url: upstream.url } } };
-  const iPlain = await gateway(dir, 'gateway 3 upstreams', three, { production: false, auth });
-  const iProd = await gateway(dir, 'gateway 3 upstreams+jwt+metrics', three, { production: true, auth });
-  const init = await interleaved([hop, iPlain, iProd], () => ['--init-only', String(INITS)]);
-  for (const t of [hop, iPlain, iProd]) say(row(t.name, init[t.name], 'p50', 3));
-  const hopInit = median(init[hop.name].map((r) => r.p50));
-  report.figures.initialize = init;
-  await Promise.all([iPlain.stop(), iProd.stop()]);
+  let init, hopInit;
+  const initNames = { plain: 'gateway 3 upstreams', 'jwt+metrics': 'gateway 3 upstreams+jwt+metrics' };
+  if (only.has('init')) {
+    say(`\nInitialize + initialized, ${INITS} one after another (p50 ms):`);
+    const three = { a: { http: { url: upstream.url } }, b: { http: { url: upstream.url } }, c: { http: { url: upstream.url } } };
+    const iPlain = await gateway(dir, initNames.plain, three, { production: false, auth });
+    const iProd = await gateway(dir, initNames['jwt+metrics'], three, { production: true, auth });
+    init = await interleaved([hop, iPlain, iProd], () => ['--init-only', String(INITS)]);
+    for (const t of [hop, iPlain, iProd]) say(row(t.name, init[t.name], 'p50', 3));
+    hopInit = median(init[hop.name].map((r) => r.p50));
+    report.figures.initialize = init;
+    await Promise.all([iPlain.stop(), iProd.stop()]);
+  }
 
   // 5. Idle sessions: RSS growth per session held (one HTTP upstream, no GET stream).
-  say(`\nIdle sessions: ${IDLE} opened and held (one HTTP upstream, no GET stream):`);
   const idle = {};
-  for (const production of [false, true]) {
-    const g = await gateway(dir, production ? 'idle+jwt+metrics' : 'idle', httpUpstream, { production, auth });
-    try {
-      await measure(g, ['--init-only', '50']); // warm the code paths first
-      const before = await rssBytes(g.pid);
-      const opened = await measure(g, ['--init-only', String(IDLE)], { tolerateErrors: true });
-      const after = await rssBytes(g.pid);
-      idle[g.name] = { opened: opened.calls, errors: opened.errors, rssBefore: before, rssAfter: after, bytesPerSession: (after - before) / IDLE };
-      say(`  ${g.name.padEnd(24)} ${fmt(idle[g.name].bytesPerSession / 1024, 1).padStart(9)} KB/session   (RSS ${fmt(before / 2 ** 20, 0)} → ${fmt(after / 2 ** 20, 0)} MB, ${opened.calls} opened, ${opened.errors} errors)`);
-    } finally {
-      await g.stop();
+  const idleNames = { plain: 'idle', 'jwt+metrics': 'idle+jwt+metrics' };
+  if (only.has('idle')) {
+    say(`\nIdle sessions: ${IDLE} opened and held (one HTTP upstream, no GET stream):`);
+    for (const production of [false, true]) {
+      const g = await gateway(dir, production ? idleNames['jwt+metrics'] : idleNames.plain, httpUpstream, { production, auth });
+      try {
+        await measure(g, ['--init-only', '50']); // warm the code paths first
+        const before = await rssBytes(g.pid);
+        const opened = await measure(g, ['--init-only', String(IDLE)], { tolerateErrors: true });
+        const after = await rssBytes(g.pid);
+        idle[g.name] = { opened: opened.calls, errors: opened.errors, rssBefore: before, rssAfter: after, bytesPerSession: (after - before) / IDLE };
+        say(`  ${g.name.padEnd(24)} ${fmt(idle[g.name].bytesPerSession / 1024, 1).padStart(9)} KB/session   (RSS ${fmt(before / 2 ** 20, 0)} → ${fmt(after / 2 ** 20, 0)} MB, ${opened.calls} opened, ${opened.errors} errors)`);
+      } finally {
+        await g.stop();
+      }
     }
+    report.figures.idle = idle;
   }
-  report.figures.idle = idle;
 
-  // Targets.
+  // Targets, judged only where their figures were measured in this run.
   say('\nTargets (ratios measured in this run):');
   const verdict = (met) => (met ? 'met' : 'NOT met');
   for (const t of gateways) {
     const variant = t === plain ? 'plain' : 'jwt+metrics';
-    const gTp = median(tp[t.name].map((r) => r.throughput));
-    const gCpu = median(tp[t.name].map((r) => r.cpuPerCallUs));
-    const gAdded = median(added(t.name));
-    const sTp = median(st[t === plain ? sPlain.name : sProd.name].map((r) => r.throughput));
-    const gInit = median(init[t === plain ? iPlain.name : iProd.name].map((r) => r.p50));
-    const gIdle = idle[t === plain ? 'idle' : 'idle+jwt+metrics'];
     say(` ${variant}:`);
-    say(`  HTTP throughput / naive hop     ${fmt(gTp / hopTp)} ≥ 0.90  ${verdict(check('http-throughput', gTp / hopTp, 0.9, '>=', variant))}`);
-    say(`  added p50 / naive hop's added   ${fmt(gAdded / hopAdded)} ≤ 1.30  ${verdict(check('added-latency', gAdded / hopAdded, 1.3, '<=', variant))}`);
-    say(`  stdio throughput / naive bridge ${fmt(sTp / bridgeTp)} ≥ 0.90  ${verdict(check('stdio-throughput', sTp / bridgeTp, 0.9, '>=', variant))}`);
-    say(`  CPU per call / naive hop        ${fmt(gCpu / hopCpu)} ≤ 1.30  ${verdict(check('cpu-per-call', gCpu / hopCpu, 1.3, '<=', variant))}`);
-    say(`  RSS per idle session (KB)       ${fmt(gIdle.bytesPerSession / 1024, 1)} ≤ 16  ${verdict(check('idle-session-rss', gIdle.bytesPerSession / 1024, 16, '<=', variant) && gIdle.errors === 0 && gIdle.opened === IDLE)}`);
-    say(`  initialize (3) / hop's (1)      ${fmt(gInit / hopInit)} ≤ 1.50  ${verdict(check('initialize', gInit / hopInit, 1.5, '<=', variant))}`);
+    if (tp) {
+      const gTp = median(tp[t.name].map((r) => r.throughput));
+      say(`  HTTP throughput / naive hop     ${fmt(gTp / hopTp)} ≥ 0.90  ${verdict(check('http-throughput', gTp / hopTp, 0.9, '>=', variant))}`);
+    }
+    if (lat) {
+      const gAdded = median(added(t.name));
+      say(`  added p50 / naive hop's added   ${fmt(gAdded / hopAdded)} ≤ 1.30  ${verdict(check('added-latency', gAdded / hopAdded, 1.3, '<=', variant))}`);
+    }
+    if (st) {
+      const sTp = median(st[stdioNames[variant]].map((r) => r.throughput));
+      say(`  stdio throughput / naive bridge ${fmt(sTp / bridgeTp)} ≥ 0.90  ${verdict(check('stdio-throughput', sTp / bridgeTp, 0.9, '>=', variant))}`);
+    }
+    if (tp) {
+      const gCpu = median(tp[t.name].map((r) => r.cpuPerCallUs));
+      say(`  CPU per call / naive hop        ${fmt(gCpu / hopCpu)} ≤ 1.30  ${verdict(check('cpu-per-call', gCpu / hopCpu, 1.3, '<=', variant))}`);
+    }
+    const gIdle = idle[idleNames[variant]];
+    if (gIdle) {
+      say(`  RSS per idle session (KB)       ${fmt(gIdle.bytesPerSession / 1024, 1)} ≤ 16  ${verdict(check('idle-session-rss', gIdle.bytesPerSession / 1024, 16, '<=', variant) && gIdle.errors === 0 && gIdle.opened === IDLE)}`);
+    }
+    if (init) {
+      const gInit = median(init[initNames[variant]].map((r) => r.p50));
+      say(`  initialize (3) / hop's (1)      ${fmt(gInit / hopInit)} ≤ 1.50  ${verdict(check('initialize', gInit / hopInit, 1.5, '<=', variant))}`);
+    }
   }
-  say(`\nDirect reaches ${fmt(median(tp[direct.name].map((r) => r.throughput)), 0)} calls/s; the naive hop ${fmt(hopTp / median(tp[direct.name].map((r) => r.throughput)))} × direct. Took ${fmt((performance.now() - started) / 1000, 0)} s.`);
+  if (tp) say(`\nDirect reaches ${fmt(median(tp[direct.name].map((r) => r.throughput)), 0)} calls/s; the naive hop ${fmt(hopTp / median(tp[direct.name].map((r) => r.throughput)))} × direct.`);
+  say(`Took ${fmt((performance.now() - started) / 1000, 0)} s.`);
 } catch (err) {
   failed = true;
   process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
