@@ -9,7 +9,8 @@ import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError, r
 import { TransportError, type SendOptions, type Transport } from './types.js';
 import { SseParser } from '../util/sse.js';
 import type { CircuitBreaker } from './circuit.js';
-import { Cancellation } from '../util/cancel.js';
+import { Cancellation, type CancelSignal } from '../util/cancel.js';
+import { BeforeResponseError, exchange, type BodyPlan, type ExchangeResult } from './exchange.js';
 
 export interface StreamableHttpOptions {
   url: string;
@@ -52,6 +53,9 @@ export class GetStreamSupport {
   }
 }
 
+/** Bodies read only to be dropped (202, an expired session), and error bodies (64 KiB at most, else ignored). */
+const SKIP: BodyPlan = { kind: 'skip' };
+const ERROR_BODY: BodyPlan = { kind: 'text', max: 64 * 1024, lenient: true };
 const POST_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const GET_RETRY_MIN_MS = 500;
 const GET_RETRY_MAX_MS = 30_000;
@@ -135,47 +139,66 @@ export class StreamableHttpTransport implements Transport {
     if (exchange.aborted) own.abort(exchange.reason);
     this.#inflight.add(own);
     try {
-      // undici takes any object with AbortSignal's abort-event shape (lib/api/abort-signal.js).
-      return await this.#exchange(message, own as unknown as AbortSignal, judge);
+      return await this.#exchange(message, own, judge);
     } finally {
       exchange.removeEventListener('abort', onAbort);
       this.#inflight.delete(own);
     }
   }
 
-  async #exchange(message: JsonRpcMessage, signal: AbortSignal, judge: (healthy: boolean) => void): Promise<void> {
+  async #exchange(message: JsonRpcMessage, signal: CancelSignal, judge: (healthy: boolean) => void): Promise<void> {
     const authorization = this.#options.credentials ? await this.#authorization() : NO_HEADERS;
     const expectId = isRequest(message) ? message.id : undefined;
-    let response: Dispatcher.ResponseData;
+    let answered = expectId === undefined;
+    const deliver = (incoming: JsonRpcMessage): void => {
+      if (!('method' in incoming) && incoming.id === expectId) answered = true;
+      this.onmessage?.(incoming, expectId === undefined ? undefined : { relatedRequestId: expectId });
+    };
+    // What the body is for, decided by the status and the content type.
+    const plan = (statusCode: number, headers: Record<string, string | string[] | undefined>): BodyPlan => {
+      judge(statusCode < 500);
+      const sessionId = headerValue(headers, 'mcp-session-id');
+      if (sessionId && expectId !== undefined && isRequest(message) && message.method === 'initialize') this.#sessionId = sessionId;
+      if (statusCode === 202 || (statusCode === 404 && this.#sessionId !== undefined)) return SKIP;
+      // Many servers put a JSON-RPC error with the request's id in an error body; it is relayed.
+      if (statusCode < 200 || statusCode >= 300) return ERROR_BODY;
+      const type = contentTypeOf(headers);
+      if (type === 'application/json') return { kind: 'text', max: this.#max };
+      if (type !== 'text/event-stream') return SKIP;
+      return {
+        kind: 'sse',
+        max: this.#max,
+        onEvent: (event) => {
+          if (event.event === 'message' && event.data !== '') for (const m of decodeMessages(event.data)) deliver(m);
+        },
+      };
+    };
+    let response: ExchangeResult;
     try {
-      response = await this.#options.dispatcher.request({
-        origin: this.#origin,
-        path: this.#path,
-        method: 'POST',
-        headers: this.#headers(POST_HEADERS, traceHeaders(message), this.#mirrorHeaders(message), authorization),
-        body: JSON.stringify(message),
+      response = await exchange(
+        this.#options.dispatcher,
+        {
+          origin: this.#origin,
+          path: this.#path,
+          method: 'POST',
+          headers: this.#headers(POST_HEADERS, traceHeaders(message), this.#mirrorHeaders(message), authorization),
+          body: JSON.stringify(message),
+        },
         signal,
-      });
+        plan,
+      );
     } catch (err) {
-      if (!signal.aborted) judge(false);
+      if (err instanceof BeforeResponseError) {
+        if (!signal.aborted) judge(false);
+        throw networkError(err.cause);
+      }
+      if (answered) return;
       throw networkError(err);
     }
-    const { statusCode, headers, body } = response;
-    judge(statusCode < 500);
-    const sessionId = headerValue(headers, 'mcp-session-id');
-    if (sessionId && expectId !== undefined && isRequest(message) && message.method === 'initialize') this.#sessionId = sessionId;
-
-    if (statusCode === 202) {
-      await body.dump();
-      return;
-    }
-    if (statusCode === 404 && this.#sessionId !== undefined) {
-      await body.dump();
-      throw new TransportError('session_expired', 'upstream session expired', 404);
-    }
+    const { statusCode, text } = response;
+    if (statusCode === 202) return;
+    if (statusCode === 404 && this.#sessionId !== undefined) throw new TransportError('session_expired', 'upstream session expired', 404);
     if (statusCode < 200 || statusCode >= 300) {
-      // Many servers put a JSON-RPC error with the request's id in an error body; relay it.
-      const text = await readBounded(body, 64 * 1024).catch(() => '');
       const answer = decodeMessages(text).find((m) => 'error' in m && m.id === expectId);
       if (answer && expectId !== undefined) {
         this.onmessage?.(answer, { relatedRequestId: expectId });
@@ -183,27 +206,7 @@ export class StreamableHttpTransport implements Transport {
       }
       throw new TransportError('http_status', `upstream answered HTTP ${statusCode}`, statusCode);
     }
-
-    let answered = expectId === undefined;
-    const deliver = (incoming: JsonRpcMessage): void => {
-      if (!('method' in incoming) && incoming.id === expectId) answered = true;
-      this.onmessage?.(incoming, expectId === undefined ? undefined : { relatedRequestId: expectId });
-    };
-    const type = contentTypeOf(headers);
-    try {
-      if (type === 'text/event-stream') {
-        await consumeSse(body, this.#max, (event) => {
-          if (event.event === 'message' && event.data !== '') for (const m of decodeMessages(event.data)) deliver(m);
-        });
-      } else if (type === 'application/json') {
-        for (const m of decodeMessages(await readBounded(body, this.#max))) deliver(m);
-      } else {
-        await body.dump();
-      }
-    } catch (err) {
-      if (answered) return;
-      throw networkError(err);
-    }
+    if (text !== '') for (const m of decodeMessages(text)) deliver(m);
     if (!answered) throw new TransportError('stream_ended', 'upstream ended the response without answering');
   }
 

@@ -1,0 +1,121 @@
+// One HTTP request on undici's handler API (Dispatcher.dispatch), its body handed over as it
+// arrives: no Readable stream, no listeners and no promise per chunk, which is what
+// `dispatcher.request` costs on every call. The caller looks at the status and headers and says
+// what the body is for: text (collected, bounded), SSE (each event as it completes), or nothing.
+import type { Dispatcher } from 'undici';
+import { SseParser, type SseEvent } from '../util/sse.js';
+import type { CancelSignal } from '../util/cancel.js';
+import { TransportError } from './types.js';
+
+type Headers = Record<string, string | string[] | undefined>;
+
+export type BodyPlan =
+  /** Collect the body as text; beyond `max` bytes the exchange fails (`lenient`: the text is '', also when the body breaks off). */
+  | { kind: 'text'; max: number; lenient?: boolean }
+  /** Parse the body as SSE, each event to `onEvent` as it completes. */
+  | { kind: 'sse'; max: number; onEvent: (event: SseEvent) => void; parser?: SseParser }
+  /** Read and drop the body. */
+  | { kind: 'skip' };
+
+export interface ExchangeResult {
+  statusCode: number;
+  headers: Headers;
+  /** The body, for a `text` plan. */
+  text: string;
+}
+
+/** Thrown (wrapped by the caller) for failures before the response's headers arrived. */
+export class BeforeResponseError extends Error {}
+
+type Request = Pick<Dispatcher.DispatchOptions, 'origin' | 'path' | 'method' | 'headers' | 'body'>;
+
+/**
+ * Sends `request` and resolves once the whole response is in. `plan` runs when the headers
+ * arrive. A failure before them rejects with a BeforeResponseError whose cause is the error; one
+ * while reading the body rejects with the error itself. `signal` aborting cuts the exchange.
+ */
+export function exchange(dispatcher: Dispatcher, request: Request, signal: CancelSignal, plan: (statusCode: number, headers: Headers) => BodyPlan): Promise<ExchangeResult> {
+  return new Promise<ExchangeResult>((resolve, reject) => {
+    if (signal.aborted) {
+      reject(new BeforeResponseError('aborted', { cause: signal.reason }));
+      return;
+    }
+    let controller: Dispatcher.DispatchController | undefined;
+    let body: BodyPlan | undefined;
+    let statusCode = 0;
+    let headers: Headers = {};
+    const chunks: Buffer[] = [];
+    let length = 0;
+    let settled = false;
+    const settle = (err: unknown, result?: ExchangeResult): void => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      if (result) resolve(result);
+      else reject(body === undefined ? new BeforeResponseError(err instanceof Error ? err.message : String(err), { cause: err }) : err);
+    };
+    const cut = (err: Error): void => {
+      settle(err);
+      controller?.abort(err);
+    };
+    const onAbort = (): void => {
+      const reason = signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason ?? 'aborted'));
+      cut(reason);
+    };
+    signal.addEventListener('abort', onAbort);
+
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(started) {
+        controller = started;
+        if (settled) started.abort(new Error('aborted'));
+      },
+      onResponseStart(_controller, status, responseHeaders) {
+        statusCode = status;
+        headers = responseHeaders;
+        try {
+          body = plan(status, responseHeaders);
+        } catch (err) {
+          body = { kind: 'skip' };
+          cut(err as Error);
+        }
+      },
+      onResponseData(_controller, chunk) {
+        if (settled || !body) return;
+        if (body.kind === 'text') {
+          length += chunk.length;
+          if (length > body.max) {
+            if (body.lenient) {
+              settle(undefined, { statusCode, headers, text: '' });
+              controller?.abort(new Error('body too large'));
+            } else cut(new TransportError('oversized', `upstream response exceeds ${body.max} bytes`));
+            return;
+          }
+          chunks.push(chunk);
+        } else if (body.kind === 'sse') {
+          let events: SseEvent[];
+          try {
+            events = (body.parser ??= new SseParser(body.max)).push(chunk);
+          } catch (err) {
+            cut(new TransportError('oversized', 'upstream SSE event exceeds the size limit', undefined, { cause: err }));
+            return;
+          }
+          try {
+            for (const event of events) body.onEvent(event);
+          } catch (err) {
+            cut(err as Error);
+          }
+        }
+      },
+      onResponseEnd() {
+        const text = chunks.length === 0 ? '' : chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+        settle(undefined, { statusCode, headers, text });
+      },
+      onResponseError(_controller, err) {
+        // An error body that breaks off is as good as none.
+        if (body?.kind === 'text' && body.lenient) settle(undefined, { statusCode, headers, text: '' });
+        else settle(err);
+      },
+    };
+    dispatcher.dispatch(request, handler);
+  });
+}

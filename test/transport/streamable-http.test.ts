@@ -1,0 +1,186 @@
+// The Streamable HTTP client transport's POST exchange (undici's handler API, exchange.ts)
+// against a real node:http server that answers each POST as the test says: JSON, SSE split
+// across writes, 202, error bodies, an expired session, bodies too large or cut off, silence.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Agent } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JsonRpcMessage } from '../../src/mcp/jsonrpc.js';
+import { StreamableHttpTransport } from '../../src/transport/streamable-http.js';
+import { TransportError } from '../../src/transport/types.js';
+import { Cancellation } from '../../src/util/cancel.js';
+import { silentLogger } from '../../src/util/log.js';
+
+type Answer = (req: IncomingMessage, res: ServerResponse, body: { id?: unknown; method?: string }) => void;
+
+let server: Server;
+let url: string;
+let answer: Answer = (_req, res) => res.writeHead(500).end();
+/** Resolves when the server sees the client's connection of the current POST close. */
+let closed: Promise<void> = Promise.resolve();
+/** Resolves when the server has the next POST's body. */
+let arrived: () => void = () => {};
+const nextRequest = (): Promise<void> => new Promise((resolve) => (arrived = resolve));
+const agent = new Agent();
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let text = '';
+    req.on('data', (chunk: Buffer) => (text += chunk));
+    req.on('end', () => {
+      answer(req, res, req.method === 'POST' ? (JSON.parse(text) as { id?: unknown; method?: string }) : {});
+      arrived();
+    });
+    closed = new Promise((resolve) => res.once('close', () => resolve()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  await agent.close();
+});
+
+function transport(options: { maxMessageBytes?: number } = {}): { t: StreamableHttpTransport; got: { message: JsonRpcMessage; related: unknown }[] } {
+  const t = new StreamableHttpTransport({ url, headers: {}, dispatcher: agent, logger: silentLogger, ...options });
+  const got: { message: JsonRpcMessage; related: unknown }[] = [];
+  t.onmessage = (message, extra) => got.push({ message, related: extra?.relatedRequestId });
+  return { t, got };
+}
+
+const call = (id: number): JsonRpcMessage => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { message: 'hi' } } });
+
+async function failure(promise: Promise<unknown>): Promise<TransportError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(TransportError);
+  return err as TransportError;
+}
+
+describe('StreamableHttpTransport POST', () => {
+  it('delivers a JSON answer with the id of the request it answers', async () => {
+    answer = (_req, res, body) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: body.id, result: { ok: true } }));
+    const { t, got } = transport();
+    await t.send(call(7));
+    expect(got).toEqual([{ message: { jsonrpc: '2.0', id: 7, result: { ok: true } }, related: 7 }]);
+  });
+
+  it('delivers SSE events in order as they complete, an event split across writes included', async () => {
+    answer = (_req, res, body) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n\n');
+      res.write('data: {"jsonrpc":"2.0","id":');
+      setTimeout(() => res.end(`${JSON.stringify(body.id)},"result":{"done":true}}\n\n`), 20);
+    };
+    const { t, got } = transport();
+    await t.send(call(8));
+    expect(got.map((g) => g.message)).toEqual([
+      { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } },
+      { jsonrpc: '2.0', id: 8, result: { done: true } },
+    ]);
+    expect(got.every((g) => g.related === 8)).toBe(true);
+  });
+
+  it('takes a 202 for a notification, its body dropped', async () => {
+    answer = (_req, res) => res.writeHead(202).end('ignored');
+    const { t, got } = transport();
+    await t.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    expect(got).toEqual([]);
+  });
+
+  it('relays a JSON-RPC error an error status carries for the request, and otherwise fails with the status', async () => {
+    answer = (_req, res, body) => res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: body.id, error: { code: -32602, message: 'bad' } }));
+    const { t, got } = transport();
+    await t.send(call(9));
+    expect(got).toEqual([{ message: { jsonrpc: '2.0', id: 9, error: { code: -32602, message: 'bad' } }, related: 9 }]);
+
+    answer = (_req, res) => res.writeHead(503, { 'content-type': 'text/plain' }).end('busy');
+    const err = await failure(t.send(call(10)));
+    expect([err.code, err.status]).toEqual(['http_status', 503]);
+  });
+
+  it('fails with the status when an error body breaks off', async () => {
+    answer = (_req, res) => {
+      res.writeHead(500, { 'content-type': 'application/json', 'content-length': '1000' });
+      res.write('{"jsonrpc":');
+      setTimeout(() => res.destroy(), 20);
+    };
+    const { t } = transport();
+    const err = await failure(t.send(call(11)));
+    expect([err.code, err.status]).toEqual(['http_status', 500]);
+  });
+
+  it('says the upstream session expired on a 404 once it has one', async () => {
+    answer = (_req, res, body) =>
+      body.method === 'initialize'
+        ? res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'up-1' }).end(JSON.stringify({ jsonrpc: '2.0', id: body.id, result: {} }))
+        : res.writeHead(404).end();
+    const { t } = transport();
+    await t.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} });
+    expect(t.sessionId).toBe('up-1');
+    const err = await failure(t.send(call(2)));
+    expect([err.code, err.status]).toEqual(['session_expired', 404]);
+  });
+
+  it('refuses a JSON answer larger than maxMessageBytes and cuts the connection', async () => {
+    answer = (_req, res, body) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: body.id, result: { text: 'x'.repeat(10_000) } }));
+    const { t, got } = transport({ maxMessageBytes: 1_000 });
+    const err = await failure(t.send(call(12)));
+    expect(err.code).toBe('oversized');
+    expect(got).toEqual([]);
+  });
+
+  it('fails with stream_ended when the answer never comes in a stream that ends', async () => {
+    answer = (_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(': nothing\n\n');
+    const { t } = transport();
+    expect((await failure(t.send(call(13)))).code).toBe('stream_ended');
+  });
+
+  it('keeps what was answered when the stream breaks after the answer', async () => {
+    answer = (_req, res, body) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: body.id, result: {} })}\n\n`);
+      setTimeout(() => res.destroy(), 20);
+    };
+    const { t, got } = transport();
+    await t.send(call(14));
+    expect(got.map((g) => g.message)).toEqual([{ jsonrpc: '2.0', id: 14, result: {} }]);
+  });
+
+  it('cuts an exchange whose cancellation aborts, before the headers or mid-stream, and the server sees the connection close', async () => {
+    const { t } = transport();
+    answer = () => {}; // never answers
+    const exchange = new Cancellation();
+    const reached = nextRequest();
+    const sent = t.send(call(15), { exchange });
+    await reached;
+    const serverSawClose = closed;
+    exchange.abort(new TransportError('closed', 'transport closed'));
+    expect((await failure(sent)).code).toBe('closed');
+    await serverSawClose;
+
+    // After the headers: the client has taken the stream's first event when it aborts.
+    answer = (_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write('data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\n\n');
+    const streaming = new Cancellation();
+    const firstEvent = new Promise<void>((resolve) => (t.onmessage = () => resolve()));
+    const open = t.send(call(16), { exchange: streaming });
+    await firstEvent;
+    const streamClosed = closed;
+    streaming.abort(new TransportError('closed', 'transport closed'));
+    expect((await failure(open)).code).toBe('closed');
+    await streamClosed;
+  });
+
+  it('fails with a network error when nothing listens', async () => {
+    const free = createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const port = (free.address() as AddressInfo).port;
+    await new Promise((resolve) => free.close(resolve));
+    const t = new StreamableHttpTransport({ url: `http://127.0.0.1:${port}/mcp`, headers: {}, dispatcher: agent, logger: silentLogger });
+    expect((await failure(t.send(call(17)))).code).toBe('network');
+  });
+});
