@@ -43,7 +43,7 @@ export async function checkConfig(file: string, config: Config, options: CheckOp
   }
 
   const dispatcher = new Agent();
-  const pool = new UpstreamPool(config.upstreams, { dispatcher, logger: silentLogger, baseEnv: options.baseEnv, metrics: new Metrics(prefixes.keys()) });
+  const pool = new UpstreamPool(config.upstreams, { dispatcher, logger: silentLogger, baseEnv: options.baseEnv, metrics: new Metrics(prefixes.keys(), { serve: false }) });
   const catalog = new Catalog(codec, silentLogger);
   const listed = new Map<string, { kind: ListKind; item: JsonObject; original: string }[]>();
   let failed = 0;

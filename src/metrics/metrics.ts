@@ -2,7 +2,8 @@
 // Label values are bounded: methods and notification kinds come from the spec's lists, upstream
 // names from config, tool names only from what upstreams listed; anything else is "other". A
 // client can never grow the series count, whatever names or ids it sends.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { FastHistogram } from './histogram.js';
 
 /** Client-to-server methods of the MCP revisions the gateway speaks. */
 const METHODS = new Set([
@@ -30,13 +31,24 @@ export class Metrics {
   #upstreams: ReadonlySet<string>;
   readonly #tools = new Map<string, Set<string>>();
 
+  /**
+   * Client requests counted here, by method, upstream and outcome (three map lookups and an
+   * addition per call), and handed to the counter when it is scraped.
+   */
+  readonly #requestCounts = new Map<string, Map<string, Map<string, { n: number }>>>();
   readonly requests = new Counter({
     name: 'switchyard_requests_total',
     help: 'Client requests by MCP method, upstream and outcome',
     labelNames: ['method', 'upstream', 'outcome'] as const,
     registers: [this.registry],
+    collect: () => {
+      this.requests.reset();
+      for (const [method, byUpstream] of this.#requestCounts) {
+        for (const [upstream, byOutcome] of byUpstream) for (const [outcome, { n }] of byOutcome) this.requests.inc({ method, upstream, outcome }, n);
+      }
+    },
   });
-  readonly toolCallDuration = new Histogram({
+  readonly toolCallDuration = new FastHistogram({
     name: 'switchyard_tool_call_duration_seconds',
     help: 'Latency of tools/call through the gateway, by upstream and tool',
     labelNames: ['upstream', 'tool'] as const,
@@ -98,9 +110,18 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(upstreams: Iterable<string>) {
+  /** False when metrics are not served: the per-call figures are then not kept at all. */
+  readonly #perCall: boolean;
+
+  /**
+   * `serve: false` (metrics.enabled off) skips what nobody can scrape: the per-call counter and
+   * histogram updates and Node's default metrics (GC observer, event-loop monitor). Changing
+   * metrics.enabled needs a restart, so this never changes under a running gateway.
+   */
+  constructor(upstreams: Iterable<string>, options: { serve?: boolean } = {}) {
     this.#upstreams = new Set(upstreams);
-    collectDefaultMetrics({ register: this.registry });
+    this.#perCall = options.serve ?? true;
+    if (this.#perCall) collectDefaultMetrics({ register: this.registry });
     this.configReloads.inc({ outcome: 'applied' }, 0);
     this.configReloads.inc({ outcome: 'rejected' }, 0);
   }
@@ -170,23 +191,21 @@ export class Metrics {
     });
   }
 
-  /** Labelled children by their label values: every call updates both, without hashing labels. */
-  readonly #requestCounters = new Map<string, { inc: (value?: number) => void }>();
-  readonly #toolHistograms = new Map<string, { observe: (value: number) => void }>();
-
   /** One client request done (labels already bounded by method(), upstream(), tool()). */
   countRequest(method: string, upstream: string, outcome: Outcome): void {
-    const key = `${method}\n${upstream}\n${outcome}`;
-    let counter = this.#requestCounters.get(key);
-    if (!counter) this.#requestCounters.set(key, (counter = this.requests.labels(method, upstream, outcome)));
-    counter.inc();
+    if (!this.#perCall) return;
+    let byUpstream = this.#requestCounts.get(method);
+    if (!byUpstream) this.#requestCounts.set(method, (byUpstream = new Map()));
+    let byOutcome = byUpstream.get(upstream);
+    if (!byOutcome) byUpstream.set(upstream, (byOutcome = new Map()));
+    const count = byOutcome.get(outcome);
+    if (count) count.n++;
+    else byOutcome.set(outcome, { n: 1 });
   }
 
   observeToolCall(upstream: string, tool: string, seconds: number): void {
-    const key = `${upstream}\n${tool}`;
-    let histogram = this.#toolHistograms.get(key);
-    if (!histogram) this.#toolHistograms.set(key, (histogram = this.toolCallDuration.labels(upstream, tool)));
-    histogram.observe(seconds);
+    if (!this.#perCall) return;
+    this.toolCallDuration.child(upstream, tool).observe(seconds);
   }
 
   /** Configured upstream names change on reload. */
