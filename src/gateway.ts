@@ -83,7 +83,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   const { logger } = options;
   let config = initial;
   options.redactor?.update(secretsOf(config));
-  const metrics = new Metrics(Object.keys(config.upstreams));
+  const metrics = new Metrics(Object.keys(config.upstreams), { serve: config.metrics.enabled });
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
   const pool = new UpstreamPool(config.upstreams, {
     dispatcher,
@@ -130,7 +130,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     return { ready: listening && !draining && (upstreamUp || !pool.probing), listening, draining, upstreamUp };
   };
 
-  const app = createApp({
+  const { app, direct } = createApp({
     config,
     router,
     sessions,
@@ -163,7 +163,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     metricsUrl: () => admin?.url,
     async start(port = config.listen.port) {
       const { host, path, tls, maxHeaderBytes } = config.listen;
-      main = await startListener({ fetch: app.fetch, host, port, path, maxHeaderBytes, logger, ...(tls ? { tls } : {}) });
+      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, logger, ...(tls ? { tls } : {}) });
       if (config.metrics.enabled && config.metrics.port !== undefined) {
         const { host: adminHost, port: adminPort, path: metricsPath } = config.metrics;
         admin = await startListener({ fetch: createMetricsApp(metricsPath, metrics.registry).fetch, host: adminHost, port: adminPort, path: metricsPath, logger });

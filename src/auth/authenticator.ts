@@ -80,7 +80,7 @@ export class Authenticator {
       if (credentials.authorization !== undefined) throw new AuthError('malformed', 'the Authorization header must use the Bearer scheme');
       throw new AuthError('missing', 'an access token is required');
     }
-    const useJwt = this.#verifier && (bearer !== undefined && (JWT_SHAPE.test(bearer) || this.#apiKeys.size === 0));
+    const useJwt = this.#verifier && bearer !== undefined && (this.#apiKeys.size === 0 || JWT_SHAPE.test(bearer));
     const principal = useJwt ? await this.#verifier!.verify(presented) : this.#apiKey(presented);
     const missing = this.#scopes.filter((scope) => !principal.scopes.includes(scope));
     if (missing.length > 0) throw new AuthError('insufficient_scope', `the token lacks scope ${missing.join(' ')}`);

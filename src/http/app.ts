@@ -20,6 +20,7 @@ import { createMcpEndpoint } from './mcp-endpoint.js';
 import { metricsHandler } from './metrics.js';
 import { fromIncoming, fromRequest, type HttpInput } from './input.js';
 import type { StreamSettings } from './responder.js';
+import { toResponse, writeReply, type Reply } from './reply.js';
 
 export interface Readiness {
   ready: boolean;
@@ -65,11 +66,9 @@ type AppContext = Context<AppEnv>;
 /** A caller-chosen request id is kept when it is short and plain; otherwise the gateway makes one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
-function contextOf(c: AppContext): RequestContext {
-  const context: RequestContext = { requestId: c.get('requestId') };
-  const principal = c.get('principal');
+function contextOf(input: HttpInput, requestId: string, principal: Principal | undefined): RequestContext {
+  const context: RequestContext = { requestId };
   if (principal) context.principal = principal;
-  const input = c.get('input');
   const traceparent = parseTraceparent(input.header('traceparent'));
   if (traceparent !== undefined) {
     context.traceparent = traceparent;
@@ -79,7 +78,23 @@ function contextOf(c: AppContext): RequestContext {
   return context;
 }
 
-export function createApp(deps: AppDeps): Hono<AppEnv> {
+/** A request past the edge checks: its id, and the headers of our own every answer carries. */
+interface Admitted {
+  requestId: string;
+  headers: Record<string, string>;
+}
+
+/** The HTTP side of the gateway: the Hono app, and the direct path for POSTs to the endpoint. */
+export interface HttpApp {
+  app: Hono<AppEnv>;
+  /**
+   * Serves a POST to the MCP endpoint straight from Node's request and response (no Request,
+   * Response or router on the calls' path); returns false for anything else, which is Hono's.
+   */
+  direct(incoming: IncomingMessage, outgoing: ServerResponse): boolean;
+}
+
+export function createApp(deps: AppDeps): HttpApp {
   const { config, authenticator, metrics } = deps;
   const { listen } = config;
   const app = new Hono<AppEnv>();
@@ -103,17 +118,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   // Probes and scrapers reach these by pod address; they serve no MCP and no data.
   const operational = new Set(['/healthz', '/readyz', ...(deps.metricsRegistry ? [config.metrics.path] : [])]);
 
-  // Origin first, before anything else happens (DNS rebinding; transports.mdx "Security Warning").
-  // One middleware for the edge checks, in this order: Origin first, before anything else happens
-  // (DNS rebinding; transports.mdx "Security Warning"), then Host, then the request id. The
-  // request is read through HttpInput: straight from Node's IncomingMessage when served by the
-  // listener (no Headers object or web stream on the hot path), from the Request otherwise.
-  // Response headers of our own go on the Node response, where writeHead merges them, so the
-  // handler's Response is never rebuilt to add them.
-  app.use(async function edge(c, next) {
-    const outgoing = c.env?.outgoing;
-    const input = c.env?.incoming ? fromIncoming(c.env.incoming, outgoing) : fromRequest(c.req.raw);
-    c.set('input', input);
+  // The edge checks, in this order: Origin first, before anything else happens (DNS rebinding;
+  // transports.mdx "Security Warning"), then Host, then the request id.
+  function admit(input: HttpInput): Admitted | Response {
     const refusedOrigin = checkOrigin(input, allowedOrigins);
     if (refusedOrigin) return refusedOrigin;
     const origin = input.header('origin');
@@ -123,9 +130,35 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       if (refused) return refused;
     }
     const given = input.header('x-request-id');
-    const id = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
-    c.set('requestId', id);
-    const headers: Record<string, string> = origin === undefined ? { 'x-request-id': id } : { ...corsHeaders(origin, false), 'x-request-id': id };
+    const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+    return { requestId, headers: origin === undefined ? { 'x-request-id': requestId } : { ...corsHeaders(origin, false), 'x-request-id': requestId } };
+  }
+
+  // Every request to the endpoint carries a credential; a session id is never one.
+  async function authenticate(input: HttpInput, requestId: string): Promise<Principal | Response> {
+    try {
+      return await authenticator!.authenticate({ authorization: input.header('authorization'), apiKey: input.header('x-api-key'), queryToken: input.hasQueryParam('access_token') });
+    } catch (err) {
+      if (!(err instanceof AuthError)) throw err;
+      metrics.authFailures.inc({ reason: err.reason });
+      deps.logger.debug('request refused', { reason: err.reason, requestId });
+      const refusal = authenticator!.refusal(err);
+      return rpcErrorResponse(refusal.status, ErrorCode.InvalidRequest, refusal.message, null, refusal.headers);
+    }
+  }
+
+  // The request is read through HttpInput: straight from Node's IncomingMessage when served by
+  // the listener (no Headers object or web stream), from the Request otherwise. Response
+  // headers of our own go on the Node response, where writeHead merges them, so the handler's
+  // Response is never rebuilt to add them.
+  app.use(async function edge(c, next) {
+    const outgoing = c.env?.outgoing;
+    const input = c.env?.incoming ? fromIncoming(c.env.incoming, outgoing) : fromRequest(c.req.raw);
+    c.set('input', input);
+    const admitted = admit(input);
+    if (admitted instanceof Response) return admitted;
+    c.set('requestId', admitted.requestId);
+    const { headers } = admitted;
     if (outgoing) for (const name in headers) outgoing.setHeader(name, headers[name]!);
     await next();
     if (!outgoing) for (const name in headers) c.res.headers.set(name, headers[name]!);
@@ -142,39 +175,63 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     for (const wellKnown of authenticator.metadataPaths) app.get(wellKnown, (c) => c.json(authenticator.metadata!));
   }
 
-  // Every request to the endpoint carries a credential; a session id is never one.
-  app.use(path, async function authenticate(c, next) {
+  app.use(path, async function authenticated(c, next) {
     if (!authenticator) {
       c.set('principal', undefined);
       return next();
     }
-    const input = c.get('input');
-    try {
-      c.set(
-        'principal',
-        await authenticator.authenticate({ authorization: input.header('authorization'), apiKey: input.header('x-api-key'), queryToken: input.hasQueryParam('access_token') }),
-      );
-    } catch (err) {
-      if (!(err instanceof AuthError)) throw err;
-      metrics.authFailures.inc({ reason: err.reason });
-      deps.logger.debug('request refused', { reason: err.reason, requestId: c.get('requestId') });
-      const refusal = authenticator.refusal(err);
-      return rpcErrorResponse(refusal.status, ErrorCode.InvalidRequest, refusal.message, null, refusal.headers);
-    }
+    const principal = await authenticate(c.get('input'), c.get('requestId'));
+    if (principal instanceof Response) return principal;
+    c.set('principal', principal);
     await next();
   });
 
   const methodNotAllowed = (): Response => rpcErrorResponse(405, ErrorCode.InvalidRequest, 'Method Not Allowed', null, { allow: 'GET, POST, DELETE' });
-  app.post(path, (c) => endpoint.post(c.get('input'), contextOf(c)));
+  const contextOfRoute = (c: AppContext): RequestContext => contextOf(c.get('input'), c.get('requestId'), c.get('principal'));
+  app.post(path, async (c) => toResponse(await endpoint.post(c.get('input'), contextOfRoute(c))));
   // Hono serves HEAD through GET handlers and drops the body, which would leave a GET stream
   // attached to the session forever; HEAD is not part of the transport.
-  app.get(path, (c) => (c.get('input').method === 'HEAD' ? methodNotAllowed() : endpoint.get(c.get('input'), contextOf(c))));
-  app.delete(path, (c) => endpoint.delete(c.get('input'), contextOf(c)));
+  app.get(path, (c) => (c.get('input').method === 'HEAD' ? methodNotAllowed() : endpoint.get(c.get('input'), contextOfRoute(c))));
+  app.delete(path, (c) => endpoint.delete(c.get('input'), contextOfRoute(c)));
   app.all(path, methodNotAllowed);
 
-  app.onError((err, c) => {
-    deps.logger.error('unhandled error in HTTP handler', { err, path: c.req.path });
+  const internalError = (err: unknown, path: string): Response => {
+    deps.logger.error('unhandled error in HTTP handler', { err, path });
     return rpcErrorResponse(500, ErrorCode.InternalError, 'Internal error');
-  });
-  return app;
+  };
+  app.onError((err, c) => internalError(err, c.req.path));
+
+  /** The same steps as the middleware and route above, without Hono: edge, credential, endpoint. */
+  async function post(input: HttpInput, outgoing: ServerResponse): Promise<Reply> {
+    const admitted = admit(input);
+    if (admitted instanceof Response) return admitted;
+    const { headers } = admitted;
+    for (const name in headers) outgoing.setHeader(name, headers[name]!);
+    let principal: Principal | undefined;
+    if (authenticator) {
+      const outcome = await authenticate(input, admitted.requestId);
+      if (outcome instanceof Response) return outcome;
+      principal = outcome;
+    }
+    return endpoint.post(input, contextOf(input, admitted.requestId, principal));
+  }
+
+  const maxBody = listen.maxBodyBytes;
+  return {
+    app,
+    direct(incoming, outgoing) {
+      // A body that is chunked or declared too large is Hono's: its adapter drains or drops
+      // what a 413 leaves unread. A declared, acceptable body is always read to its end.
+      if (incoming.method !== 'POST') return false;
+      const declared = incoming.headers['content-length'];
+      if (declared === undefined || !(Number(declared) <= maxBody)) return false;
+      const input = fromIncoming(incoming, outgoing);
+      if (input.path !== path) return false;
+      void post(input, outgoing)
+        .catch((err: unknown) => internalError(err, input.path))
+        .then((reply) => writeReply(reply, outgoing))
+        .catch((err: unknown) => deps.logger.debug('writing a response failed', { err }));
+      return true;
+    },
+  };
 }

@@ -3,11 +3,12 @@
 // while open connections and sessions carry on.
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { createServer as createHttpServer, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { serve, type ServerType } from '@hono/node-server';
+import { getRequestListener, type ServerType } from '@hono/node-server';
 import type { Logger } from '../util/log.js';
 
 export interface TlsFiles {
@@ -18,6 +19,8 @@ export interface TlsFiles {
 
 export interface ListenerOptions {
   fetch: (request: Request) => Response | Promise<Response>;
+  /** Tried first for every request; returns false to leave it to `fetch` (app.ts, HttpApp.direct). */
+  direct?: (incoming: IncomingMessage, outgoing: ServerResponse) => boolean;
   host: string;
   port: number;
   path: string;
@@ -41,21 +44,19 @@ async function readTls(files: TlsFiles): Promise<{ cert: Buffer; key: Buffer; ca
 export async function startListener(options: ListenerOptions): Promise<Listener> {
   const { fetch, host, port, path, tls, logger } = options;
   const material = tls ? await readTls(tls) : undefined;
-  let server!: ServerType;
+  const viaFetch = getRequestListener(fetch, { hostname: host });
+  const direct = options.direct;
+  const listener: RequestListener = direct ? (incoming, outgoing) => direct(incoming, outgoing) || void viaFetch(incoming, outgoing) : viaFetch;
+  const serverOptions = options.maxHeaderBytes ? { maxHeaderSize: options.maxHeaderBytes } : {};
+  const server: ServerType = material
+    ? createHttpsServer({ ...serverOptions, ...material, requestCert: material.ca !== undefined, rejectUnauthorized: material.ca !== undefined }, listener)
+    : createHttpServer(serverOptions, listener);
   const address = await new Promise<AddressInfo>((resolve, reject) => {
-    const common = { fetch, hostname: host, port };
-    const serverOptions = options.maxHeaderBytes ? { maxHeaderSize: options.maxHeaderBytes } : {};
-    server = material
-      ? serve(
-          {
-            ...common,
-            createServer: createHttpsServer,
-            serverOptions: { ...serverOptions, ...material, requestCert: material.ca !== undefined, rejectUnauthorized: material.ca !== undefined },
-          },
-          resolve,
-        )
-      : serve({ ...common, serverOptions }, resolve);
     server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server.address() as AddressInfo);
+    });
   });
   const stopWatching = tls ? watchCertificates(server as HttpsServer, tls, logger) : () => {};
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;

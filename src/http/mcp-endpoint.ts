@@ -29,6 +29,7 @@ import { parseEventId } from '../session/streams.js';
 import { connect, respond, type StreamSettings } from './responder.js';
 import { isModernRequest, serveModern, validateModern } from './modern.js';
 import { StatelessSessions } from '../router/stateless.js';
+import { JsonReply, type Reply } from './reply.js';
 
 export interface McpEndpointDeps {
   router: Router;
@@ -56,6 +57,8 @@ function describe(outcome: LimitOutcome): string {
 }
 
 const SESSION_HEADER = 'mcp-session-id';
+/** A notification or response taken (202, no body). */
+const ACCEPTED = JsonReply.empty(202);
 
 export function createMcpEndpoint(deps: McpEndpointDeps) {
   const { router, sessions, logger } = deps;
@@ -68,17 +71,21 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
    * The session named by the header, or the refusal to send back. A session id is never a
    * credential: presented by anyone but the principal that opened it, it is unknown.
    */
-  async function lookup(request: HttpInput, context: RequestContext): Promise<DownstreamSession | Response> {
+  function lookup(request: HttpInput, context: RequestContext): DownstreamSession | Response | Promise<DownstreamSession | Response> {
     const id = request.header(SESSION_HEADER);
     if (id === undefined) return missingSession();
+    const local = sessions.get(id);
     // A session another replica opened is taken over from its self-describing id.
-    const session = sessions.get(id) ?? (await router.resume(id, context));
+    return local ? admit(local, context) : router.resume(id, context).then((resumed) => admit(resumed, context));
+  }
+
+  function admit(session: DownstreamSession | undefined, context: RequestContext): DownstreamSession | Response {
     if (!session || session.closed || session.stateless || session.info.principal !== context.principal?.id) return unknownSession();
     session.touch(sessions.now());
     return session;
   }
 
-  async function post(request: HttpInput, context: RequestContext): Promise<Response> {
+  async function post(request: HttpInput, context: RequestContext): Promise<Reply> {
     const refused = checkPostHeaders(request);
     if (refused) return refused;
     const text = await request.readBody(deps.maxBodyBytes);
@@ -104,18 +111,21 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
 
     if (request.header(SESSION_HEADER) === undefined && isRequest(message) && message.method === 'ping') {
       // The lifecycle allows pings before initialization; there is nothing to route.
-      return Response.json(success(message.id, {}));
+      return JsonReply.json(success(message.id, {}));
     }
-    const session = await lookup(request, context);
+    // From here on nothing is awaited that is already known (every call's path).
+    let session = lookup(request, context);
+    if (session instanceof Promise) session = await session;
     if (session instanceof Response) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
 
     if (!isRequest(message)) {
       accept(session, message);
-      return new Response(null, { status: 202 });
+      return ACCEPTED;
     }
-    const limited = await limit(context, FREE_METHODS.has(message.method) ? 0 : 1, message.id);
+    const limiting = limit(context, FREE_METHODS.has(message.method) ? 0 : 1, message.id);
+    const limited = limiting && (await limiting);
     if (limited) return limited;
     return respond(session, async (channel) => [await router.handleRequest(session, message, channel, context)], deps.streams);
   }
@@ -143,7 +153,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     return serveModern({ stateless, keepAliveMs: deps.streams.keepAliveMs }, request, validated, context);
   }
 
-  async function postBatch(request: HttpInput, items: unknown[], context: RequestContext): Promise<Response> {
+  async function postBatch(request: HttpInput, items: unknown[], context: RequestContext): Promise<Reply> {
     if (items.length === 0) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: empty batch');
     const session = await lookup(request, context);
     if (session instanceof Response) return session;
@@ -162,7 +172,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       } else if (isRequest(message)) requests.push(message);
       else accept(session, message);
     }
-    if (requests.length === 0 && invalid.length === 0) return new Response(null, { status: 202 });
+    if (requests.length === 0 && invalid.length === 0) return ACCEPTED;
     const limited = await limit(context, requests.filter((r) => !FREE_METHODS.has(r.method)).length, null);
     if (limited) return limited;
     return respond(
@@ -177,10 +187,13 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
    * The principal's token bucket, taken before anything reaches an upstream: a 429 with
    * Retry-After, RateLimit and RateLimit-Policy headers and the request's id when it is empty.
    */
-  async function limit(context: RequestContext, cost: number, id: JsonRpcId | null): Promise<Response | undefined> {
+  function limit(context: RequestContext, cost: number, id: JsonRpcId | null): Promise<Response | undefined> | undefined {
     if (cost === 0) return undefined;
-    const outcome = await deps.limiter().client(context.principal?.id ?? 'anonymous', cost);
-    if (!outcome || outcome.decision.allowed) return undefined;
+    return deps.limiter().client(context.principal?.id ?? 'anonymous', cost)?.then((outcome) => refusal(outcome, cost, id));
+  }
+
+  function refusal(outcome: LimitOutcome, cost: number, id: JsonRpcId | null): Response | undefined {
+    if (outcome.decision.allowed) return undefined;
     if (cost > outcome.limit.burst) {
       // No wait makes room for it: say so rather than promise a retry.
       return rpcErrorResponse(400, ErrorCode.InvalidRequest, `Bad Request: the batch holds ${cost} counted requests; the rate limit allows ${outcome.limit.burst} at once`, id);
@@ -195,7 +208,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     else router.handleNotification(session, message);
   }
 
-  async function initialize(request: HttpInput, message: JsonRpcRequest, context: RequestContext): Promise<Response> {
+  async function initialize(request: HttpInput, message: JsonRpcRequest, context: RequestContext): Promise<Reply> {
     if (deps.draining()) {
       return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: the gateway is shutting down', message.id, { 'retry-after': '1' });
     }
@@ -213,9 +226,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     try {
       const { session, response } = await router.initialize(message, context);
       logger.info('session started', { session: session.id.slice(0, 8), protocolVersion: session.info.protocolVersion, upstreams: [...session.upstreams.keys()] });
-      return Response.json(response, { headers: { 'mcp-session-id': session.id } });
+      return JsonReply.json(response, { 'mcp-session-id': session.id });
     } catch (err) {
-      return Response.json(failure(message.id, toJsonRpcError(err)));
+      return JsonReply.json(failure(message.id, toJsonRpcError(err)));
     }
   }
 

@@ -9,6 +9,7 @@ import type { RequestChannel } from '../router/router.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { SessionStream } from '../session/streams.js';
 import { SSE_HEADERS, SseConnection } from './sse-connection.js';
+import { JsonReply, type Reply } from './reply.js';
 
 /** A request still running after this long is answered over SSE, which a client can resume. */
 export const STREAM_AFTER_MS = 250;
@@ -40,8 +41,8 @@ export function respond(
   run: (channel: RequestChannel) => Promise<(JsonRpcResponse | undefined)[]>,
   settings: StreamSettings,
   options: { batch?: boolean } = {},
-): Promise<Response> {
-  return new Promise<Response>((resolve, reject) => {
+): Promise<Reply> {
+  return new Promise<Reply>((resolve, reject) => {
     let stream: SessionStream | undefined;
     let settled = false;
     const upgrade = (): SessionStream => {
@@ -72,7 +73,7 @@ export function respond(
           resolve(new Response(null, { status: 200, headers: SSE_HEADERS }));
         } else {
           const body = options.batch ? responses : responses[0];
-          resolve(new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } }));
+          resolve(JsonReply.json(body));
         }
       },
       (err: unknown) => {

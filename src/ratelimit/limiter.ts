@@ -38,19 +38,22 @@ export class RateLimiter {
     this.#tools = Object.entries(config?.perTool ?? {}).map(([pattern, limit]) => ({ glob: globToRegExp(pattern), pattern, limit: toLimit(limit) }));
   }
 
+  // Both buckets answer undefined at once (no promise) when no limit applies: they are asked on
+  // every call.
+
   /** The per-principal bucket; undefined when no perClient limit is configured. */
-  async client(principal: string, cost = 1): Promise<LimitOutcome | undefined> {
-    if (!this.#client) return undefined;
-    const decision = await this.#store.take(`client:${principal}`, this.#client, cost);
-    return { decision, limit: this.#client, policy: 'per-client' };
+  client(principal: string, cost = 1): Promise<LimitOutcome> | undefined {
+    const limit = this.#client;
+    if (!limit) return undefined;
+    return this.#store.take(`client:${principal}`, limit, cost).then((decision) => ({ decision, limit, policy: 'per-client' }));
   }
 
   /** The (principal, tool) bucket of the first perTool entry matching the tool's name. */
-  async tool(principal: string, tool: string): Promise<LimitOutcome | undefined> {
+  tool(principal: string, tool: string): Promise<LimitOutcome> | undefined {
+    if (this.#tools.length === 0) return undefined;
     const entry = this.#tools.find((t) => t.glob.test(tool));
     if (!entry) return undefined;
-    const decision = await this.#store.take(`tool:${principal}:${entry.pattern}:${tool}`, entry.limit);
-    return { decision, limit: entry.limit, policy: 'per-tool' };
+    return this.#store.take(`tool:${principal}:${entry.pattern}:${tool}`, entry.limit).then((decision) => ({ decision, limit: entry.limit, policy: 'per-tool' }));
   }
 
   /** Whether all `max` slots of `upstream` are taken now (a look, taking nothing). */

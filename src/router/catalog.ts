@@ -28,6 +28,11 @@ export const LIST_KINDS: Record<ListKind, KindInfo> = {
 };
 
 export type Upstreams = ReadonlyMap<string, UpstreamClient>;
+/** An upstream client and a name (or URI) as that upstream knows it. */
+export interface Target {
+  client: UpstreamClient;
+  name: string;
+}
 
 /** One upstream page of a merged list, as the client was shown it. */
 export interface ListedPage {
@@ -142,15 +147,18 @@ export class Catalog {
   }
 
   /** The upstream client and original name behind a client-facing tool or prompt name. */
-  async resolveName(kind: 'tools' | 'prompts', exposed: string, upstreams: Upstreams): Promise<{ client: UpstreamClient; name: string } | undefined> {
+  resolveName(kind: 'tools' | 'prompts', exposed: string, upstreams: Upstreams): Target | undefined | Promise<Target | undefined> {
     const split = this.#codec.splitName(exposed);
     if (!split) return undefined;
     const client = this.#clientFor(split.upstream, upstreams);
+    // Only a shortened name may need its upstream's list read (no promise otherwise).
     if (!this.#codec.isShortened(split.local)) return { client, name: split.local };
     const key = `${kind}:${exposed}`;
-    if (!this.#aliases.has(key)) await this.#refreshAliases(kind, client);
-    const name = this.#aliases.get(key);
-    return name === undefined ? undefined : { client, name };
+    const found = (): Target | undefined => {
+      const name = this.#aliases.get(key);
+      return name === undefined ? undefined : { client, name };
+    };
+    return this.#aliases.has(key) ? found() : this.#refreshAliases(kind, client).then(found);
   }
 
   /** The upstream client and original URI behind a client-facing resource URI or template. */

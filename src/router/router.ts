@@ -35,7 +35,7 @@ import { answerFromClient, routeClientNotification, wireUpstream, type RequestCh
 import { forgetNames, listed, rememberNames } from './existence.js';
 import { shapeItem } from './shape.js';
 import { SharedHub } from './shared.js';
-import { callTool } from './tool-call.js';
+import { callTool, type ToolCallDeps } from './tool-call.js';
 import type { ToolFacts } from './tool-facts.js';
 
 export type { RequestChannel } from './relay.js';
@@ -91,8 +91,17 @@ export class Router {
   /** Sessions being taken over from another replica, so concurrent requests resume once. */
   readonly #resuming = new Map<string, Promise<DownstreamSession | undefined>>();
 
+  /** What tools/call needs, built once (not per call). */
+  readonly #toolCall: ToolCallDeps;
+
   constructor(deps: RouterDeps) {
     this.#deps = deps;
+    this.#toolCall = {
+      ...deps,
+      ensure: (session, upstream) => (session.upstreams.has(upstream) || !session.leftOut.has(upstream) ? undefined : this.#ensure(session, upstream)),
+      learn: (page) => this.#learnTools(page),
+      ownTask: (session, upstream, taskId) => this.hubOf(session, upstream)?.ownTask(taskId, session),
+    };
   }
 
   /**
@@ -443,13 +452,7 @@ export class Router {
       case 'initialize':
         throw new RpcError({ code: ErrorCode.InvalidRequest, message: 'Session already initialized' });
       case 'tools/call':
-        return callTool(call, params, {
-          ensure: (exposed) => this.#ensure(session, catalog.codec.splitName(exposed)?.upstream),
-          ...this.#deps,
-          limiter: this.#deps.limiter(),
-          learn: (page) => this.#learnTools(page),
-          ownTask: (upstream, taskId) => this.hubOf(session, upstream)?.ownTask(taskId, session),
-        });
+        return callTool(call, params, this.#toolCall);
       case 'prompts/get': {
         const name = requireString(params, 'name');
         const target = await this.#visiblePrompt(session, name);

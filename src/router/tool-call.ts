@@ -11,21 +11,23 @@ import { describeLimit, type RateLimiter } from '../ratelimit/limiter.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import { forward, requireString, toolError, type Call } from './call.js';
 import type { Catalog, ListedPage } from './catalog.js';
-import { listed } from './existence.js';
+import { listed, listedNow } from './existence.js';
+import type { DownstreamSession } from '../session/session.js';
 import type { ToolFacts } from './tool-facts.js';
 
 export interface ToolCallDeps {
   catalog: Catalog;
   facts: ToolFacts;
-  limiter: RateLimiter;
+  /** Read at each call: a config reload may replace it. */
+  limiter: () => RateLimiter;
   pool: UpstreamPool;
   metrics: Metrics;
   /** Learns a page of tools (names for metrics, schemas, destructiveness). */
   learn: (page: ListedPage) => void;
   /** Records a created task as this session's (a shared child serves many). */
-  ownTask: (upstream: string, taskId: string) => void;
-  /** Opens the owning upstream if it was left out of the session (or says why it cannot). */
-  ensure: (exposed: string) => Promise<void>;
+  ownTask: (session: DownstreamSession, upstream: string, taskId: string) => void;
+  /** Opens the owning upstream if it was left out of the session (or says why it cannot); undefined when nothing is to do. */
+  ensure: (session: DownstreamSession, upstream: string) => Promise<void> | undefined;
 }
 
 /** _meta key carrying the retry delay of a limit's isError result. */
@@ -47,12 +49,17 @@ export async function callTool(call: Call, params: JsonObject, deps: ToolCallDep
   // The decision comes first: of an upstream the team cannot see, not even its state shows.
   const owner = deps.catalog.codec.splitName(exposed)?.upstream;
   if (owner === undefined || !access.canSee('tool', exposed, owner)) throw unknown();
-  await deps.ensure(exposed);
-  const target = await deps.catalog.resolveName('tools', exposed, session.upstreams);
+  // Each step below waits only when it has something to wait for: this is every call's path.
+  const ensuring = deps.ensure(session, owner);
+  if (ensuring) await ensuring;
+  let target = deps.catalog.resolveName('tools', exposed, session.upstreams);
+  if (target instanceof Promise) target = await target;
   if (!target) throw unknown();
   const upstream = target.client.name;
   call.record.tool = target.name;
-  if (!(await listed(session, 'tools', target.client, target.name, deps.catalog, deps.learn))) throw unknown();
+  let isListed = listedNow(session, 'tools', target.client, target.name) ?? listed(session, 'tools', target.client, target.name, deps.catalog, deps.learn);
+  if (isListed instanceof Promise) isListed = await isListed;
+  if (!isListed) throw unknown();
 
   const view = access.view(exposed);
   const args: JsonObject = { ...(isObject(params.arguments) ? params.arguments : {}), ...view?.pin };
@@ -65,10 +72,12 @@ export async function callTool(call: Call, params: JsonObject, deps: ToolCallDep
 
   // A look at the upstream's capacity before the tool's token is spent on a call that cannot run.
   const maxConcurrent = deps.pool.config(upstream)?.maxConcurrent;
-  const busy = deps.limiter.busy(upstream, maxConcurrent);
+  const limiter = deps.limiter();
+  const busy = limiter.busy(upstream, maxConcurrent);
   if (busy) return concurrencyRefusal(deps, requested, busy);
 
-  const limited = await deps.limiter.tool(principalKey(call), exposed);
+  const limiting = limiter.tool(principalKey(call), exposed);
+  const limited = limiting && (await limiting);
   if (limited && !limited.decision.allowed) {
     deps.metrics.rateLimited.inc({ kind: 'tool' });
     const seconds = Math.max(1, Math.ceil(limited.decision.retryAfterMs / 1_000));
@@ -80,7 +89,7 @@ export async function callTool(call: Call, params: JsonObject, deps: ToolCallDep
     if (refusal) return toolError(refusal);
   }
 
-  const slot = deps.limiter.acquire(upstream, maxConcurrent);
+  const slot = limiter.acquire(upstream, maxConcurrent);
   if ('retryAfterMs' in slot) return concurrencyRefusal(deps, requested, slot);
   let result: JsonObject;
   try {
@@ -91,7 +100,7 @@ export async function callTool(call: Call, params: JsonObject, deps: ToolCallDep
   // A task-augmented call answers with the task; the client sees its gateway-wide id.
   const taskId = isObject(params.task) ? createdTaskId(result) : undefined;
   if (taskId === undefined) return result;
-  deps.ownTask(upstream, taskId);
+  deps.ownTask(session, upstream, taskId);
   return withCreatedTaskId(result, deps.catalog.codec.exposeTaskId(upstream, taskId));
 }
 

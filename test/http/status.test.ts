@@ -455,6 +455,45 @@ describe('body size limit', () => {
   });
 });
 
+describe('bodies with and without Content-Length', () => {
+  // A declared body is served on the listener's direct path, a chunked one through Hono's
+  // adapter (app.ts, HttpApp.direct): the client must not be able to tell them apart.
+  function postChunked(message: unknown, session?: string): Promise<Response> {
+    const bytes = new TextEncoder().encode(JSON.stringify(message));
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: POST_ACCEPT, 'x-request-id': 'chunked-1' };
+    if (session !== undefined) headers['mcp-session-id'] = session;
+    return fetch(gw.url, {
+      method: 'POST',
+      headers,
+      body: new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(bytes.subarray(0, 10));
+          controller.enqueue(bytes.subarray(10));
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+    });
+  }
+
+  it('answers a chunked initialize and request as it answers declared ones, with the same headers', async () => {
+    const init = await postChunked(initializeRequest(LATEST, 'c-1'));
+    expect(init.status).toBe(200);
+    expect(init.headers.get('x-request-id')).toBe('chunked-1');
+    const session = init.headers.get('mcp-session-id')!;
+    expect(((await init.json()) as { result: { protocolVersion: string } }).result.protocolVersion).toBe(LATEST);
+
+    const chunked = await postChunked({ jsonrpc: '2.0', id: 'c-2', method: 'tools/list' }, session);
+    const declared = await post({ jsonrpc: '2.0', id: 'c-2', method: 'tools/list' }, { session, headers: { 'x-request-id': 'declared-1' } });
+    expect(chunked.status).toBe(200);
+    expect(declared.status).toBe(200);
+    expect(chunked.headers.get('content-type')).toBe(declared.headers.get('content-type'));
+    expect(declared.headers.get('x-request-id')).toBe('declared-1');
+    expect(await chunked.json()).toEqual(declared.json);
+  });
+});
+
 describe('Origin validation', () => {
   it('refuses an Origin not in listen.allowedOrigins with 403', async () => {
     const reply = await post(ping(81), { headers: { origin: 'https://evil.example' } });
