@@ -73,6 +73,14 @@ export class Authenticator {
 
   /** The principal behind a request, or an AuthError saying why there is none. */
   async authenticate(credentials: Credentials): Promise<Principal> {
+    return this.authenticateNow(credentials) ?? this.#scoped(await this.#verifier!.verify(bearerOf(credentials.authorization)!));
+  }
+
+  /**
+   * The same decision without a promise when it needs nothing fetched or verified (an API key,
+   * a token verified before): undefined means `authenticate` must finish it. Throws AuthError.
+   */
+  authenticateNow(credentials: Credentials): Principal | undefined {
     if (credentials.queryToken) throw new AuthError('query_token', 'tokens in the query string are not accepted; send an Authorization header');
     const bearer = bearerOf(credentials.authorization);
     const presented = bearer ?? credentials.apiKey;
@@ -81,7 +89,12 @@ export class Authenticator {
       throw new AuthError('missing', 'an access token is required');
     }
     const useJwt = this.#verifier && bearer !== undefined && (this.#apiKeys.size === 0 || JWT_SHAPE.test(bearer));
-    const principal = useJwt ? await this.#verifier!.verify(presented) : this.#apiKey(presented);
+    if (!useJwt) return this.#scoped(this.#apiKey(presented));
+    const known = this.#verifier!.known(presented);
+    return known && this.#scoped(known);
+  }
+
+  #scoped(principal: Principal): Principal {
     const missing = this.#scopes.filter((scope) => !principal.scopes.includes(scope));
     if (missing.length > 0) throw new AuthError('insufficient_scope', `the token lacks scope ${missing.join(' ')}`);
     return principal;

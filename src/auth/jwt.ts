@@ -69,9 +69,16 @@ export class JwtVerifier {
     }
   }
 
-  async verify(token: string): Promise<Principal> {
+  /** The principal of a token verified before, while that verification still holds; else undefined. */
+  known(token: string): Principal | undefined {
     const known = this.#verified.get(token);
     if (known && known.keysFetchedAt === this.#fetched.uat && this.#jwks.fresh && this.#now() < known.expiresAt) return known.principal;
+    return undefined;
+  }
+
+  async verify(token: string): Promise<Principal> {
+    const known = this.known(token);
+    if (known) return known;
     const { issuer, audience, algorithms, clockToleranceMs, typ, principalClaim } = this.#options;
     let payload: JWTPayload;
     try {

@@ -134,16 +134,21 @@ export function createApp(deps: AppDeps): HttpApp {
     return { requestId, headers: origin === undefined ? { 'x-request-id': requestId } : { ...corsHeaders(origin, false), 'x-request-id': requestId } };
   }
 
-  // Every request to the endpoint carries a credential; a session id is never one.
-  async function authenticate(input: HttpInput, requestId: string): Promise<Principal | Response> {
-    try {
-      return await authenticator!.authenticate({ authorization: input.header('authorization'), apiKey: input.header('x-api-key'), queryToken: input.hasQueryParam('access_token') });
-    } catch (err) {
+  // Every request to the endpoint carries a credential; a session id is never one. The answer
+  // comes without a promise when nothing needs verifying (a token verified before, an API key).
+  function authenticate(input: HttpInput, requestId: string): Principal | Response | Promise<Principal | Response> {
+    const credentials = { authorization: input.header('authorization'), apiKey: input.header('x-api-key'), queryToken: input.hasQueryParam('access_token') };
+    const refused = (err: unknown): Response => {
       if (!(err instanceof AuthError)) throw err;
       metrics.authFailures.inc({ reason: err.reason });
       deps.logger.debug('request refused', { reason: err.reason, requestId });
       const refusal = authenticator!.refusal(err);
       return rpcErrorResponse(refusal.status, ErrorCode.InvalidRequest, refusal.message, null, refusal.headers);
+    };
+    try {
+      return authenticator!.authenticateNow(credentials) ?? authenticator!.authenticate(credentials).catch(refused);
+    } catch (err) {
+      return refused(err);
     }
   }
 
@@ -209,7 +214,8 @@ export function createApp(deps: AppDeps): HttpApp {
     for (const name in headers) outgoing.setHeader(name, headers[name]!);
     let principal: Principal | undefined;
     if (authenticator) {
-      const outcome = await authenticate(input, admitted.requestId);
+      let outcome = authenticate(input, admitted.requestId);
+      if (outcome instanceof Promise) outcome = await outcome;
       if (outcome instanceof Response) return outcome;
       principal = outcome;
     }
