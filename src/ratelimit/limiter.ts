@@ -24,6 +24,8 @@ export function describeLimit(limit: BucketLimit): string {
   return `${limit.rate} per ${per}`;
 }
 
+const UNLIMITED = { release: (): void => {} };
+
 export class RateLimiter {
   readonly #store: BucketStore;
   readonly #client: BucketLimit | undefined;
@@ -68,6 +70,8 @@ export class RateLimiter {
    * retry delay (ms) when all slots are taken.
    */
   acquire(upstream: string, max: number | undefined): { release: () => void } | { retryAfterMs: number; inFlight: number } {
+    // Without a limit nothing is counted (a reload that sets one starts counting from the calls after it).
+    if (max === undefined) return UNLIMITED;
     const busy = this.busy(upstream, max);
     if (busy) return busy;
     const current = this.#inFlight.get(upstream) ?? 0;

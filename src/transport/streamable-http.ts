@@ -181,7 +181,7 @@ export class StreamableHttpTransport implements Transport {
           origin: this.#origin,
           path: this.#path,
           method: 'POST',
-          headers: this.#headers(POST_HEADERS, traceHeaders(message), this.#mirrorHeaders(message), authorization),
+          headers: this.#headersOfPost(message, authorization),
           body: JSON.stringify(message),
         },
         signal,
@@ -248,6 +248,20 @@ export class StreamableHttpTransport implements Transport {
     if (!isModernVersion(this.#protocolVersion) || !('method' in message)) return NO_HEADERS;
     const name = 'id' in message ? mirroredName(message) : undefined;
     return name === undefined ? { 'mcp-method': message.method } : { 'mcp-method': message.method, 'mcp-name': encodeHeaderValue(name) };
+  }
+
+  /** The headers of a POST without per-message extras, built again only when the session or version changes. */
+  #postHeaders: { sessionId: string | undefined; protocolVersion: string | undefined; headers: Record<string, string> } | undefined;
+
+  #headersOfPost(message: JsonRpcMessage, authorization: Readonly<Record<string, string>>): Record<string, string> {
+    const trace = traceHeaders(message);
+    const mirror = this.#mirrorHeaders(message);
+    if (trace !== NO_HEADERS || mirror !== NO_HEADERS || authorization !== NO_HEADERS) return this.#headers(POST_HEADERS, trace, mirror, authorization);
+    const cached = this.#postHeaders;
+    if (cached && cached.sessionId === this.#sessionId && cached.protocolVersion === this.#protocolVersion) return cached.headers;
+    const headers = this.#headers(POST_HEADERS);
+    this.#postHeaders = { sessionId: this.#sessionId, protocolVersion: this.#protocolVersion, headers };
+    return headers;
   }
 
   #headers(...extra: Readonly<Record<string, string>>[]): Record<string, string> {
