@@ -30,7 +30,7 @@ const { values } = parseArgs({
   },
 });
 const quick = values.quick;
-const ROUNDS = Number(values.rounds ?? (quick ? 1 : 4));
+const ROUNDS = Number(values.rounds ?? (quick ? 1 : 5));
 const DURATION = Number(values.duration ?? (quick ? 1 : 3));
 const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
 const INITS = quick ? 20 : 300;

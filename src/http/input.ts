@@ -19,9 +19,13 @@ export interface HttpInput {
   onGone(listener: () => void): void;
 }
 
+/** The Host without its port (`:digits` at the end) or IPv6 brackets, lower-case; no regex, as it runs per request. */
 function bareHost(host: string): string {
-  const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '');
-  return name.toLowerCase();
+  if (host.startsWith('[')) return host.slice(1, host.indexOf(']')).toLowerCase();
+  let digits = host.length;
+  while (digits > 0 && host.charCodeAt(digits - 1) >= 48 && host.charCodeAt(digits - 1) <= 57) digits--;
+  const hasPort = digits < host.length && digits > 0 && host.charCodeAt(digits - 1) === 58;
+  return (hasPort ? host.slice(0, digits - 1) : host).toLowerCase();
 }
 
 function queryHas(search: string, name: string): boolean {
