@@ -206,20 +206,19 @@ export function createApp(deps: AppDeps): HttpApp {
   };
   app.onError((err, c) => internalError(err, c.req.path));
 
-  /** The same steps as the middleware and route above, without Hono: edge, credential, endpoint. */
-  async function post(input: HttpInput, outgoing: ServerResponse): Promise<Reply> {
+  /**
+   * The same steps as the middleware and route above, without Hono: edge, credential, endpoint.
+   * Not async: the endpoint's own promise is the answer (no promise wrapping another per call).
+   */
+  function post(input: HttpInput, outgoing: ServerResponse): Reply | Promise<Reply> {
     const admitted = admit(input);
     if (admitted instanceof Response) return admitted;
-    const { headers } = admitted;
+    const { headers, requestId } = admitted;
     for (const name in headers) outgoing.setHeader(name, headers[name]!);
-    let principal: Principal | undefined;
-    if (authenticator) {
-      let outcome = authenticate(input, admitted.requestId);
-      if (outcome instanceof Promise) outcome = await outcome;
-      if (outcome instanceof Response) return outcome;
-      principal = outcome;
-    }
-    return endpoint.post(input, contextOf(input, admitted.requestId, principal));
+    if (!authenticator) return endpoint.post(input, contextOf(input, requestId, undefined));
+    const outcome = authenticate(input, requestId);
+    if (outcome instanceof Promise) return outcome.then((principal) => (principal instanceof Response ? principal : endpoint.post(input, contextOf(input, requestId, principal))));
+    return outcome instanceof Response ? outcome : endpoint.post(input, contextOf(input, requestId, outcome));
   }
 
   const maxBody = listen.maxBodyBytes;
@@ -233,10 +232,15 @@ export function createApp(deps: AppDeps): HttpApp {
       if (declared === undefined || !(Number(declared) <= maxBody)) return false;
       const input = fromIncoming(incoming, outgoing);
       if (input.path !== path) return false;
-      void post(input, outgoing)
-        .catch((err: unknown) => internalError(err, input.path))
-        .then((reply) => writeReply(reply, outgoing))
-        .catch((err: unknown) => deps.logger.debug('writing a response failed', { err }));
+      const write = (reply: Reply): void => void writeReply(reply, outgoing).catch((err: unknown) => deps.logger.debug('writing a response failed', { err }));
+      const failed = (err: unknown): void => write(internalError(err, input.path));
+      try {
+        const reply = post(input, outgoing);
+        if (reply instanceof Promise) reply.then(write, failed);
+        else write(reply);
+      } catch (err) {
+        failed(err);
+      }
       return true;
     },
   };

@@ -57,6 +57,7 @@ function describe(outcome: LimitOutcome): string {
 }
 
 const SESSION_HEADER = 'mcp-session-id';
+const asList = <T>(item: T): T[] => [item];
 /** A notification or response taken (202, no body). */
 const ACCEPTED = JsonReply.empty(202);
 
@@ -127,7 +128,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     const limiting = limit(context, FREE_METHODS.has(message.method) ? 0 : 1, message.id);
     const limited = limiting && (await limiting);
     if (limited) return limited;
-    return respond(session, async (channel) => [await router.handleRequest(session, message, channel, context)], deps.streams);
+    return respond(session, (channel) => router.handleRequest(session, message, channel, context).then(asList), deps.streams);
   }
 
   /** A 2026-07-28 request (modern.ts): no session of the client's, the era's own validation. */

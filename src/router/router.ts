@@ -366,7 +366,8 @@ export class Router {
     const call: Call = { session, channel, signal, context, record: { started: performance.now() } };
     let response: JsonRpcResponse | undefined;
     try {
-      const result = await this.#dispatch(call, request);
+      // tools/call straight to its handler: one promise fewer on every call's path.
+      const result = await (request.method === 'tools/call' ? callTool(call, request.params ?? {}, this.#toolCall) : this.#dispatch(call, request));
       call.record.toolError = request.method === 'tools/call' && result.isError === true;
       response = success(request.id, result);
     } catch (err) {
@@ -451,8 +452,6 @@ export class Router {
         return {};
       case 'initialize':
         throw new RpcError({ code: ErrorCode.InvalidRequest, message: 'Session already initialized' });
-      case 'tools/call':
-        return callTool(call, params, this.#toolCall);
       case 'prompts/get': {
         const name = requireString(params, 'name');
         const target = await this.#visiblePrompt(session, name);

@@ -24,6 +24,31 @@ export interface ExchangeResult {
   text: string;
 }
 
+/**
+ * Exchanges in flight, so their owner can cut them all (a transport closing) without aborting
+ * each caller's own cancellation. Keyed by number: no object of the call's needs a hash.
+ */
+export class InFlight {
+  #next = 0;
+  readonly #cuts = new Map<number, (err: Error) => void>();
+
+  add(cut: (err: Error) => void): number {
+    const id = ++this.#next;
+    this.#cuts.set(id, cut);
+    return id;
+  }
+
+  delete(id: number): void {
+    this.#cuts.delete(id);
+  }
+
+  cutAll(err: Error): void {
+    const cuts = [...this.#cuts.values()];
+    this.#cuts.clear();
+    for (const cut of cuts) cut(err);
+  }
+}
+
 /** Thrown (wrapped by the caller) for failures before the response's headers arrived. */
 export class BeforeResponseError extends Error {}
 
@@ -32,11 +57,18 @@ type Request = Pick<Dispatcher.DispatchOptions, 'origin' | 'path' | 'method' | '
 /**
  * Sends `request` and resolves once the whole response is in. `plan` runs when the headers
  * arrive. A failure before them rejects with a BeforeResponseError whose cause is the error; one
- * while reading the body rejects with the error itself. `signal` aborting cuts the exchange.
+ * while reading the body rejects with the error itself. `signal` aborting cuts the exchange, and
+ * so does `inflight.cutAll` (with its own error).
  */
-export function exchange(dispatcher: Dispatcher, request: Request, signal: CancelSignal, plan: (statusCode: number, headers: Headers) => BodyPlan): Promise<ExchangeResult> {
+export function exchange(
+  dispatcher: Dispatcher,
+  request: Request,
+  signal: CancelSignal | undefined,
+  plan: (statusCode: number, headers: Headers) => BodyPlan,
+  inflight: InFlight,
+): Promise<ExchangeResult> {
   return new Promise<ExchangeResult>((resolve, reject) => {
-    if (signal.aborted) {
+    if (signal?.aborted) {
       reject(new BeforeResponseError('aborted', { cause: signal.reason }));
       return;
     }
@@ -50,7 +82,8 @@ export function exchange(dispatcher: Dispatcher, request: Request, signal: Cance
     const settle = (err: unknown, result?: ExchangeResult): void => {
       if (settled) return;
       settled = true;
-      signal.removeEventListener('abort', onAbort);
+      signal?.removeEventListener('abort', onAbort);
+      inflight.delete(registered);
       if (result) resolve(result);
       else reject(body === undefined ? new BeforeResponseError(err instanceof Error ? err.message : String(err), { cause: err }) : err);
     };
@@ -59,10 +92,11 @@ export function exchange(dispatcher: Dispatcher, request: Request, signal: Cance
       controller?.abort(err);
     };
     const onAbort = (): void => {
-      const reason = signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason ?? 'aborted'));
+      const reason = signal!.reason instanceof Error ? signal!.reason : new Error(String(signal!.reason ?? 'aborted'));
       cut(reason);
     };
-    signal.addEventListener('abort', onAbort);
+    signal?.addEventListener('abort', onAbort);
+    const registered = inflight.add(cut);
 
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(started) {

@@ -85,26 +85,31 @@ export class ReconnectingTransport implements Transport {
     return this.#inner.cancelsByClosing === true;
   }
 
-  async send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
+  send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
     if (isRequest(message) && message.method === 'initialize') this.#initialize = message;
-    if (this.#ready) await waitOrAbort(this.#ready, options?.exchange?.signal);
-    if (this.#closed) throw new TransportError('closed', 'transport closed');
+    if (this.#ready) return waitOrAbort(this.#ready, options?.exchange?.signal).then(() => this.#sendNow(message, options));
+    return this.#sendNow(message, options);
+  }
+
+  /** Sends on the current connection; a lost session is recovered (#recover). No promise of its own on the call's path. */
+  #sendNow(message: JsonRpcMessage, options: SendOptions | undefined): Promise<void> {
+    if (this.#closed) return Promise.reject(new TransportError('closed', 'transport closed'));
     const inner = this.#inner;
-    try {
-      await inner.send(message, options);
-    } catch (err) {
-      const expired = err instanceof TransportError && err.code === 'session_expired';
-      // An exchange cut because a renewal replaced its session met the same expiry.
-      const replaced = inner !== this.#inner && !options?.exchange?.signal.aborted;
-      if ((!expired && !replaced) || this.#closed) throw err;
-      // The upstream forgot our session: start a new one (once), and send again only what is safe.
-      if (inner === this.#inner) this.#lost(err as Error, false);
-      if (!isRequest(message) || !RETRY_SAFE.has(message.method)) {
-        throw expired ? err : new TransportError('session_expired', 'upstream session expired', 404);
-      }
-      if (this.#ready) await waitOrAbort(this.#ready, options?.exchange?.signal);
-      await this.#inner.send(message, options);
+    return inner.send(message, options).catch((err: unknown) => this.#recover(err, inner, message, options));
+  }
+
+  async #recover(err: unknown, inner: Transport, message: JsonRpcMessage, options: SendOptions | undefined): Promise<void> {
+    const expired = err instanceof TransportError && err.code === 'session_expired';
+    // An exchange cut because a renewal replaced its session met the same expiry.
+    const replaced = inner !== this.#inner && !options?.exchange?.signal.aborted;
+    if ((!expired && !replaced) || this.#closed) throw err;
+    // The upstream forgot our session: start a new one (once), and send again only what is safe.
+    if (inner === this.#inner) this.#lost(err as Error, false);
+    if (!isRequest(message) || !RETRY_SAFE.has(message.method)) {
+      throw expired ? err : new TransportError('session_expired', 'upstream session expired', 404);
     }
+    if (this.#ready) await waitOrAbort(this.#ready, options?.exchange?.signal);
+    await this.#inner.send(message, options);
   }
 
   async close(): Promise<void> {

@@ -9,8 +9,8 @@ import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError, r
 import { TransportError, type SendOptions, type Transport } from './types.js';
 import { SseParser } from '../util/sse.js';
 import type { CircuitBreaker } from './circuit.js';
-import { Cancellation, type CancelSignal } from '../util/cancel.js';
-import { BeforeResponseError, exchange, type BodyPlan, type ExchangeResult } from './exchange.js';
+import type { CancelSignal } from '../util/cancel.js';
+import { BeforeResponseError, exchange, InFlight, type BodyPlan, type ExchangeResult } from './exchange.js';
 
 export interface StreamableHttpOptions {
   url: string;
@@ -67,8 +67,8 @@ export class StreamableHttpTransport implements Transport {
   readonly #origin: string;
   readonly #path: string;
   readonly #abort = new AbortController();
-  /** Requests in flight, cut on close. */
-  readonly #inflight = new Set<Cancellation>();
+  /** POSTs in flight, cut on close. */
+  readonly #inflight = new InFlight();
   #sessionId: string | undefined;
   #protocolVersion: string | undefined;
   #closed = false;
@@ -113,12 +113,12 @@ export class StreamableHttpTransport implements Transport {
     let healthy: boolean | undefined;
     try {
       try {
-        await this.#post(message, options, (ok) => (healthy = ok));
+        await this.#exchange(message, options?.exchange, (ok) => (healthy = ok));
       } catch (err) {
         // A refused token of our own: fetch a new one and try once more.
         if (!(err instanceof TransportError) || err.status !== 401 || !this.#options.credentials) throw err;
         this.#options.credentials.invalidate();
-        await this.#post(message, options, (ok) => (healthy = ok));
+        await this.#exchange(message, options?.exchange, (ok) => (healthy = ok));
       }
     } finally {
       if (healthy === true) breaker?.success();
@@ -127,26 +127,12 @@ export class StreamableHttpTransport implements Transport {
     }
   }
 
-  /** One POST exchange; `judge` learns whether the upstream itself behaved (for the breaker). */
-  async #post(message: JsonRpcMessage, options: SendOptions | undefined, judge: (healthy: boolean) => void): Promise<void> {
-    const exchange = options?.exchange;
-    if (!exchange) return this.#exchange(message, this.#abort.signal, judge);
-    // Ours, so closing this transport cuts the request without aborting the caller's exchange
-    // (a renewal that replaced this transport sends it again).
-    const own = new Cancellation();
-    const onAbort = (): void => own.abort(exchange.reason);
-    exchange.addEventListener('abort', onAbort);
-    if (exchange.aborted) own.abort(exchange.reason);
-    this.#inflight.add(own);
-    try {
-      return await this.#exchange(message, own, judge);
-    } finally {
-      exchange.removeEventListener('abort', onAbort);
-      this.#inflight.delete(own);
-    }
-  }
-
-  async #exchange(message: JsonRpcMessage, signal: CancelSignal, judge: (healthy: boolean) => void): Promise<void> {
+  /**
+   * One POST exchange; `judge` learns whether the upstream itself behaved (for the breaker).
+   * Closing this transport cuts it without aborting the caller's exchange (a renewal that
+   * replaced this transport sends it again).
+   */
+  async #exchange(message: JsonRpcMessage, signal: CancelSignal | undefined, judge: (healthy: boolean) => void): Promise<void> {
     const authorization = this.#options.credentials ? await this.#authorization() : NO_HEADERS;
     const expectId = isRequest(message) ? message.id : undefined;
     let answered = expectId === undefined;
@@ -186,10 +172,11 @@ export class StreamableHttpTransport implements Transport {
         },
         signal,
         plan,
+        this.#inflight,
       );
     } catch (err) {
       if (err instanceof BeforeResponseError) {
-        if (!signal.aborted) judge(false);
+        if (!signal?.aborted && !this.#closed) judge(false);
         throw networkError(err.cause);
       }
       if (answered) return;
@@ -214,8 +201,7 @@ export class StreamableHttpTransport implements Transport {
     if (this.#closed) return;
     this.#closed = true;
     this.#abort.abort();
-    for (const own of this.#inflight) own.abort(new TransportError('closed', 'transport closed'));
-    this.#inflight.clear();
+    this.#inflight.cutAll(new TransportError('closed', 'transport closed'));
     if (this.#sessionId !== undefined) {
       try {
         const { body } = await this.#options.dispatcher.request({

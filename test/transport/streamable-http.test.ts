@@ -175,6 +175,21 @@ describe('StreamableHttpTransport POST', () => {
     await streamClosed;
   });
 
+  it('cuts every POST in flight on close, without aborting the callers\' own exchanges', async () => {
+    answer = () => {}; // never answers
+    const { t } = transport();
+    const exchange = new Cancellation();
+    const reached = nextRequest();
+    const withExchange = t.send(call(18), { exchange });
+    await reached;
+    const serverSawClose = closed;
+    await t.close();
+    expect((await failure(withExchange)).code).toBe('closed');
+    expect(exchange.aborted).toBe(false);
+    await serverSawClose;
+    expect((await failure(t.send(call(19)))).code).toBe('closed');
+  });
+
   it('fails with a network error when nothing listens', async () => {
     const free = createServer();
     await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
