@@ -68,6 +68,24 @@ function postText(body: string, options: Omit<SendOptions, 'body' | 'method'> = 
   return exchange({ ...options, method: 'POST', body }, { 'content-type': 'application/json', accept: POST_ACCEPT });
 }
 
+/** POSTs `text` without a Content-Length (chunked), in two chunks split at `splitAt`. */
+function postChunked(url: URL, text: string, headers: Record<string, string>, splitAt: number): Promise<Response> {
+  const bytes = new TextEncoder().encode(text);
+  return fetch(url, {
+    method: 'POST',
+    headers,
+    body: new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes.subarray(0, splitAt));
+        controller.enqueue(bytes.subarray(splitAt));
+        controller.close();
+      },
+    }),
+    duplex: 'half',
+    signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+  });
+}
+
 /** POSTs one JSON-RPC message (or a batch) with the headers a conforming client sends. */
 function post(message: unknown, options: Omit<SendOptions, 'body' | 'method'> = {}): Promise<Reply> {
   return postText(JSON.stringify(message), options);
@@ -432,20 +450,7 @@ describe('body size limit', () => {
       expectRpcError(await postText(big, { url: small.url }), 413, INVALID_REQUEST);
 
       // No Content-Length: the limit must hold while the body is being read.
-      const bytes = new TextEncoder().encode(big);
-      const chunked = await fetch(small.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: POST_ACCEPT },
-        body: new ReadableStream<Uint8Array>({
-          start(controller) {
-            controller.enqueue(bytes.subarray(0, 800));
-            controller.enqueue(bytes.subarray(800));
-            controller.close();
-          },
-        }),
-        duplex: 'half',
-        signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-      });
+      const chunked = await postChunked(small.url, big, { 'content-type': 'application/json', accept: POST_ACCEPT }, 800);
       const body: unknown = await chunked.json();
       expect(chunked.status).toBe(413);
       expect(body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: INVALID_REQUEST } });
@@ -458,33 +463,20 @@ describe('body size limit', () => {
 describe('bodies with and without Content-Length', () => {
   // A declared body is served on the listener's direct path, a chunked one through Hono's
   // adapter (app.ts, HttpApp.direct): the client must not be able to tell them apart.
-  function postChunked(message: unknown, session?: string): Promise<Response> {
-    const bytes = new TextEncoder().encode(JSON.stringify(message));
+  function postMessageChunked(message: unknown, session?: string): Promise<Response> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: POST_ACCEPT, 'x-request-id': 'chunked-1' };
     if (session !== undefined) headers['mcp-session-id'] = session;
-    return fetch(gw.url, {
-      method: 'POST',
-      headers,
-      body: new ReadableStream<Uint8Array>({
-        start(controller) {
-          controller.enqueue(bytes.subarray(0, 10));
-          controller.enqueue(bytes.subarray(10));
-          controller.close();
-        },
-      }),
-      duplex: 'half',
-      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-    });
+    return postChunked(gw.url, JSON.stringify(message), headers, 10);
   }
 
   it('answers a chunked initialize and request as it answers declared ones, with the same headers', async () => {
-    const init = await postChunked(initializeRequest(LATEST, 'c-1'));
+    const init = await postMessageChunked(initializeRequest(LATEST, 'c-1'));
     expect(init.status).toBe(200);
     expect(init.headers.get('x-request-id')).toBe('chunked-1');
     const session = init.headers.get('mcp-session-id')!;
     expect(((await init.json()) as { result: { protocolVersion: string } }).result.protocolVersion).toBe(LATEST);
 
-    const chunked = await postChunked({ jsonrpc: '2.0', id: 'c-2', method: 'tools/list' }, session);
+    const chunked = await postMessageChunked({ jsonrpc: '2.0', id: 'c-2', method: 'tools/list' }, session);
     const declared = await post({ jsonrpc: '2.0', id: 'c-2', method: 'tools/list' }, { session, headers: { 'x-request-id': 'declared-1' } });
     expect(chunked.status).toBe(200);
     expect(declared.status).toBe(200);
