@@ -58,6 +58,9 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       resolve(server.address() as AddressInfo);
     });
   });
+  // Once listening, an error of the server (accept failing under EMFILE) is logged; the process
+  // and the connections already open carry on.
+  server.on('error', (err) => logger.error('listener error', { err }));
   const stopWatching = tls ? watchCertificates(server as HttpsServer, tls, logger) : () => {};
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {

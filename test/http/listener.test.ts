@@ -1,0 +1,47 @@
+// The listener: the direct handler is tried first and anything it leaves goes to the fetch
+// handler; an error of the server after it started listening is logged and it keeps serving.
+import { afterEach, describe, expect, it } from 'vitest';
+import { startListener, type Listener } from '../../src/http/listener.js';
+import { createLogger } from '../../src/util/log.js';
+
+let listener: Listener | undefined;
+
+afterEach(async () => {
+  await listener?.close();
+  listener = undefined;
+});
+
+describe('startListener', () => {
+  it('tries the direct handler first and leaves the rest to fetch', async () => {
+    listener = await startListener({
+      fetch: () => new Response('from fetch'),
+      direct: (incoming, outgoing) => {
+        if (incoming.url !== '/direct') return false;
+        outgoing.writeHead(200, { 'content-type': 'text/plain' }).end('from direct');
+        return true;
+      },
+      host: '127.0.0.1',
+      port: 0,
+      path: '/mcp',
+      logger: createLogger({ level: 'silent', write: () => {} }),
+    });
+    expect(await (await fetch(new URL('/direct', listener.url))).text()).toBe('from direct');
+    expect(await (await fetch(new URL('/other', listener.url))).text()).toBe('from fetch');
+  });
+
+  it('logs an error of the server after listening and keeps serving', async () => {
+    const lines: string[] = [];
+    listener = await startListener({
+      fetch: () => new Response('ok'),
+      host: '127.0.0.1',
+      port: 0,
+      path: '/mcp',
+      logger: createLogger({ level: 'error', write: (line) => lines.push(line) }),
+    });
+    // What Node emits when accept() fails, e.g. out of file descriptors.
+    listener.server.emit('error', Object.assign(new Error('accept EMFILE'), { code: 'EMFILE' }));
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'error', msg: 'listener error' });
+    expect(await (await fetch(listener.url)).text()).toBe('ok');
+  });
+});
