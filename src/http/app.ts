@@ -1,5 +1,7 @@
 // The Hono app: edge checks (Origin, Host, CORS for allowed origins), authentication, the MCP
-// endpoint at the configured path, protected resource metadata, health and metrics.
+// endpoint at the configured path, protected resource metadata, health and metrics. Beside it,
+// the direct path: POSTs to the endpoint (every call) through the same checks and endpoint
+// without Hono's router or Web Request/Response objects (bench/README.md, "Second pass").
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context } from 'hono';
