@@ -472,6 +472,8 @@ describe('the Redis store', () => {
     const [one, two] = gateways as [(typeof gateways)[0], (typeof gateways)[0]];
     expect(one.url.port).not.toBe(two.url.port);
 
+    // "listening" comes before the Redis connection is up (a gateway never waits for Redis to serve).
+    for (const cli of gateways) await storeState(cli.url, 'connected');
     for (const cli of gateways) expect((await health(cli.url)).rateLimits).toEqual({ store: 'redis', state: 'connected', since: expect.any(String) });
     const onOne = await openSession(one.url);
     const onTwo = await openSession(two.url);
