@@ -26,18 +26,19 @@ export function forgetNames(session: DownstreamSession, upstream: string, kind?:
   for (const k of kind ? [kind] : (['tools', 'prompts'] as const)) session.known[k].delete(upstream);
 }
 
-/** Whether the upstream session lists `name`, from what the session knows; undefined when the list must be read. */
-export function listedNow(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string): boolean | undefined {
+/**
+ * Whether the upstream session lists `name`; true when its list cannot be read (it will answer).
+ * Answered at once (no promise) from what the session knows; a promise only when the list must
+ * be read again (every tools/call asks).
+ */
+export function listed(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string, catalog: Catalog, learn?: (page: ListedPage) => void): boolean | Promise<boolean> {
   const known = session.known[kind].get(client.name);
   if (known?.names?.has(name)) return true;
   if (known && Date.now() - known.readAt < REREAD_INTERVAL_MS) return known.names === undefined;
-  return undefined;
+  return readListed(session, kind, client, name, catalog, learn);
 }
 
-/** Whether the upstream session lists `name`; true when its list cannot be read (it will answer). */
-export async function listed(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string, catalog: Catalog, learn?: (page: ListedPage) => void): Promise<boolean> {
-  const now = listedNow(session, kind, client, name);
-  if (now !== undefined) return now;
+async function readListed(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string, catalog: Catalog, learn?: (page: ListedPage) => void): Promise<boolean> {
   const names = new Set<string>();
   try {
     await catalog.scan(kind, client, (page) => {

@@ -98,7 +98,7 @@ export class Router {
     this.#deps = deps;
     this.#toolCall = {
       ...deps,
-      ensure: (session, upstream) => (session.upstreams.has(upstream) || !session.leftOut.has(upstream) ? undefined : this.#ensure(session, upstream)),
+      ensure: (session, upstream) => this.#ensure(session, upstream),
       learn: (page) => this.#learnTools(page),
       ownTask: (session, upstream, taskId) => this.hubOf(session, upstream)?.ownTask(taskId, session),
     };
@@ -256,8 +256,13 @@ export class Router {
    * An upstream left out of the session (it failed, or was at its process limit) is opened on
    * first use once some time has passed; otherwise the call gets the reason it is unavailable.
    */
-  async #ensure(session: DownstreamSession, upstream: string | undefined): Promise<void> {
-    if (upstream === undefined || session.upstreams.has(upstream) || !session.leftOut.has(upstream)) return;
+  #ensure(session: DownstreamSession, upstream: string | undefined): Promise<void> | undefined {
+    // Nothing to open (the usual case, on every call's path): no promise.
+    if (upstream === undefined || session.upstreams.has(upstream) || !session.leftOut.has(upstream)) return undefined;
+    return this.#openLeftOut(session, upstream);
+  }
+
+  async #openLeftOut(session: DownstreamSession, upstream: string): Promise<void> {
     await this.#retryLeftOut(session, upstream);
     const left = session.leftOut.get(upstream);
     if (left) throw new GatewayError('upstream_unavailable', `Upstream ${upstream} is unavailable: ${left.reason}`);

@@ -11,7 +11,7 @@ import { describeLimit, type RateLimiter } from '../ratelimit/limiter.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import { forward, requireString, toolError, type Call } from './call.js';
 import type { Catalog, ListedPage } from './catalog.js';
-import { listed, listedNow } from './existence.js';
+import { listed } from './existence.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { ToolFacts } from './tool-facts.js';
 
@@ -57,7 +57,7 @@ export async function callTool(call: Call, params: JsonObject, deps: ToolCallDep
   if (!target) throw unknown();
   const upstream = target.client.name;
   call.record.tool = target.name;
-  let isListed = listedNow(session, 'tools', target.client, target.name) ?? listed(session, 'tools', target.client, target.name, deps.catalog, deps.learn);
+  let isListed = listed(session, 'tools', target.client, target.name, deps.catalog, deps.learn);
   if (isListed instanceof Promise) isListed = await isListed;
   if (!isListed) throw unknown();
 

@@ -5,6 +5,7 @@
 import type { Dispatcher } from 'undici';
 import { SseParser, type SseEvent } from '../util/sse.js';
 import type { CancelSignal } from '../util/cancel.js';
+import { sseOversized } from './http-common.js';
 import { TransportError } from './types.js';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -130,7 +131,7 @@ export function exchange(
           try {
             events = (body.parser ??= new SseParser(body.max)).push(chunk);
           } catch (err) {
-            cut(new TransportError('oversized', 'upstream SSE event exceeds the size limit', undefined, { cause: err }));
+            cut(sseOversized(err));
             return;
           }
           try {

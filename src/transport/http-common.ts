@@ -1,49 +1,8 @@
-// What both HTTP transports share: bounded body reads, SSE stream consumption, JSON decoding.
+// What both HTTP transports share: SSE stream consumption, JSON decoding, errors.
 import type { Readable } from 'node:stream';
 import { parseMessage, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { SseParser, type SseEvent } from '../util/sse.js';
 import { TransportError } from './types.js';
-
-/** Reads a whole body, failing once it exceeds `max` bytes. Events, not an async iterator: this is on every call's path. */
-export function readBounded(body: Readable, max: number): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let length = 0;
-    const cleanup = (): void => {
-      body.off('data', onData);
-      body.off('end', onEnd);
-      body.off('error', onError);
-      body.off('close', onClose);
-    };
-    const onData = (chunk: Buffer): void => {
-      length += chunk.length;
-      if (length > max) {
-        cleanup();
-        body.destroy();
-        reject(new TransportError('oversized', `upstream response exceeds ${max} bytes`));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void => {
-      cleanup();
-      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
-    };
-    const onError = (err: Error): void => {
-      cleanup();
-      reject(err);
-    };
-    // Destroyed without an error (an abort undici reports as close): never leave the caller waiting.
-    const onClose = (): void => {
-      cleanup();
-      reject(new TransportError('network', 'upstream response ended early'));
-    };
-    body.on('data', onData);
-    body.on('end', onEnd);
-    body.on('error', onError);
-    body.on('close', onClose);
-  });
-}
 
 /** JSON-RPC messages in a JSON body (one message or a batch); invalid entries are dropped. */
 export function decodeMessages(text: string): JsonRpcMessage[] {
@@ -70,11 +29,16 @@ export async function consumeSse(body: Readable, maxLine: number, onEvent: (even
       events = parser.push(chunk);
     } catch (err) {
       body.destroy();
-      throw new TransportError('oversized', 'upstream SSE event exceeds the size limit', undefined, { cause: err });
+      throw sseOversized(err);
     }
     for (const event of events) onEvent(event);
   }
   return parser;
+}
+
+/** The error for an SSE line the parser refused as too long. */
+export function sseOversized(cause: unknown): TransportError {
+  return new TransportError('oversized', 'upstream SSE event exceeds the size limit', undefined, { cause });
 }
 
 export function contentTypeOf(headers: Record<string, string | string[] | undefined>): string {

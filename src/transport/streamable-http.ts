@@ -5,7 +5,7 @@ import type { Dispatcher } from 'undici';
 import { encodeHeaderValue, isModernVersion, mirroredName } from '../mcp/era.js';
 import { isObject, isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
-import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError, readBounded } from './http-common.js';
+import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError } from './http-common.js';
 import { TransportError, type SendOptions, type Transport } from './types.js';
 import { SseParser } from '../util/sse.js';
 import type { CircuitBreaker } from './circuit.js';
