@@ -209,14 +209,11 @@ export function createApp(deps: AppDeps): HttpApp {
   app.onError((err, c) => internalError(err, c.req.path));
 
   /**
-   * The same steps as the middleware and route above, without Hono: edge, credential, endpoint.
-   * Not async: the endpoint's own promise is the answer (no promise wrapping another per call).
+   * The same steps as the middleware and route above, without Hono: credential, endpoint (the
+   * edge checks come first, in direct()). Not async: the endpoint's own promise is the answer
+   * (no promise wrapping another per call).
    */
-  function post(input: HttpInput, outgoing: ServerResponse): Reply | Promise<Reply> {
-    const admitted = admit(input);
-    if (admitted instanceof Response) return admitted;
-    const { headers, requestId } = admitted;
-    for (const name in headers) outgoing.setHeader(name, headers[name]!);
+  function post(input: HttpInput, requestId: string): Reply | Promise<Reply> {
     if (!authenticator) return endpoint.post(input, contextOf(input, requestId, undefined));
     const outcome = authenticate(input, requestId);
     if (outcome instanceof Promise) return outcome.then((principal) => (principal instanceof Response ? principal : endpoint.post(input, contextOf(input, requestId, principal))));
@@ -234,10 +231,14 @@ export function createApp(deps: AppDeps): HttpApp {
       if (declared === undefined || !(Number(declared) <= maxBody)) return false;
       const input = fromIncoming(incoming, outgoing);
       if (input.path !== path) return false;
-      const write = (reply: Reply): void => void writeReply(reply, outgoing).catch((err: unknown) => deps.logger.debug('writing a response failed', { err }));
+      // The edge's headers go out with the answer (writeReply), not set on the response first.
+      let edge: Readonly<Record<string, string>> | undefined;
+      const write = (reply: Reply): void => void writeReply(reply, outgoing, edge).catch((err: unknown) => deps.logger.debug('writing a response failed', { err }));
       const failed = (err: unknown): void => write(internalError(err, input.path));
       try {
-        const reply = post(input, outgoing);
+        const admitted = admit(input);
+        if (!(admitted instanceof Response)) edge = admitted.headers;
+        const reply = admitted instanceof Response ? admitted : post(input, admitted.requestId);
         if (reply instanceof Promise) reply.then(write, failed);
         else write(reply);
       } catch (err) {

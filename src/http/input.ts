@@ -102,8 +102,8 @@ class NodeInput implements HttpInput {
         }
         chunks.push(chunk);
       };
+      // After the end nothing more arrives; the listeners stay (a late error finds the promise settled).
       const onEnd = (): void => {
-        done();
         resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
       };
       const onError = (err: Error): void => {

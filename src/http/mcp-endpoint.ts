@@ -57,7 +57,6 @@ function describe(outcome: LimitOutcome): string {
 }
 
 const SESSION_HEADER = 'mcp-session-id';
-const asList = <T>(item: T): T[] => [item];
 /** A notification or response taken (202, no body). */
 const ACCEPTED = JsonReply.empty(202);
 
@@ -128,7 +127,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     const limiting = limit(context, FREE_METHODS.has(message.method) ? 0 : 1, message.id);
     const limited = limiting && (await limiting);
     if (limited) return limited;
-    return respond(session, (channel) => router.handleRequest(session, message, channel, context).then(asList), deps.streams);
+    return respond(session, (channel) => router.handleRequest(session, message, channel, context), deps.streams);
   }
 
   /** A 2026-07-28 request (modern.ts): no session of the client's, the era's own validation. */
@@ -180,7 +179,6 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       session,
       async (channel) => [...invalid, ...(await Promise.all(requests.map((r) => router.handleRequest(session, r, channel, context))))],
       deps.streams,
-      { batch: true },
     );
   }
 

@@ -33,20 +33,22 @@ export function toResponse(reply: Reply): Response {
 }
 
 /**
- * Writes a reply to a Node response. A Response's body is piped with backpressure; when the
- * client goes away first the body is cancelled, which is how an SSE connection learns it is gone.
+ * Writes a reply to a Node response, with `extra` headers of the edge (request id, CORS) beside
+ * its own (which win). A Response's body is piped with backpressure; when the client goes away
+ * first the body is cancelled, which is how an SSE connection learns it is gone.
  */
-export async function writeReply(reply: Reply, res: ServerResponse): Promise<void> {
+export async function writeReply(reply: Reply, res: ServerResponse, extra?: Readonly<Record<string, string>>): Promise<void> {
   if (reply instanceof JsonReply) {
     if (reply.body === null) {
-      res.writeHead(reply.status, reply.headers).end();
+      res.writeHead(reply.status, extra ? { ...extra, ...reply.headers } : reply.headers).end();
       return;
     }
-    // end() with the whole body sets Content-Length: headers and body leave in one write.
-    res.writeHead(reply.status, reply.headers ? { 'content-type': 'application/json', ...reply.headers } : JSON_HEADERS).end(reply.body);
+    // end() with the whole body sets Content-Length: headers and body leave in one write. The
+    // common answer's headers go as one flat list, which Node takes without merging objects.
+    res.writeHead(reply.status, reply.headers ? { ...extra, 'content-type': 'application/json', ...reply.headers } : jsonHeaders(extra)).end(reply.body);
     return;
   }
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...extra };
   reply.headers.forEach((value, name) => (headers[name] = value));
   res.writeHead(reply.status, headers);
   const body = reply.body;
@@ -78,7 +80,12 @@ export async function writeReply(reply: Reply, res: ServerResponse): Promise<voi
   res.end();
 }
 
-const JSON_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json' };
+/** Content-Type and the edge's headers as [name, value, name, value, ...]. */
+function jsonHeaders(extra: Readonly<Record<string, string>> | undefined): string[] {
+  const headers = ['content-type', 'application/json'];
+  for (const name in extra) headers.push(name, extra[name]!);
+  return headers;
+}
 
 /** Resolves when the response can take more, or is gone. */
 function drained(res: ServerResponse): Promise<void> {

@@ -36,11 +36,14 @@ export function connect(session: DownstreamSession, stream: SessionStream, setti
   return connection;
 }
 
+/**
+ * Runs one request (`run` answers with its response) or a batch (an array of them); undefined
+ * stands for a request cancelled by the client, which gets no response.
+ */
 export function respond(
   session: DownstreamSession,
-  run: (channel: RequestChannel) => Promise<(JsonRpcResponse | undefined)[]>,
+  run: (channel: RequestChannel) => Promise<JsonRpcResponse | undefined> | Promise<(JsonRpcResponse | undefined)[]>,
   settings: StreamSettings,
-  options: { batch?: boolean } = {},
 ): Promise<Reply> {
   return new Promise<Reply>((resolve, reject) => {
     let stream: SessionStream | undefined;
@@ -64,16 +67,15 @@ export function respond(
       (results) => {
         settled = true;
         clearTimeout(timer);
-        const responses = results.filter((r): r is JsonRpcResponse => r !== undefined);
+        const answer = Array.isArray(results) ? results.filter((r): r is JsonRpcResponse => r !== undefined) : results;
         if (stream) {
-          for (const response of responses) stream.send(response);
+          for (const response of Array.isArray(answer) ? answer : answer ? [answer] : []) stream.send(response);
           stream.finish();
-        } else if (responses.length === 0) {
+        } else if (answer === undefined || (Array.isArray(answer) && answer.length === 0)) {
           // Every request was cancelled: no response is due, so the stream ends empty.
           resolve(new Response(null, { status: 200, headers: SSE_HEADERS }));
         } else {
-          const body = options.batch ? responses : responses[0];
-          resolve(JsonReply.json(body));
+          resolve(JsonReply.json(answer));
         }
       },
       (err: unknown) => {

@@ -61,8 +61,10 @@ export async function callTool(call: Call, params: JsonObject, deps: ToolCallDep
   if (isListed instanceof Promise) isListed = await isListed;
   if (!isListed) throw unknown();
 
-  const view = access.view(exposed);
-  const args: JsonObject = { ...(isObject(params.arguments) ? params.arguments : {}), ...view?.pin };
+  // Pinned arguments win over the model's; without any, the client's object goes as it came.
+  const pin = access.view(exposed)?.pin;
+  const given = isObject(params.arguments) ? params.arguments : {};
+  const args: JsonObject = pin ? { ...given, ...pin } : given;
 
   // Arguments first: a model correcting its call spends no quota.
   if (deps.pool.config(upstream)?.validateArguments !== false) {

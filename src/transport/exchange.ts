@@ -27,27 +27,45 @@ export interface ExchangeResult {
 
 /**
  * Exchanges in flight, so their owner can cut them all (a transport closing) without aborting
- * each caller's own cancellation. Keyed by number: no object of the call's needs a hash.
+ * each caller's own cancellation. A list linked through the entries: adding and removing one
+ * hashes nothing and allocates only the entry.
  */
 export class InFlight {
-  #next = 0;
-  readonly #cuts = new Map<number, (err: Error) => void>();
+  readonly #head: InFlightEntry = { cut: () => {}, prev: undefined, next: undefined };
 
-  add(cut: (err: Error) => void): number {
-    const id = ++this.#next;
-    this.#cuts.set(id, cut);
-    return id;
+  add(cut: (err: Error) => void): InFlightEntry {
+    const head = this.#head;
+    const entry: InFlightEntry = { cut, prev: head, next: head.next };
+    if (head.next) head.next.prev = entry;
+    head.next = entry;
+    return entry;
   }
 
-  delete(id: number): void {
-    this.#cuts.delete(id);
+  delete(entry: InFlightEntry): void {
+    if (!entry.prev) return;
+    entry.prev.next = entry.next;
+    if (entry.next) entry.next.prev = entry.prev;
+    entry.prev = entry.next = undefined;
   }
 
   cutAll(err: Error): void {
-    const cuts = [...this.#cuts.values()];
-    this.#cuts.clear();
+    const cuts: ((err: Error) => void)[] = [];
+    let entry = this.#head.next;
+    this.#head.next = undefined;
+    while (entry) {
+      const next = entry.next;
+      cuts.push(entry.cut);
+      entry.prev = entry.next = undefined;
+      entry = next;
+    }
     for (const cut of cuts) cut(err);
   }
+}
+
+export interface InFlightEntry {
+  readonly cut: (err: Error) => void;
+  prev: InFlightEntry | undefined;
+  next: InFlightEntry | undefined;
 }
 
 /** Thrown (wrapped by the caller) for failures before the response's headers arrived. */

@@ -12,9 +12,12 @@ export function decodeMessages(text: string): JsonRpcMessage[] {
   } catch {
     return [];
   }
-  const items = Array.isArray(value) ? value : [value];
+  if (!Array.isArray(value)) {
+    const message = parseMessage(value);
+    return message ? [message] : [];
+  }
   const out: JsonRpcMessage[] = [];
-  for (const item of items) {
+  for (const item of value) {
     const message = parseMessage(item);
     if (message) out.push(message);
   }

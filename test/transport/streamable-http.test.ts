@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JsonRpcMessage } from '../../src/mcp/jsonrpc.js';
+import { InFlight } from '../../src/transport/exchange.js';
 import { StreamableHttpTransport } from '../../src/transport/streamable-http.js';
 import { TransportError } from '../../src/transport/types.js';
 import { Cancellation } from '../../src/util/cancel.js';
@@ -197,5 +198,38 @@ describe('StreamableHttpTransport POST', () => {
     await new Promise((resolve) => free.close(resolve));
     const t = new StreamableHttpTransport({ url: `http://127.0.0.1:${port}/mcp`, headers: {}, dispatcher: agent, logger: silentLogger });
     expect((await failure(t.send(call(17)))).code).toBe('network');
+  });
+});
+
+describe('InFlight (the exchanges a transport cuts on close)', () => {
+  it('cuts what is still in flight, once, and nothing removed before', () => {
+    const inflight = new InFlight();
+    const cut: string[] = [];
+    const [a, b, c] = ['a', 'b', 'c'].map((name) => inflight.add(() => cut.push(name)));
+    inflight.delete(b!);
+    inflight.delete(b!);
+    inflight.cutAll(new Error('closed'));
+    expect(cut.sort()).toEqual(['a', 'c']);
+    // Their own settling removes them again after the cut: the list stays empty.
+    inflight.delete(a!);
+    inflight.delete(c!);
+    inflight.cutAll(new Error('closed'));
+    expect(cut).toHaveLength(2);
+  });
+
+  it('keeps working after a cut, when an exchange removes itself while being cut', () => {
+    const inflight = new InFlight();
+    const cut: string[] = [];
+    const first = inflight.add(() => {
+      cut.push('first');
+      inflight.delete(first);
+      inflight.delete(second);
+    });
+    const second = inflight.add(() => cut.push('second'));
+    inflight.cutAll(new Error('closed'));
+    expect(cut.sort()).toEqual(['first', 'second']);
+    inflight.add(() => cut.push('later'));
+    inflight.cutAll(new Error('closed'));
+    expect(cut).toEqual(['first', 'second', 'later']);
   });
 });
