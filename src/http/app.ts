@@ -22,7 +22,7 @@ import { createMcpEndpoint } from './mcp-endpoint.js';
 import { metricsHandler } from './metrics.js';
 import { fromIncoming, fromRequest, type HttpInput } from './input.js';
 import type { StreamSettings } from './responder.js';
-import { toResponse, writeReply, type Reply } from './reply.js';
+import { isWebResponse, toResponse, writeReply, type Reply } from './reply.js';
 
 export interface Readiness {
   ready: boolean;
@@ -163,7 +163,7 @@ export function createApp(deps: AppDeps): HttpApp {
     const input = c.env?.incoming ? fromIncoming(c.env.incoming, outgoing) : fromRequest(c.req.raw);
     c.set('input', input);
     const admitted = admit(input);
-    if (admitted instanceof Response) return admitted;
+    if (isWebResponse(admitted)) return admitted;
     c.set('requestId', admitted.requestId);
     const { headers } = admitted;
     if (outgoing) for (const name in headers) outgoing.setHeader(name, headers[name]!);
@@ -188,7 +188,7 @@ export function createApp(deps: AppDeps): HttpApp {
       return next();
     }
     const principal = await authenticate(c.get('input'), c.get('requestId'));
-    if (principal instanceof Response) return principal;
+    if (isWebResponse(principal)) return principal;
     c.set('principal', principal);
     await next();
   });
@@ -216,8 +216,8 @@ export function createApp(deps: AppDeps): HttpApp {
   function post(input: HttpInput, requestId: string): Reply | Promise<Reply> {
     if (!authenticator) return endpoint.post(input, contextOf(input, requestId, undefined));
     const outcome = authenticate(input, requestId);
-    if (outcome instanceof Promise) return outcome.then((principal) => (principal instanceof Response ? principal : endpoint.post(input, contextOf(input, requestId, principal))));
-    return outcome instanceof Response ? outcome : endpoint.post(input, contextOf(input, requestId, outcome));
+    if (outcome instanceof Promise) return outcome.then((principal) => (isWebResponse(principal) ? principal : endpoint.post(input, contextOf(input, requestId, principal))));
+    return isWebResponse(outcome) ? outcome : endpoint.post(input, contextOf(input, requestId, outcome));
   }
 
   const maxBody = listen.maxBodyBytes;
@@ -237,8 +237,8 @@ export function createApp(deps: AppDeps): HttpApp {
       const failed = (err: unknown): void => write(internalError(err, input.path));
       try {
         const admitted = admit(input);
-        if (!(admitted instanceof Response)) edge = admitted.headers;
-        const reply = admitted instanceof Response ? admitted : post(input, admitted.requestId);
+        if (!isWebResponse(admitted)) edge = admitted.headers;
+        const reply = isWebResponse(admitted) ? admitted : post(input, admitted.requestId);
         if (reply instanceof Promise) reply.then(write, failed);
         else write(reply);
       } catch (err) {

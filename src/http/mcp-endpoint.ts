@@ -29,7 +29,7 @@ import { parseEventId } from '../session/streams.js';
 import { connect, respond, type StreamSettings } from './responder.js';
 import { isModernRequest, serveModern, validateModern } from './modern.js';
 import { StatelessSessions } from '../router/stateless.js';
-import { JsonReply, type Reply } from './reply.js';
+import { isWebResponse, JsonReply, type Reply } from './reply.js';
 
 export interface McpEndpointDeps {
   router: Router;
@@ -116,7 +116,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     // From here on nothing is awaited that is already known (every call's path).
     let session = lookup(request, context);
     if (session instanceof Promise) session = await session;
-    if (session instanceof Response) return session;
+    if (isWebResponse(session)) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
 
@@ -138,7 +138,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     // No client notification is defined over HTTP in this era (cancelling is closing the stream).
     if ('method' in message && !isRequest(message)) return new Response(null, { status: 202 });
     const validated = validateModern(request, message);
-    if (validated instanceof Response) return validated;
+    if (isWebResponse(validated)) return validated;
     const limited = await limit(context, FREE_METHODS.has(validated.method) ? 0 : 1, validated.id);
     if (limited) return limited;
     // From here to the session's creation nothing waits, so concurrent requests cannot all pass
@@ -156,7 +156,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
   async function postBatch(request: HttpInput, items: unknown[], context: RequestContext): Promise<Reply> {
     if (items.length === 0) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: empty batch');
     const session = await lookup(request, context);
-    if (session instanceof Response) return session;
+    if (isWebResponse(session)) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
     if (!allowsBatches(session.info.protocolVersion)) {
@@ -213,7 +213,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     }
     if (request.header(SESSION_HEADER) !== undefined) {
       const session = await lookup(request, context);
-      if (session instanceof Response) return session;
+      if (isWebResponse(session)) return session;
       return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: session already initialized', message.id);
     }
     if (sessions.size >= deps.maxSessions) {
@@ -240,7 +240,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     const refused = checkGetHeaders(request);
     if (refused) return refused;
     const session = await lookup(request, context);
-    if (session instanceof Response) return session;
+    if (isWebResponse(session)) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
     const lastEventId = request.header('last-event-id');
@@ -260,7 +260,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
 
   async function remove(request: HttpInput, context: RequestContext): Promise<Response> {
     const session = await lookup(request, context);
-    if (session instanceof Response) return session;
+    if (isWebResponse(session)) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
     await sessions.delete(session.id);

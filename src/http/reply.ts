@@ -28,6 +28,17 @@ export class JsonReply {
 
 export type Reply = Response | JsonReply;
 
+/**
+ * @hono/node-server replaces the global Response (when a listener starts) with a lighter class
+ * whose `instanceof` runs a hook on every check; the platform's class, taken here before that,
+ * answers for both kinds of Response without one. The hot path asks this several times per call.
+ */
+const PlatformResponse = globalThis.Response;
+
+export function isWebResponse(value: unknown): value is Response {
+  return value instanceof PlatformResponse;
+}
+
 export function toResponse(reply: Reply): Response {
   return reply instanceof JsonReply ? reply.toResponse() : reply;
 }

@@ -2,6 +2,7 @@
 // handler; an error of the server after it started listening is logged and it keeps serving.
 import { afterEach, describe, expect, it } from 'vitest';
 import { startListener, type Listener } from '../../src/http/listener.js';
+import { isWebResponse, JsonReply } from '../../src/http/reply.js';
 import { createLogger } from '../../src/util/log.js';
 
 let listener: Listener | undefined;
@@ -43,5 +44,14 @@ describe('startListener', () => {
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'error', msg: 'listener error' });
     expect(await (await fetch(listener.url)).text()).toBe('ok');
+  });
+
+  it('knows a Response from anything else, also once the adapter replaced the global Response', async () => {
+    const platform = new Response('before');
+    listener = await startListener({ fetch: () => new Response('ok'), host: '127.0.0.1', port: 0, path: '/mcp', logger: createLogger({ level: 'silent', write: () => {} }) });
+    const adapters = new Response('after');
+    expect(Object.prototype.hasOwnProperty.call(globalThis.Response, Symbol.hasInstance)).toBe(true);
+    expect([platform, adapters].map(isWebResponse)).toEqual([true, true]);
+    expect([JsonReply.empty(202), { status: 200 }, undefined, null].map(isWebResponse)).toEqual([false, false, false, false]);
   });
 });
