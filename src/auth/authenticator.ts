@@ -95,6 +95,7 @@ export class Authenticator {
   }
 
   #scoped(principal: Principal): Principal {
+    if (this.#scopes.length === 0) return principal;
     const missing = this.#scopes.filter((scope) => !principal.scopes.includes(scope));
     if (missing.length > 0) throw new AuthError('insufficient_scope', `the token lacks scope ${missing.join(' ')}`);
     return principal;

@@ -21,10 +21,16 @@ interface ChildData extends HistogramChild {
   count: number;
 }
 
+/** One map per label: a value leads to the next label's map, and at the last label to the child. */
+type Level = Map<string, Level | ChildData>;
+
 export class FastHistogram<T extends string> extends Histogram<T> {
   readonly #bounds: number[];
   readonly #labelNames: readonly T[];
+  /** By the label values joined with newlines: what get() renders. */
   readonly #children = new Map<string, ChildData>();
+  /** The same children, by one label value per level. */
+  readonly #byValue: Level = new Map();
   readonly #metricName: string;
   readonly #help: string;
 
@@ -36,38 +42,58 @@ export class FastHistogram<T extends string> extends Histogram<T> {
     this.#help = configuration.help;
   }
 
-  /** The child for these label values (in labelNames order), made once and kept. */
+  /**
+   * The child for these label values (in labelNames order), made once and kept. Found again by
+   * walking one map per label (#byValue), so a call builds no key string to hash.
+   */
   child(...values: string[]): HistogramChild {
-    const key = values.join('\n');
-    let child = this.#children.get(key);
+    let level = this.#byValue;
+    const last = values.length - 1;
+    for (let i = 0; i < last; i++) {
+      let next = level.get(values[i]!) as Level | undefined;
+      if (!next) level.set(values[i]!, (next = new Map()));
+      level = next;
+    }
+    let child = level.get(values[last] ?? '') as ChildData | undefined;
     if (!child) {
-      const labels: Record<string, string> = {};
-      this.#labelNames.forEach((name, i) => (labels[name] = values[i] ?? ''));
-      const bounds = this.#bounds;
-      const data: ChildData = {
-        labels,
-        counts: new Array<number>(bounds.length + 1).fill(0),
-        sum: 0,
-        count: 0,
-        observe(value: number) {
-          if (!Number.isFinite(value)) return;
-          let i = 0;
-          while (i < bounds.length && value > bounds[i]!) i++;
-          data.counts[i]!++;
-          data.sum += value;
-          data.count++;
-        },
-      };
-      child = data;
-      this.#children.set(key, child);
+      child = this.#newChild(values);
+      level.set(values[last] ?? '', child);
     }
     return child;
+  }
+
+  #newChild(values: string[]): ChildData {
+    const key = values.join('\n');
+    const known = this.#children.get(key);
+    if (known) return known;
+    const labels: Record<string, string> = {};
+    this.#labelNames.forEach((name, i) => (labels[name] = values[i] ?? ''));
+    const bounds = this.#bounds;
+    const data: ChildData = {
+      labels,
+      counts: new Array<number>(bounds.length + 1).fill(0),
+      sum: 0,
+      count: 0,
+      observe(value: number) {
+        if (!Number.isFinite(value)) return;
+        let i = 0;
+        while (i < bounds.length && value > bounds[i]!) i++;
+        data.counts[i]!++;
+        data.sum += value;
+        data.count++;
+      },
+    };
+    this.#children.set(key, data);
+    return data;
   }
 
   override reset(): void {
     super.reset();
     // prom-client's constructor calls reset() before this class's fields exist.
-    if (#children in this) this.#children.clear();
+    if (#children in this) {
+      this.#children.clear();
+      this.#byValue.clear();
+    }
   }
 
   override async get(): Promise<MetricObjectWithValues<MetricValueWithName<T>>> {
