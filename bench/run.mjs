@@ -6,6 +6,8 @@
 //                      [--build-dir DIR] (where the gateway is compiled to; default .tmp/bench-dist)
 //                      [--only http,latency,stdio,init,idle] (run only these sections; targets
 //                                        are judged only where their figures were measured)
+//                      [--keep-processes] (one process per target for the whole run, instead of
+//                                        fresh ones each round; what --profile wants)
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -27,9 +29,11 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     'build-dir': { type: 'string' },
     only: { type: 'string' },
+    'keep-processes': { type: 'boolean', default: false },
   },
 });
 const quick = values.quick;
+const renewing = !values['keep-processes'];
 const ROUNDS = Number(values.rounds ?? (quick ? 1 : 5));
 const DURATION = Number(values.duration ?? (quick ? 1 : 3));
 const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
@@ -76,6 +80,19 @@ function start(name, command, args, env = {}) {
     });
     child.on('exit', (code) => fail(new Error(`${name} exited (${code}) before listening\n${stderr}`)));
   });
+}
+
+/**
+ * A target served by a process that `make` starts; `renew()` replaces the process with a fresh
+ * one (interleaved() does, each round).
+ */
+async function renewable(make, extra = {}) {
+  const target = { ...(await make()), ...extra };
+  target.renew = async () => {
+    await target.stop();
+    Object.assign(target, await make());
+  };
+  return target;
 }
 
 function stop(child) {
@@ -181,12 +198,20 @@ const median = (xs) => {
 };
 const fmt = (x, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : String(x));
 
-/** Runs every target once per round, the order reversed on odd rounds; returns results by name. */
+/**
+ * Runs every target once per round, the order reversed on odd rounds; returns results by name.
+ * Each round after the first runs on fresh processes of the renewable targets (the hop, the
+ * bridge, the gateways): two processes of one build differ by up to a tenth in CPU per call for
+ * the whole of their life (how V8 happened to compile them, where their heap landed), so one
+ * process per target would let a single draw decide every round of a run.
+ */
 async function interleaved(targets, argsOf) {
   const results = Object.fromEntries(targets.map((t) => [t.name, []]));
-  // A pass that is not counted, so no target's first round pays for the JIT warming up.
-  if (!quick) for (const t of targets) await measure(t, [...argsOf(t), '--duration', '2']);
   for (let round = 0; round < ROUNDS; round++) {
+    const fresh = round === 0 ? targets : renewing ? targets.filter((t) => t.renew) : [];
+    if (round > 0) for (const t of fresh) await t.renew();
+    // A pass that is not counted, so no round pays for a process's JIT warming up.
+    if (!quick) for (const t of fresh) await measure(t, [...argsOf(t), '--duration', '2']);
     const order = round % 2 === 0 ? targets : [...targets].reverse();
     for (const t of order) results[t.name].push(await measure(t, argsOf(t)));
   }
@@ -228,10 +253,10 @@ try {
   auth = await authServer();
   const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')]);
   const direct = { name: 'direct', url: upstream.url, tool: 'echo' };
-  const hop = { ...(await start('naive hop', process.execPath, [...profiled('naive hop'), join(here, 'naive-hop.mjs')], { UPSTREAM: upstream.url })), tool: 'echo' };
+  const hop = await renewable(() => start('naive hop', process.execPath, [...profiled('naive hop'), join(here, 'naive-hop.mjs')], { UPSTREAM: upstream.url }), { tool: 'echo' });
   const httpUpstream = { b: { http: { url: upstream.url } } };
-  const plain = { ...(await gateway(dir, 'gateway', httpUpstream, { production: false, auth })), tool: 'b__echo' };
-  const prod = { ...(await gateway(dir, 'gateway+jwt+metrics', httpUpstream, { production: true, auth })), tool: 'b__echo' };
+  const plain = await renewable(() => gateway(dir, 'gateway', httpUpstream, { production: false, auth }), { tool: 'b__echo' });
+  const prod = await renewable(() => gateway(dir, 'gateway+jwt+metrics', httpUpstream, { production: true, auth }), { tool: 'b__echo' });
   const gateways = [plain, prod];
   const load = (t) => ['--sessions', String(C), '--concurrency', String(C), '--duration', String(DURATION), '--tool', t.tool];
 
@@ -270,9 +295,9 @@ try {
   if (only.has('stdio')) {
     say('\nThroughput, stdio upstream, C=16 (calls/s):');
     const stdioCmd = { stdio: { command: process.execPath, args: [join(here, 'upstream-stdio.mjs')] }, sharing: 'shared' };
-    const bridge = { ...(await start('naive bridge', process.execPath, [join(here, 'naive-bridge.mjs'), process.execPath, join(here, 'upstream-stdio.mjs')])), tool: 'echo' };
-    const sPlain = { ...(await gateway(dir, stdioNames.plain, { s: stdioCmd }, { production: false, auth })), tool: 's__echo' };
-    const sProd = { ...(await gateway(dir, stdioNames['jwt+metrics'], { s: stdioCmd }, { production: true, auth })), tool: 's__echo' };
+    const bridge = await renewable(() => start('naive bridge', process.execPath, [join(here, 'naive-bridge.mjs'), process.execPath, join(here, 'upstream-stdio.mjs')]), { tool: 'echo' });
+    const sPlain = await renewable(() => gateway(dir, stdioNames.plain, { s: stdioCmd }, { production: false, auth }), { tool: 's__echo' });
+    const sProd = await renewable(() => gateway(dir, stdioNames['jwt+metrics'], { s: stdioCmd }, { production: true, auth }), { tool: 's__echo' });
     st = await interleaved([bridge, sPlain, sProd], load);
     for (const t of [bridge, sPlain, sProd]) say(row(t.name, st[t.name], 'throughput'));
     bridgeTp = median(st[bridge.name].map((r) => r.throughput));
@@ -286,8 +311,8 @@ try {
   if (only.has('init')) {
     say(`\nInitialize + initialized, ${INITS} one after another (p50 ms):`);
     const three = { a: { http: { url: upstream.url } }, b: { http: { url: upstream.url } }, c: { http: { url: upstream.url } } };
-    const iPlain = await gateway(dir, initNames.plain, three, { production: false, auth });
-    const iProd = await gateway(dir, initNames['jwt+metrics'], three, { production: true, auth });
+    const iPlain = await renewable(() => gateway(dir, initNames.plain, three, { production: false, auth }));
+    const iProd = await renewable(() => gateway(dir, initNames['jwt+metrics'], three, { production: true, auth }));
     init = await interleaved([hop, iPlain, iProd], () => ['--init-only', String(INITS)]);
     for (const t of [hop, iPlain, iProd]) say(row(t.name, init[t.name], 'p50', 3));
     hopInit = median(init[hop.name].map((r) => r.p50));
