@@ -47,11 +47,12 @@ export class FastHistogram<T extends string> extends Histogram<T> {
    * walking one map per label (#byValue), so a call builds no key string to hash.
    */
   child(...values: string[]): HistogramChild {
+    // As deep as there are labels, whatever was passed: a missing value is ''.
     let level = this.#byValue;
-    const last = values.length - 1;
+    const last = this.#labelNames.length - 1;
     for (let i = 0; i < last; i++) {
-      let next = level.get(values[i]!) as Level | undefined;
-      if (!next) level.set(values[i]!, (next = new Map()));
+      let next = level.get(values[i] ?? '') as Level | undefined;
+      if (!next) level.set(values[i] ?? '', (next = new Map()));
       level = next;
     }
     let child = level.get(values[last] ?? '') as ChildData | undefined;
@@ -62,12 +63,13 @@ export class FastHistogram<T extends string> extends Histogram<T> {
     return child;
   }
 
-  #newChild(values: string[]): ChildData {
+  #newChild(given: string[]): ChildData {
+    const values = this.#labelNames.map((_, i) => given[i] ?? '');
     const key = values.join('\n');
     const known = this.#children.get(key);
     if (known) return known;
     const labels: Record<string, string> = {};
-    this.#labelNames.forEach((name, i) => (labels[name] = values[i] ?? ''));
+    this.#labelNames.forEach((name, i) => (labels[name] = values[i]!));
     const bounds = this.#bounds;
     const data: ChildData = {
       labels,
