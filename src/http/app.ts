@@ -237,8 +237,12 @@ export function createApp(deps: AppDeps): HttpApp {
       const failed = (err: unknown): void => write(internalError(err, input.path));
       try {
         const admitted = admit(input);
-        if (!isWebResponse(admitted)) edge = admitted.headers;
-        const reply = isWebResponse(admitted) ? admitted : post(input, admitted.requestId);
+        if (isWebResponse(admitted)) {
+          write(admitted);
+          return true;
+        }
+        edge = admitted.headers;
+        const reply = post(input, admitted.requestId);
         if (reply instanceof Promise) reply.then(write, failed);
         else write(reply);
       } catch (err) {

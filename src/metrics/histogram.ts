@@ -66,6 +66,7 @@ export class FastHistogram<T extends string> extends Histogram<T> {
   #newChild(given: string[]): ChildData {
     const values = this.#labelNames.map((_, i) => given[i] ?? '');
     const key = values.join('\n');
+    // Values containing newlines can join to a key made before: one child per key, as rendered.
     const known = this.#children.get(key);
     if (known) return known;
     const labels: Record<string, string> = {};
