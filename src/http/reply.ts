@@ -51,12 +51,16 @@ export function toResponse(reply: Reply): Response {
 export async function writeReply(reply: Reply, res: ServerResponse, extra?: Readonly<Record<string, string>>): Promise<void> {
   if (reply instanceof JsonReply) {
     if (reply.body === null) {
-      res.writeHead(reply.status, extra ? { ...extra, ...reply.headers } : reply.headers).end();
+      // An empty 202 says so, rather than as a chunked body with no chunks.
+      const empty = reply.status === 204 || reply.status < 200 ? {} : { 'content-length': '0' };
+      res.writeHead(reply.status, { ...extra, ...reply.headers, ...empty }).end();
       return;
     }
-    // end() with the whole body sets Content-Length: headers and body leave in one write. The
-    // common answer's headers go as one flat list, which Node takes without merging objects.
-    res.writeHead(reply.status, reply.headers ? { ...extra, 'content-type': 'application/json', ...reply.headers } : jsonHeaders(extra)).end(reply.body);
+    // With Content-Length (which Node does not add once writeHead has run) the head and the body
+    // leave in one write, with no chunk framing for the client to parse. The common answer's
+    // headers go as one flat list, which Node takes without merging objects.
+    const length = String(Buffer.byteLength(reply.body));
+    res.writeHead(reply.status, reply.headers ? { ...extra, 'content-type': 'application/json', ...reply.headers, 'content-length': length } : jsonHeaders(extra, length)).end(reply.body);
     return;
   }
   const headers: Record<string, string> = { ...extra };
@@ -91,9 +95,9 @@ export async function writeReply(reply: Reply, res: ServerResponse, extra?: Read
   res.end();
 }
 
-/** Content-Type and the edge's headers as [name, value, name, value, ...]. */
-function jsonHeaders(extra: Readonly<Record<string, string>> | undefined): string[] {
-  const headers = ['content-type', 'application/json'];
+/** Content-Type, Content-Length and the edge's headers as [name, value, name, value, ...]. */
+function jsonHeaders(extra: Readonly<Record<string, string>> | undefined, length: string): string[] {
+  const headers = ['content-type', 'application/json', 'content-length', length];
   for (const name in extra) headers.push(name, extra[name]!);
   return headers;
 }

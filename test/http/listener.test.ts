@@ -1,8 +1,9 @@
 // The listener: the direct handler is tried first and anything it leaves goes to the fetch
 // handler; an error of the server after it started listening is logged and it keeps serving.
+import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startListener, type Listener } from '../../src/http/listener.js';
-import { isWebResponse, JsonReply } from '../../src/http/reply.js';
+import { isWebResponse, JsonReply, writeReply } from '../../src/http/reply.js';
 import { createLogger } from '../../src/util/log.js';
 
 let listener: Listener | undefined;
@@ -53,5 +54,43 @@ describe('startListener', () => {
     expect(Object.prototype.hasOwnProperty.call(globalThis.Response, Symbol.hasInstance)).toBe(true);
     expect([platform, adapters].map(isWebResponse)).toEqual([true, true]);
     expect([JsonReply.empty(202), { status: 200 }, undefined, null].map(isWebResponse)).toEqual([false, false, false, false]);
+  });
+
+  it('writes a JSON reply with its length in bytes and an empty one with length 0, never chunked', async () => {
+    const replies: Record<string, JsonReply> = {
+      '/json': JsonReply.json({ text: 'déjà vu ✓' }),
+      '/headed': JsonReply.json({ ok: true }, { 'mcp-session-id': 's1' }),
+      '/empty': JsonReply.empty(202),
+    };
+    listener = await startListener({
+      fetch: () => new Response('not here', { status: 404 }),
+      direct: (incoming, outgoing) => {
+        void writeReply(replies[incoming.url!]!, outgoing, { 'x-request-id': 'r1' });
+        return true;
+      },
+      host: '127.0.0.1',
+      port: 0,
+      path: '/mcp',
+      logger: createLogger({ level: 'silent', write: () => {} }),
+    });
+    const get = (path: string): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> =>
+      new Promise((resolve, reject) => {
+        request(new URL(path, listener!.url), (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+        })
+          .on('error', reject)
+          .end();
+      });
+    const json = await get('/json');
+    expect(json.body.toString('utf8')).toBe('{"text":"déjà vu ✓"}');
+    expect(json.headers).toMatchObject({ 'content-type': 'application/json', 'content-length': String(json.body.length), 'x-request-id': 'r1' });
+    expect(json.body.length).toBeGreaterThan('{"text":"déjà vu ✓"}'.length);
+    const headed = await get('/headed');
+    expect(headed.headers).toMatchObject({ 'content-length': String(headed.body.length), 'mcp-session-id': 's1', 'x-request-id': 'r1' });
+    const empty = await get('/empty');
+    expect(empty).toMatchObject({ status: 202, headers: { 'content-length': '0', 'x-request-id': 'r1' } });
+    for (const answer of [json, headed, empty]) expect(answer.headers['transfer-encoding']).toBeUndefined();
   });
 });
