@@ -5,6 +5,12 @@
 // loop with what it measures.
 //   node loadgen.mjs --url URL [--sessions 16] [--concurrency 16] [--duration 3] [--rate R]
 //                    [--tool echo] [--token T] [--init-only N]
+//   node loadgen.mjs --alternate TARGETS_JSON [--slices 6] [--slice 0.5] [--warm-up 2] …
+//       TARGETS_JSON: [{ "name", "url", "tool", "token"?, "pid"? }, …]. Closed-loop slices of
+//       --slice seconds, the targets taking turns A B C, C B A, … --slices times each after a
+//       --warm-up of each; every slice reports its calls, its seconds and, with a pid, the CPU
+//       seconds that process spent in it (from /proc/<pid>/stat).
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 
@@ -18,40 +24,77 @@ const { values } = parseArgs({
     tool: { type: 'string', default: 'echo' },
     token: { type: 'string' },
     'init-only': { type: 'string' },
+    alternate: { type: 'string' },
+    slices: { type: 'string', default: '6' },
+    slice: { type: 'string', default: '0.5' },
+    'warm-up': { type: 'string', default: '2' },
   },
 });
-const url = new URL(values.url);
 const concurrency = Number(values.concurrency);
-const pool = new Pool(url.origin, { connections: Math.max(concurrency, 16), pipelining: 1, keepAliveTimeout: 60_000 });
-const baseHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
-if (values.token) baseHeaders.authorization = `Bearer ${values.token}`;
+let firstError;
 
-async function post(message, session) {
-  const headers = session ? { ...baseHeaders, 'mcp-session-id': session } : baseHeaders;
-  const { statusCode, headers: answer, body } = await pool.request({ path: url.pathname, method: 'POST', headers, body: JSON.stringify(message) });
-  const text = await body.text();
-  if (statusCode === 202) return { status: statusCode, headers: answer };
-  if (statusCode !== 200) throw new Error(`HTTP ${statusCode}: ${text.slice(0, 200)}`);
-  const type = String(answer['content-type'] ?? '');
-  let reply;
-  if (type.startsWith('application/json')) reply = JSON.parse(text);
-  else {
-    for (const line of text.split('\n')) {
-      if (!line.startsWith('data: ') || line.length < 7) continue;
-      const event = JSON.parse(line.slice(6));
-      if (event.id === message.id && !('method' in event)) reply = event;
+/** One MCP endpoint: its pool, its sessions, and a checked echo call. */
+function endpoint({ url: href, tool, token }) {
+  const url = new URL(href);
+  const pool = new Pool(url.origin, { connections: Math.max(concurrency, 16), pipelining: 1, keepAliveTimeout: 60_000 });
+  const baseHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+  if (token) baseHeaders.authorization = `Bearer ${token}`;
+  const sessions = [];
+  let counter = 0;
+
+  async function post(message, session) {
+    const headers = session ? { ...baseHeaders, 'mcp-session-id': session } : baseHeaders;
+    const { statusCode, headers: answer, body } = await pool.request({ path: url.pathname, method: 'POST', headers, body: JSON.stringify(message) });
+    const text = await body.text();
+    if (statusCode === 202) return { status: statusCode, headers: answer };
+    if (statusCode !== 200) throw new Error(`HTTP ${statusCode}: ${text.slice(0, 200)}`);
+    const type = String(answer['content-type'] ?? '');
+    let reply;
+    if (type.startsWith('application/json')) reply = JSON.parse(text);
+    else {
+      for (const line of text.split('\n')) {
+        if (!line.startsWith('data: ') || line.length < 7) continue;
+        const event = JSON.parse(line.slice(6));
+        if (event.id === message.id && !('method' in event)) reply = event;
+      }
+    }
+    if (!reply) throw new Error('no response in the answer');
+    return { status: statusCode, headers: answer, reply };
+  }
+
+  async function openSession() {
+    const init = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'loadgen', version: '1' } } });
+    if (init.reply.error) throw new Error(`initialize failed: ${init.reply.error.message}`);
+    const session = init.headers['mcp-session-id'];
+    await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, session);
+    return session;
+  }
+
+  /** One checked echo call; resolves to its latency in ms, or undefined when it failed. */
+  async function call(started) {
+    const n = counter++;
+    const message = `m-${n}`;
+    try {
+      const { reply } = await post({ jsonrpc: '2.0', id: n + 1, method: 'tools/call', params: { name: tool, arguments: { message } } }, sessions[n % sessions.length]);
+      if (reply.result?.content?.[0]?.text !== message) throw new Error(`wrong echo: ${JSON.stringify(reply).slice(0, 200)}`);
+      return performance.now() - started;
+    } catch (err) {
+      firstError ??= err.message;
+      return undefined;
     }
   }
-  if (!reply) throw new Error('no response in the answer');
-  return { status: statusCode, headers: answer, reply };
-}
 
-async function openSession() {
-  const init = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'loadgen', version: '1' } } });
-  if (init.reply.error) throw new Error(`initialize failed: ${init.reply.error.message}`);
-  const session = init.headers['mcp-session-id'];
-  await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, session);
-  return session;
+  return {
+    openSession,
+    call,
+    get calls() {
+      return counter;
+    },
+    async open(count) {
+      for (let i = 0; i < count; i++) sessions.push(await openSession());
+    },
+    close: () => pool.close(),
+  };
 }
 
 function percentile(sorted, p) {
@@ -73,7 +116,57 @@ function summary(latencies, errors, seconds, extra = {}) {
   };
 }
 
-let firstError;
+/** C closed-loop workers calling until `end` (a performance.now() time); resolves when all are done. */
+async function closedLoop(target, end, onResult) {
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (performance.now() < end) onResult(await target.call(performance.now()));
+  }));
+}
+
+const CLK_TCK = 100; // Linux USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
+async function cpuSeconds(pid) {
+  if (!pid) return 0;
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime + stime
+}
+
+const print = (result) => process.stdout.write(`${JSON.stringify(result)}\n`);
+
+if (values.alternate) {
+  // Several targets, taking turns in short closed-loop slices, so that every target is measured
+  // under the same state of a machine whose speed drifts from one minute to the next.
+  const specs = JSON.parse(values.alternate);
+  const targets = specs.map((spec) => ({ spec, load: endpoint(spec), slices: [], cpu: 0 }));
+  for (const t of targets) await t.load.open(Number(values.sessions));
+  let errors = 0;
+  const count = (latency) => {
+    if (latency === undefined) errors++;
+  };
+  for (const t of targets) await closedLoop(t.load, performance.now() + Number(values['warm-up']) * 1000, count);
+  errors = 0;
+  for (const t of targets) t.cpu = await cpuSeconds(t.spec.pid);
+  for (let i = 0; i < Number(values.slices); i++) {
+    for (const t of i % 2 === 0 ? targets : [...targets].reverse()) {
+      const calls = t.load.calls;
+      const cpu = await cpuSeconds(t.spec.pid);
+      const started = performance.now();
+      await closedLoop(t.load, started + Number(values.slice) * 1000, count);
+      const seconds = (performance.now() - started) / 1000;
+      t.slices.push({ calls: t.load.calls - calls, seconds, cpuSeconds: (await cpuSeconds(t.spec.pid)) - cpu });
+    }
+  }
+  // What each process spent while the others had their turns (deferred GC, timers): a turn's
+  // CPU figure leaves it out, so it is reported to be seen to stay small.
+  for (const t of targets) t.cpuBetweenTurns = (await cpuSeconds(t.spec.pid)) - t.cpu - t.slices.reduce((sum, slice) => sum + slice.cpuSeconds, 0);
+  const byName = (pick) => Object.fromEntries(targets.map((t) => [t.spec.name, pick(t)]));
+  print({ errors, ...(firstError ? { firstError } : {}), targets: byName((t) => t.slices), cpuBetweenTurns: byName((t) => t.cpuBetweenTurns) });
+  await Promise.all(targets.map((t) => t.load.close()));
+  process.exit(0);
+}
+
+const target = endpoint({ url: values.url, tool: values.tool, token: values.token });
+
 // --init-only N: N initializes one after another, for handshake latency.
 if (values['init-only']) {
   const latencies = [];
@@ -82,7 +175,7 @@ if (values['init-only']) {
   for (let i = 0; i < Number(values['init-only']); i++) {
     const t = performance.now();
     try {
-      await openSession();
+      await target.openSession();
       latencies.push(performance.now() - t);
     } catch (err) {
       errors++;
@@ -90,40 +183,25 @@ if (values['init-only']) {
     }
   }
   const extra = { totalCalls: Number(values['init-only']), ...(firstError ? { firstError } : {}) };
-  process.stdout.write(`${JSON.stringify(summary(latencies, errors, (performance.now() - started) / 1000, extra))}\n`);
-  await pool.close();
+  print(summary(latencies, errors, (performance.now() - started) / 1000, extra));
+  await target.close();
   process.exit(0);
 }
 
-const sessions = [];
-for (let i = 0; i < Number(values.sessions); i++) sessions.push(await openSession());
-
-let counter = 0;
+await target.open(Number(values.sessions));
 let errors = 0;
 const latencies = [];
-async function callOnce(started) {
-  const n = counter++;
-  const message = `m-${n}`;
-  try {
-    const { reply } = await post({ jsonrpc: '2.0', id: n + 1, method: 'tools/call', params: { name: values.tool, arguments: { message } } }, sessions[n % sessions.length]);
-    if (reply.result?.content?.[0]?.text !== message) throw new Error(`wrong echo: ${JSON.stringify(reply).slice(0, 200)}`);
-    latencies.push(performance.now() - started);
-  } catch (err) {
-    errors++;
-    firstError ??= err.message;
-  }
-}
+const record = (latency) => {
+  if (latency === undefined) errors++;
+  else latencies.push(latency);
+};
 
 const durationMs = Number(values.duration) * 1000;
 // Warm-up: a second of the same traffic, not counted.
-{
-  const warmEnd = performance.now() + Math.min(1000, durationMs / 3);
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (performance.now() < warmEnd) await callOnce(performance.now());
-  }));
-  latencies.length = 0;
-  errors = 0;
-}
+await closedLoop(target, performance.now() + Math.min(1000, durationMs / 3), record);
+latencies.length = 0;
+errors = 0;
+
 const start = performance.now();
 const end = start + durationMs;
 if (values.rate) {
@@ -137,17 +215,15 @@ if (values.rate) {
     if (due >= end) break;
     const wait = due - performance.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    const p = callOnce(performance.now());
+    const p = target.call(performance.now()).then(record);
     inflight.add(p);
     p.finally(() => inflight.delete(p));
   }
   await Promise.all(inflight);
 } else {
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (performance.now() < end) await callOnce(performance.now());
-  }));
+  await closedLoop(target, end, record);
 }
 const seconds = (performance.now() - start) / 1000;
-process.stdout.write(`${JSON.stringify(summary(latencies, errors, seconds, { totalCalls: counter, ...(firstError ? { firstError } : {}) }))}\n`);
-await pool.close();
+print(summary(latencies, errors, seconds, { totalCalls: target.calls, ...(firstError ? { firstError } : {}) }));
+await target.close();
 process.exit(0);

@@ -1,7 +1,9 @@
 // `npm run bench`: the gateway against a direct connection and a naive hop, measured in the same
 // run, interleaved (A B C … C B A) over several rounds, and reported as median ratios with the
 // absolute figures beside them. See bench/README.md for the method.
-//   node bench/run.mjs [--rounds 4] [--duration 3] [--idle 10000] [--quick] [--json FILE]
+//   node bench/run.mjs [--rounds 5] [--duration 3] [--idle 10000] [--quick] [--json FILE]
+//                      [--slices 10] [--slice 0.5] (throughput: turns per target per round, and
+//                                        the seconds of each)
 //                      [--profile DIR]   (gateway started with --cpu-prof, profiles written there)
 //                      [--build-dir DIR] (where the gateway is compiled to; default .tmp/bench-dist)
 //                      [--only http,latency,stdio,init,idle] (run only these sections; targets
@@ -23,6 +25,8 @@ const { values } = parseArgs({
   options: {
     rounds: { type: 'string' },
     duration: { type: 'string' },
+    slices: { type: 'string' },
+    slice: { type: 'string' },
     idle: { type: 'string' },
     quick: { type: 'boolean', default: false },
     json: { type: 'string' },
@@ -36,6 +40,8 @@ const quick = values.quick;
 const renewing = !values['keep-processes'];
 const ROUNDS = Number(values.rounds ?? (quick ? 1 : 5));
 const DURATION = Number(values.duration ?? (quick ? 1 : 3));
+const SLICES = Number(values.slices ?? (quick ? 2 : 10));
+const SLICE = Number(values.slice ?? (quick ? 0.25 : 0.5));
 const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
 const INITS = quick ? 20 : 300;
 const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle'];
@@ -189,6 +195,42 @@ async function gateway(dir, name, upstreams, { production, auth }) {
   return production ? { ...server, token: auth.token } : server;
 }
 
+/**
+ * Throughput and CPU per call of `targets` at C=16, the targets taking turns: each round (after
+ * the first on fresh processes, as in interleaved()) one load generator warms every target up,
+ * then runs short closed-loop slices in the order A B C …, … C B A, SLICES turns each, so that
+ * every target meets the same state of a machine whose speed drifts from one second to the next.
+ * Per round and target: throughput and CPU per call over its slices, and the slices themselves.
+ */
+async function alternating(targets) {
+  const results = Object.fromEntries(targets.map((t) => [t.name, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    if (round > 0 && renewing) for (const t of targets) if (t.renew) await t.renew();
+    const specs = targets.map((t) => ({ name: t.name, url: t.url, tool: t.tool, token: t.token, pid: t.pid }));
+    const args = ['--alternate', JSON.stringify(specs), '--sessions', String(C), '--concurrency', String(C), '--slices', String(SLICES), '--slice', String(SLICE), '--warm-up', quick ? '0.5' : '2'];
+    const result = await loadgen(args);
+    if (result.errors > 0) throw new Error(`${result.errors} errors in turns of ${targets.map((t) => t.name).join(', ')} (first: ${result.firstError})`);
+    for (const t of targets) {
+      const slices = result.targets[t.name];
+      const sum = (key) => slices.reduce((total, slice) => total + slice[key], 0);
+      results[t.name].push({ throughput: sum('calls') / sum('seconds'), cpuPerCallUs: t.pid ? (sum('cpuSeconds') * 1e6) / sum('calls') : NaN, cpuBetweenTurns: result.cpuBetweenTurns[t.name], slices });
+    }
+  }
+  return results;
+}
+
+const sliceThroughput = (slice) => slice.calls / slice.seconds;
+const sliceCpu = (slice) => slice.cpuSeconds / slice.calls;
+
+/**
+ * `name`'s figure over `base`'s, turn by turn (the same turn of the same round, seconds apart),
+ * and the median of those ratios over every turn of every round.
+ */
+function pairedRatio(results, name, base, figure) {
+  const ratios = results[name].flatMap((round, r) => round.slices.map((slice, i) => figure(slice) / figure(results[base][r].slices[i])));
+  return median(ratios);
+}
+
 // ---------- statistics and reporting ----------
 
 const median = (xs) => {
@@ -261,18 +303,20 @@ try {
   const load = (t) => ['--sessions', String(C), '--concurrency', String(C), '--duration', String(DURATION), '--tool', t.tool];
 
   say(`Switchyard bench — ${report.machine.cpus} CPUs (${report.machine.model}), Node ${process.version}`);
-  say(`${ROUNDS} round(s), targets interleaved A B C … C B A; ${DURATION} s per measurement after a warm-up; median (each round)`);
+  say(`${ROUNDS} round(s), ${renewing ? 'fresh processes each round' : 'one process per target'}; figures are medians over the rounds (each round in parentheses)`);
+  say(`Throughput: targets take turns of ${SLICE} s (A B C … C B A), ${SLICES} each per round; ratios turn by turn, then their median`);
+  say(`Latency, initialize: targets interleaved A B C … C B A, ${DURATION} s per measurement after a warm-up`);
 
   // 1. Throughput with an HTTP upstream, C=16, and the CPU each call costs.
-  let tp, hopTp, hopCpu;
+  let tp;
   if (only.has('http')) {
-    say('\nThroughput, HTTP upstream, C=16 (calls/s):');
-    tp = await interleaved([direct, hop, plain, prod], load);
+    say(`\nThroughput, HTTP upstream, C=16, ${SLICES} turns of ${SLICE} s per target and round (calls/s):`);
+    tp = await alternating([direct, hop, plain, prod]);
     for (const t of [direct, hop, plain, prod]) say(row(t.name, tp[t.name], 'throughput'));
-    say('CPU per tools/call (µs, the serving process):');
+    say('CPU per tools/call (µs, the serving process, in its turns):');
     for (const t of [hop, plain, prod]) say(row(t.name, tp[t.name], 'cpuPerCallUs'));
-    hopTp = median(tp[hop.name].map((r) => r.throughput));
-    hopCpu = median(tp[hop.name].map((r) => r.cpuPerCallUs));
+    say('CPU spent between its turns (% of the CPU in them; not counted above):');
+    for (const t of [hop, plain, prod]) say(`  ${t.name.padEnd(24)} ${tp[t.name].map((r) => fmt((100 * r.cpuBetweenTurns) / r.slices.reduce((sum, s) => sum + s.cpuSeconds, 0), 1)).join(', ')}`);
     report.figures.throughput = tp;
   }
 
@@ -290,17 +334,16 @@ try {
   }
 
   // 3. Throughput with a stdio upstream (one shared child, like the bridge).
-  let st, bridgeTp;
+  let st, bridge;
   const stdioNames = { plain: 'gateway stdio', 'jwt+metrics': 'gateway stdio+jwt+metrics' };
   if (only.has('stdio')) {
-    say('\nThroughput, stdio upstream, C=16 (calls/s):');
+    say(`\nThroughput, stdio upstream, C=16, ${SLICES} turns of ${SLICE} s per target and round (calls/s):`);
     const stdioCmd = { stdio: { command: process.execPath, args: [join(here, 'upstream-stdio.mjs')] }, sharing: 'shared' };
-    const bridge = await renewable(() => start('naive bridge', process.execPath, [join(here, 'naive-bridge.mjs'), process.execPath, join(here, 'upstream-stdio.mjs')]), { tool: 'echo' });
+    bridge = await renewable(() => start('naive bridge', process.execPath, [join(here, 'naive-bridge.mjs'), process.execPath, join(here, 'upstream-stdio.mjs')]), { tool: 'echo' });
     const sPlain = await renewable(() => gateway(dir, stdioNames.plain, { s: stdioCmd }, { production: false, auth }), { tool: 's__echo' });
     const sProd = await renewable(() => gateway(dir, stdioNames['jwt+metrics'], { s: stdioCmd }, { production: true, auth }), { tool: 's__echo' });
-    st = await interleaved([bridge, sPlain, sProd], load);
+    st = await alternating([bridge, sPlain, sProd]);
     for (const t of [bridge, sPlain, sProd]) say(row(t.name, st[t.name], 'throughput'));
-    bridgeTp = median(st[bridge.name].map((r) => r.throughput));
     report.figures.stdio = st;
     await Promise.all([bridge.stop(), sPlain.stop(), sProd.stop()]);
   }
@@ -348,20 +391,20 @@ try {
     const variant = t === plain ? 'plain' : 'jwt+metrics';
     say(` ${variant}:`);
     if (tp) {
-      const gTp = median(tp[t.name].map((r) => r.throughput));
-      say(`  HTTP throughput / naive hop     ${fmt(gTp / hopTp)} ≥ 0.90  ${verdict(check('http-throughput', gTp / hopTp, 0.9, '>=', variant))}`);
+      const ratio = pairedRatio(tp, t.name, hop.name, sliceThroughput);
+      say(`  HTTP throughput / naive hop     ${fmt(ratio)} ≥ 0.90  ${verdict(check('http-throughput', ratio, 0.9, '>=', variant))}`);
     }
     if (lat) {
       const gAdded = median(added(t.name));
       say(`  added p50 / naive hop's added   ${fmt(gAdded / hopAdded)} ≤ 1.30  ${verdict(check('added-latency', gAdded / hopAdded, 1.3, '<=', variant))}`);
     }
     if (st) {
-      const sTp = median(st[stdioNames[variant]].map((r) => r.throughput));
-      say(`  stdio throughput / naive bridge ${fmt(sTp / bridgeTp)} ≥ 0.90  ${verdict(check('stdio-throughput', sTp / bridgeTp, 0.9, '>=', variant))}`);
+      const ratio = pairedRatio(st, stdioNames[variant], bridge.name, sliceThroughput);
+      say(`  stdio throughput / naive bridge ${fmt(ratio)} ≥ 0.90  ${verdict(check('stdio-throughput', ratio, 0.9, '>=', variant))}`);
     }
     if (tp) {
-      const gCpu = median(tp[t.name].map((r) => r.cpuPerCallUs));
-      say(`  CPU per call / naive hop        ${fmt(gCpu / hopCpu)} ≤ 1.30  ${verdict(check('cpu-per-call', gCpu / hopCpu, 1.3, '<=', variant))}`);
+      const ratio = pairedRatio(tp, t.name, hop.name, sliceCpu);
+      say(`  CPU per call / naive hop        ${fmt(ratio)} ≤ 1.30  ${verdict(check('cpu-per-call', ratio, 1.3, '<=', variant))}`);
     }
     const gIdle = idle[idleNames[variant]];
     if (gIdle) {
@@ -372,7 +415,7 @@ try {
       say(`  initialize (3) / hop's (1)      ${fmt(gInit / hopInit)} ≤ 1.50  ${verdict(check('initialize', gInit / hopInit, 1.5, '<=', variant))}`);
     }
   }
-  if (tp) say(`\nDirect reaches ${fmt(median(tp[direct.name].map((r) => r.throughput)), 0)} calls/s; the naive hop ${fmt(hopTp / median(tp[direct.name].map((r) => r.throughput)))} × direct.`);
+  if (tp) say(`\nDirect reaches ${fmt(median(tp[direct.name].map((r) => r.throughput)), 0)} calls/s; the naive hop ${fmt(pairedRatio(tp, hop.name, direct.name, sliceThroughput))} × direct.`);
   say(`Took ${fmt((performance.now() - started) / 1000, 0)} s.`);
 } catch (err) {
   failed = true;
