@@ -158,7 +158,10 @@ if (values.alternate) {
   }
   // What each process spent while the others had their turns (deferred GC, timers): a turn's
   // CPU figure leaves it out, so it is reported to be seen to stay small.
-  for (const t of targets) t.cpuBetweenTurns = (await cpuSeconds(t.spec.pid)) - t.cpu - t.slices.reduce((sum, slice) => sum + slice.cpuSeconds, 0);
+  for (const t of targets) {
+    const between = (await cpuSeconds(t.spec.pid)) - t.cpu - t.slices.reduce((sum, slice) => sum + slice.cpuSeconds, 0);
+    t.cpuBetweenTurns = Math.round(between * CLK_TCK) / CLK_TCK; // whole ticks, not float dust
+  }
   const byName = (pick) => Object.fromEntries(targets.map((t) => [t.spec.name, pick(t)]));
   print({ errors, ...(firstError ? { firstError } : {}), targets: byName((t) => t.slices), cpuBetweenTurns: byName((t) => t.cpuBetweenTurns) });
   await Promise.all(targets.map((t) => t.load.close()));
