@@ -1,6 +1,7 @@
 // `npm run bench`: the gateway against a direct connection and a naive hop, measured in the same
-// run, interleaved (A B C … C B A) over several rounds, and reported as median ratios with the
-// absolute figures beside them. See bench/README.md for the method.
+// run over several rounds (throughput in short turns, A B C … C B A; the rest interleaved the same
+// way), and reported as median ratios with the absolute figures beside them. See bench/README.md
+// for the method.
 //   node bench/run.mjs [--rounds 5] [--duration 3] [--idle 10000] [--quick] [--json FILE]
 //                      [--slices 10] [--slice 0.5] (throughput: turns per target per round, and
 //                                        the seconds of each)
