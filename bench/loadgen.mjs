@@ -10,9 +10,9 @@
 //       --slice seconds, the targets taking turns A B C, C B A, … --slices times each after a
 //       --warm-up of each; every slice reports its calls, its seconds and, with a pid, the CPU
 //       seconds that process spent in it (from /proc/<pid>/stat).
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { CLK_TCK, cpuSeconds } from './proc.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -123,19 +123,14 @@ async function closedLoop(target, end, onResult) {
   }));
 }
 
-const CLK_TCK = 100; // Linux USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
-async function cpuSeconds(pid) {
-  if (!pid) return 0;
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime + stime
-}
+/** A target's CPU seconds so far; 0 for one without a pid (direct), so its turns report 0. */
+const cpuOf = (pid) => (pid ? cpuSeconds(pid) : 0);
 
 const print = (result) => process.stdout.write(`${JSON.stringify(result)}\n`);
 
 if (values.alternate) {
   // Several targets, taking turns in short closed-loop slices, so that every target is measured
-  // under the same state of a machine whose speed drifts from one minute to the next.
+  // under the same state of a machine whose speed drifts within seconds.
   const specs = JSON.parse(values.alternate);
   const targets = specs.map((spec) => ({ spec, load: endpoint(spec), slices: [], cpu: 0 }));
   for (const t of targets) await t.load.open(Number(values.sessions));
@@ -145,21 +140,21 @@ if (values.alternate) {
   };
   for (const t of targets) await closedLoop(t.load, performance.now() + Number(values['warm-up']) * 1000, count);
   errors = 0;
-  for (const t of targets) t.cpu = await cpuSeconds(t.spec.pid);
+  for (const t of targets) t.cpu = await cpuOf(t.spec.pid);
   for (let i = 0; i < Number(values.slices); i++) {
     for (const t of i % 2 === 0 ? targets : [...targets].reverse()) {
       const calls = t.load.calls;
-      const cpu = await cpuSeconds(t.spec.pid);
+      const cpu = await cpuOf(t.spec.pid);
       const started = performance.now();
       await closedLoop(t.load, started + Number(values.slice) * 1000, count);
       const seconds = (performance.now() - started) / 1000;
-      t.slices.push({ calls: t.load.calls - calls, seconds, cpuSeconds: (await cpuSeconds(t.spec.pid)) - cpu });
+      t.slices.push({ calls: t.load.calls - calls, seconds, cpuSeconds: (await cpuOf(t.spec.pid)) - cpu });
     }
   }
   // What each process spent while the others had their turns (deferred GC, timers): a turn's
   // CPU figure leaves it out, so it is reported to be seen to stay small.
   for (const t of targets) {
-    const between = (await cpuSeconds(t.spec.pid)) - t.cpu - t.slices.reduce((sum, slice) => sum + slice.cpuSeconds, 0);
+    const between = (await cpuOf(t.spec.pid)) - t.cpu - t.slices.reduce((sum, slice) => sum + slice.cpuSeconds, 0);
     t.cpuBetweenTurns = Math.round(between * CLK_TCK) / CLK_TCK; // whole ticks, not float dust
   }
   const byName = (pick) => Object.fromEntries(targets.map((t) => [t.spec.name, pick(t)]));

@@ -12,13 +12,14 @@
 //                      [--keep-processes] (one process per target for the whole run, instead of
 //                                        fresh ones each round; what --profile wants)
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { cpuSeconds, rssBytes } from './proc.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(here);
@@ -50,7 +51,6 @@ const only = new Set(values.only ? values.only.split(',').map((s) => s.trim()) :
 for (const name of only) if (!SECTIONS.includes(name)) throw new Error(`--only: unknown section ${name} (one of ${SECTIONS.join(', ')})`);
 const C = 16;
 const RATE = 1000;
-const CLK_TCK = 100; // Linux USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
 
 // ---------- processes ----------
 
@@ -136,17 +136,6 @@ function loadgen(args) {
   });
 }
 
-async function cpuSeconds(pid) {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime + stime
-}
-
-async function rssBytes(pid) {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)[1]) * 1024;
-}
-
 /** A load run against `target`, with the target's CPU time per call when it has a pid. */
 async function measure(target, args, { tolerateErrors = false } = {}) {
   const before = target.pid ? await cpuSeconds(target.pid) : 0;
@@ -200,7 +189,7 @@ async function gateway(dir, name, upstreams, { production, auth }) {
  * Throughput and CPU per call of `targets` at C=16, the targets taking turns: each round (after
  * the first on fresh processes, as in interleaved()) one load generator warms every target up,
  * then runs short closed-loop slices in the order A B C …, … C B A, SLICES turns each, so that
- * every target meets the same state of a machine whose speed drifts from one second to the next.
+ * every target meets the same state of a machine whose speed drifts within seconds.
  * Per round and target: throughput and CPU per call over its slices, and the slices themselves.
  */
 async function alternating(targets) {
