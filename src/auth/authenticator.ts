@@ -19,6 +19,8 @@ export interface Refusal {
   message: string;
 }
 
+/** The usual spelling of the scheme; others take the parsing path (bearerOf). */
+const BEARER = 'Bearer ';
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 export class Authenticator {
@@ -82,6 +84,12 @@ export class Authenticator {
    */
   authenticateNow(credentials: Credentials): Principal | undefined {
     if (credentials.queryToken) throw new AuthError('query_token', 'tokens in the query string are not accepted; send an Authorization header');
+    // A session's every call presents the token it verified with: found as sent, not parsed again.
+    const header = credentials.authorization;
+    if (this.#verifier && header !== undefined && header.startsWith(BEARER)) {
+      const known = this.#verifier.known(header.slice(BEARER.length));
+      if (known) return this.#scoped(known);
+    }
     const bearer = bearerOf(credentials.authorization);
     const presented = bearer ?? credentials.apiKey;
     if (presented === undefined) {

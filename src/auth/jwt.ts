@@ -3,12 +3,11 @@
 // issuer, an audience that is this resource, an exp (required), a small clock tolerance, and
 // optionally typ at+jwt. An unknown kid refetches the JWKS at most once per cooldown (jose).
 //
-// A token that verified is remembered (bounded LRU) so the signature is not checked again on
-// every request of a session: the memory holds only while the same fetch of the key set is
-// current and fresh (a reload, which is how a removed key stops working, forgets every token
-// verified under the old one) and never past the token's exp.
+// A token that verified is remembered (bounded, the oldest dropped first) so the signature is
+// not checked again on every request of a session: the memory holds only while the same fetch
+// of the key set is current and fresh (a reload, which is how a removed key stops working,
+// forgets every token verified under the old one) and never past the token's exp.
 import { createRemoteJWKSet, errors, jwksCache, jwtVerify, type ExportedJWKSCache, type JWTPayload, type RemoteJWKSet } from 'jose';
-import { LRUCache } from 'lru-cache';
 import { AuthError, type Principal } from './principal.js';
 
 export interface JwtVerifierOptions {
@@ -37,15 +36,56 @@ interface Verified {
   expiresAt: number;
 }
 
-/** Tokens remembered at most; each costs its own length. */
-const VERIFIED_MAX = 10_000;
+/**
+ * Verified tokens in the order they were verified, at most `maxEntries` of them and `maxBytes`
+ * in all (a token costs its length and a little). Full, it drops the oldest: a token still in
+ * use is then verified once more (one signature check), so a lookup changes nothing.
+ */
+export class VerifiedTokens<T> {
+  readonly #entries = new Map<string, T>();
+  readonly #maxEntries: number;
+  readonly #maxBytes: number;
+  #bytes = 0;
+
+  constructor(limits: { maxEntries: number; maxBytes: number } = { maxEntries: 10_000, maxBytes: 64 * 1024 * 1024 }) {
+    this.#maxEntries = limits.maxEntries;
+    this.#maxBytes = limits.maxBytes;
+  }
+
+  get(token: string): T | undefined {
+    return this.#entries.get(token);
+  }
+
+  set(token: string, value: T): void {
+    this.delete(token);
+    this.#entries.set(token, value);
+    this.#bytes += costOf(token);
+    for (const oldest of this.#entries.keys()) {
+      if (this.#entries.size <= this.#maxEntries && this.#bytes <= this.#maxBytes) break;
+      this.delete(oldest);
+    }
+  }
+
+  delete(token: string): void {
+    if (this.#entries.delete(token)) this.#bytes -= costOf(token);
+  }
+
+  /** The tokens held, oldest first. */
+  keys(): IterableIterator<string> {
+    return this.#entries.keys();
+  }
+}
+
+function costOf(token: string): number {
+  return token.length + 256;
+}
 
 export class JwtVerifier {
   readonly #options: JwtVerifierOptions;
   readonly #jwks: RemoteJWKSet;
   /** jose writes each fetched key set and its time here. */
   readonly #fetched: Partial<ExportedJWKSCache> = {};
-  readonly #verified = new LRUCache<string, Verified>({ max: VERIFIED_MAX, maxSize: 64 * 1024 * 1024, sizeCalculation: (_value, token) => token.length + 256 });
+  readonly #verified = new VerifiedTokens<Verified>();
   readonly #now: () => number;
 
   constructor(options: JwtVerifierOptions, now: () => number = Date.now) {
@@ -72,8 +112,13 @@ export class JwtVerifier {
   /** The principal of a token verified before, while that verification still holds; else undefined. */
   known(token: string): Principal | undefined {
     const known = this.#verified.get(token);
-    if (known && known.keysFetchedAt === this.#fetched.uat && this.#jwks.fresh && this.#now() < known.expiresAt) return known.principal;
-    return undefined;
+    if (known === undefined) return undefined;
+    if (known.keysFetchedAt !== this.#fetched.uat || this.#now() >= known.expiresAt) {
+      // Verified under keys since replaced, or expired: never good again.
+      this.#verified.delete(token);
+      return undefined;
+    }
+    return this.#jwks.fresh ? known.principal : undefined;
   }
 
   async verify(token: string): Promise<Principal> {
