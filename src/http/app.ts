@@ -22,7 +22,7 @@ import { createMcpEndpoint } from './mcp-endpoint.js';
 import { metricsHandler } from './metrics.js';
 import { fromIncoming, fromRequest, type HttpInput } from './input.js';
 import type { StreamSettings } from './responder.js';
-import { isWebResponse, toResponse, writeReply, type Reply } from './reply.js';
+import { isWebResponse, JsonReply, toResponse, writeJson, writeReply, type Reply } from './reply.js';
 
 export interface Readiness {
   ready: boolean;
@@ -233,7 +233,16 @@ export function createApp(deps: AppDeps): HttpApp {
       if (input.path !== path) return false;
       // The edge's headers go out with the answer (writeReply), not set on the response first.
       let edge: Readonly<Record<string, string>> | undefined;
-      const write = (reply: Reply): void => void writeReply(reply, outgoing, edge).catch((err: unknown) => deps.logger.debug('writing a response failed', { err }));
+      const writeFailed = (err: unknown): void => deps.logger.debug('writing a response failed', { err });
+      // A JSON answer (every call's) is written without a promise.
+      const write = (reply: Reply): void => {
+        if (!(reply instanceof JsonReply)) return void writeReply(reply, outgoing, edge).catch(writeFailed);
+        try {
+          writeJson(reply, outgoing, edge);
+        } catch (err) {
+          writeFailed(err);
+        }
+      };
       const failed = (err: unknown): void => write(internalError(err, input.path));
       try {
         const admitted = admit(input);

@@ -127,7 +127,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     const limiting = limit(context, FREE_METHODS.has(message.method) ? 0 : 1, message.id);
     const limited = limiting && (await limiting);
     if (limited) return limited;
-    return respond(session, (channel) => router.handleRequest(session, message, channel, context), deps.streams);
+    // Awaited rather than returned: an async function handing back a promise takes a microtask turn more.
+    return await respond(session, (channel) => router.handleRequest(session, message, channel, context), deps.streams);
   }
 
   /** A 2026-07-28 request (modern.ts): no session of the client's, the era's own validation. */

@@ -44,25 +44,30 @@ export function toResponse(reply: Reply): Response {
 }
 
 /**
- * Writes a reply to a Node response, with `extra` headers of the edge (request id, CORS) beside
- * its own (which win). A Response's body is piped with backpressure; when the client goes away
- * first the body is cancelled, which is how an SSE connection learns it is gone.
+ * Writes a JsonReply to a Node response at once (no promise), with `extra` headers of the edge
+ * (request id, CORS) beside its own (which win).
  */
-export async function writeReply(reply: Reply, res: ServerResponse, extra?: Readonly<Record<string, string>>): Promise<void> {
-  if (reply instanceof JsonReply) {
-    if (reply.body === null) {
-      // An empty 202 says so, rather than as a chunked body with no chunks.
-      const empty = reply.status === 204 || reply.status < 200 ? {} : { 'content-length': '0' };
-      res.writeHead(reply.status, { ...extra, ...reply.headers, ...empty }).end();
-      return;
-    }
-    // With Content-Length (which Node does not add once writeHead has run) the head and the body
-    // leave in one write, with no chunk framing for the client to parse. The common answer's
-    // headers go as one flat list, which Node takes without merging objects.
-    const length = String(Buffer.byteLength(reply.body));
-    res.writeHead(reply.status, reply.headers ? { ...extra, 'content-type': 'application/json', ...reply.headers, 'content-length': length } : jsonHeaders(extra, length)).end(reply.body);
+export function writeJson(reply: JsonReply, res: ServerResponse, extra?: Readonly<Record<string, string>>): void {
+  if (reply.body === null) {
+    // An empty 202 says so, rather than as a chunked body with no chunks.
+    const empty = reply.status === 204 || reply.status < 200 ? {} : { 'content-length': '0' };
+    res.writeHead(reply.status, { ...extra, ...reply.headers, ...empty }).end();
     return;
   }
+  // With Content-Length (which Node does not add once writeHead has run) the head and the body
+  // leave in one write, with no chunk framing for the client to parse. The common answer's
+  // headers go as one flat list, which Node takes without merging objects.
+  const length = String(Buffer.byteLength(reply.body));
+  res.writeHead(reply.status, reply.headers ? { ...extra, 'content-type': 'application/json', ...reply.headers, 'content-length': length } : jsonHeaders(extra, length)).end(reply.body);
+}
+
+/**
+ * Writes a reply to a Node response (writeJson for a JsonReply). A Response's body is piped with
+ * backpressure; when the client goes away first the body is cancelled, which is how an SSE
+ * connection learns it is gone.
+ */
+export async function writeReply(reply: Reply, res: ServerResponse, extra?: Readonly<Record<string, string>>): Promise<void> {
+  if (reply instanceof JsonReply) return writeJson(reply, res, extra);
   const headers: Record<string, string> = { ...extra };
   reply.headers.forEach((value, name) => (headers[name] = value));
   res.writeHead(reply.status, headers);
