@@ -9,16 +9,19 @@
 //                      [--build-dir DIR] (where the gateway is compiled to; default .tmp/bench-dist)
 //                      [--only http,latency,stdio,init,idle] (run only these sections; targets
 //                                        are judged only where their figures were measured)
+//                      [--only inplace]  (opt-in: the steps of a call timed in an instrumented
+//                                        copy of the build, bench/inplace.mjs)
 //                      [--keep-processes] (one process per target for the whole run, instead of
 //                                        fresh ones each round; what --profile wants)
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { instrument, STEPS } from './inplace.mjs';
 import { cpuSeconds, rssBytes } from './proc.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -47,8 +50,10 @@ const SLICE = Number(values.slice ?? (quick ? 0.25 : 0.5));
 const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
 const INITS = quick ? 20 : 300;
 const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle'];
+/** Sections run only when named: diagnostics, not targets. */
+const OPT_IN = ['inplace'];
 const only = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : SECTIONS);
-for (const name of only) if (!SECTIONS.includes(name)) throw new Error(`--only: unknown section ${name} (one of ${SECTIONS.join(', ')})`);
+for (const name of only) if (![...SECTIONS, ...OPT_IN].includes(name)) throw new Error(`--only: unknown section ${name} (one of ${[...SECTIONS, ...OPT_IN].join(', ')})`);
 const C = 16;
 const RATE = 1000;
 
@@ -146,6 +151,18 @@ async function measure(target, args, { tolerateErrors = false } = {}) {
   return result;
 }
 
+/** The in-place build's step means since the last signal: line `n` of its file, once written. */
+async function timersOf(pid, file, n) {
+  process.kill(pid, 'SIGUSR2');
+  const deadline = performance.now() + 10_000;
+  for (;;) {
+    const lines = (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
+    if (lines.length >= n) return JSON.parse(lines[n - 1]);
+    if (performance.now() > deadline) throw new Error(`the in-place build wrote no timings to ${file}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 // ---------- the parts ----------
 
 async function authServer() {
@@ -171,7 +188,7 @@ function profiled(name) {
   return values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
 }
 
-async function gateway(dir, name, upstreams, { production, auth }) {
+async function gateway(dir, name, upstreams, { production, auth, build = buildDir, env = {} }) {
   const lines = ['upstreams:'];
   for (const [id, spec] of Object.entries(upstreams)) lines.push(`  ${id}: ${JSON.stringify(spec)}`);
   lines.push(`sessions: { max: ${IDLE + 1000}, maxPerPrincipal: ${IDLE + 1000} }`, 'logging: { level: warn }', 'health: { probeInterval: 0 }');
@@ -181,7 +198,7 @@ async function gateway(dir, name, upstreams, { production, auth }) {
   }
   const file = join(dir, `${name}.yaml`);
   await writeFile(file, `${lines.join('\n')}\n`);
-  const server = await start(name, process.execPath, [...profiled(name), join(buildDir, 'main.js'), '--config', file, '--port', '0']);
+  const server = await start(name, process.execPath, [...profiled(name), join(build, 'main.js'), '--config', file, '--port', '0'], env);
   return production ? { ...server, token: auth.token } : server;
 }
 
@@ -372,6 +389,42 @@ try {
       }
     }
     report.figures.idle = idle;
+  }
+
+  if (only.has('inplace')) {
+    const inplaceDir = `${buildDir}-inplace`;
+    await rm(inplaceDir, { recursive: true, force: true });
+    await instrument(buildDir, inplaceDir);
+    say(`\nIn place: the steps of a tools/call timed where they run (bench/inplace.mjs), C=${C}, ${DURATION} s per round (µs per call):`);
+    // Both gateways run at once and take their measurements in turn (A B, B A, …), so both meet
+    // the same state of the machine.
+    const variants = [];
+    try {
+      for (const production of [false, true]) {
+        const variant = production ? 'jwt+metrics' : 'plain';
+        const out = join(dir, `inplace-${production ? 'prod' : 'plain'}.jsonl`);
+        variants.push({ variant, out, rounds: [], g: await gateway(dir, `in place ${variant}`, httpUpstream, { production, auth, build: inplaceDir, env: { INPLACE_OUT: out } }) });
+      }
+      for (let round = 0; round <= ROUNDS; round++) {
+        for (const v of round % 2 ? [...variants].reverse() : variants) {
+          await measure(v.g, load(plain));
+          const means = await timersOf(v.g.pid, v.out, round + 1);
+          if (round > 0) v.rounds.push(means); // the first is the warm-up
+        }
+      }
+    } finally {
+      await Promise.all(variants.map((v) => v.g.stop()));
+    }
+    const inplace = Object.fromEntries(variants.map((v) => [v.variant, Object.fromEntries(STEPS.map(({ name }) => [name, v.rounds.map((r) => r[name] ?? null)]))]));
+    // A step the plain gateway never takes (authenticate) has no figure: shown as –.
+    const µs = (xs) => (xs.every((x) => x === null) ? '–' : fmt(median(xs), 1));
+    say(`  ${'step (· within the one above)'.padEnd(36)} ${'plain'.padStart(8)} ${'jwt+metrics'.padStart(12)}   (each round: plain / jwt+metrics)`);
+    for (const { name, within } of STEPS) {
+      const [a, b] = [inplace.plain[name], inplace['jwt+metrics'][name]];
+      const each = a.map((x, i) => `${µs([x])}/${µs([b[i]])}`).join(', ');
+      say(`  ${(within ? `  · ${name}` : name).padEnd(36)} ${µs(a).padStart(8)} ${µs(b).padStart(12)}   (${each})`);
+    }
+    report.figures.inplace = inplace;
   }
 
   // Targets, judged only where their figures were measured in this run.

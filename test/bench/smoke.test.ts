@@ -12,26 +12,39 @@ interface BenchReport {
   summary: string[];
 }
 
+/** Runs bench/run.mjs with `args` and `--json`; resolves to the report it wrote. */
+async function runBench(dir: string, args: string[]): Promise<BenchReport> {
+  const json = join(dir, 'report.json');
+  const code = await new Promise<number | null>((resolve, reject) => {
+    const child = spawn(process.execPath, ['bench/run.mjs', ...args, '--json', json, '--build-dir', join(dir, 'dist')], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 170_000);
+    child.on('error', reject);
+    child.on('exit', (status) => {
+      clearTimeout(timer);
+      if (status !== 0) process.stderr.write(stderr);
+      resolve(status);
+    });
+  });
+  expect(code).toBe(0);
+  return JSON.parse(await readFile(json, 'utf8')) as BenchReport;
+}
+
+async function inTempDir<T>(run: (dir: string) => Promise<T>): Promise<T> {
+  await mkdir(join(repoRoot, '.tmp'), { recursive: true });
+  const dir = await mkdtemp(join(repoRoot, '.tmp', 'bench-smoke-'));
+  try {
+    return await run(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 describe('npm run bench', () => {
   it('runs a quick pass and reports throughput, latency, CPU, idle memory, initialize and every target', async () => {
-    await mkdir(join(repoRoot, '.tmp'), { recursive: true });
-    const dir = await mkdtemp(join(repoRoot, '.tmp', 'bench-smoke-'));
-    try {
-      const json = join(dir, 'report.json');
-      const code = await new Promise<number | null>((resolve, reject) => {
-        const child = spawn(process.execPath, ['bench/run.mjs', '--quick', '--idle', '100', '--json', json, '--build-dir', join(dir, 'dist')], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });
-        let stderr = '';
-        child.stderr.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
-        const timer = setTimeout(() => child.kill('SIGKILL'), 170_000);
-        child.on('error', reject);
-        child.on('exit', (status) => {
-          clearTimeout(timer);
-          if (status !== 0) process.stderr.write(stderr);
-          resolve(status);
-        });
-      });
-      expect(code).toBe(0);
-      const report = JSON.parse(await readFile(json, 'utf8')) as BenchReport;
+    await inTempDir(async (dir) => {
+      const report = await runBench(dir, ['--quick', '--idle', '100']);
       expect(Object.keys(report.figures).sort()).toEqual(['idle', 'initialize', 'latency', 'stdio', 'throughput']);
       const names = ['http-throughput', 'added-latency', 'stdio-throughput', 'cpu-per-call', 'idle-session-rss', 'initialize'];
       for (const variant of ['plain', 'jwt+metrics']) {
@@ -44,8 +57,24 @@ describe('npm run bench', () => {
       const idle = report.figures.idle as Record<string, { opened: number; errors: number }>;
       for (const run of Object.values(idle)) expect(run).toMatchObject({ opened: 100, errors: 0 });
       expect(report.summary.some((line) => line.startsWith('Targets'))).toBe(true);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
+  }, 180_000);
+
+  it('times every step of a call in place when asked (--only inplace), the anchors of the build all found', async () => {
+    await inTempDir(async (dir) => {
+      const report = await runBench(dir, ['--quick', '--only', 'inplace']);
+      expect(Object.keys(report.figures)).toEqual(['inplace']);
+      const inplace = report.figures.inplace as Record<string, Record<string, (number | null)[]>>;
+      expect(Object.keys(inplace)).toEqual(['plain', 'jwt+metrics']);
+      for (const [variant, steps] of Object.entries(inplace)) {
+        expect(Object.keys(steps)).toHaveLength(11);
+        for (const [step, rounds] of Object.entries(steps)) {
+          // The plain gateway authenticates nobody; every other step runs on every call.
+          if (variant === 'plain' && step === 'authenticate') expect(rounds).toEqual([null]);
+          else expect(rounds.length === 1 && Number.isFinite(rounds[0]) && rounds[0]! > 0, `${variant} ${step} = ${rounds}`).toBe(true);
+        }
+      }
+      expect(report.targets).toEqual([]);
+    });
   }, 180_000);
 });
