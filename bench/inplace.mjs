@@ -47,31 +47,33 @@ export const STEPS = [
   { name: 'write (writeHead + end)' },
 ];
 
-/** [file, anchor, replacement]: every occurrence of the anchor in the compiled file is replaced. */
+/**
+ * A patch timing `expression` (an anchor in `file`, after `lead` when the expression alone is
+ * not unique) as `step`, after the statements `before`. Every occurrence of the anchor is replaced.
+ */
+const wrap = (file, step, expression, { before = '', lead = '' } = {}) => [file, lead + expression, `${lead}${before}timed(${JSON.stringify(step)}, () => ${expression})`];
+/** A patch starting the clock of a stretch (`global`) where `anchor` opens a function body. */
+const mark = (file, anchor, global) => [file, anchor, `${anchor} globalThis.${global} = now();`];
+/** The statements ending the stretch started by mark(). */
+const until = (step, global) => `add(${JSON.stringify(step)}, globalThis.${global}); globalThis.${global} = undefined; `;
+
 const PATCHES = [
-  [
-    'http/listener.js',
-    'const listener = direct ? (incoming, outgoing) => direct(incoming, outgoing) || void viaFetch(incoming, outgoing) : viaFetch;',
-    "const listener = direct ? (incoming, outgoing) => timed('edge, synchronous part', () => direct(incoming, outgoing)) || void viaFetch(incoming, outgoing) : viaFetch;",
-  ],
-  ['http/app.js', 'const outcome = authenticate(input, requestId);', "const outcome = timed('authenticate', () => authenticate(input, requestId));"],
-  ['http/input.js', 'const onEnd = () => {', 'const onEnd = () => { globalThis.__inplaceBody = now();'],
-  ['http/mcp-endpoint.js', 'body = JSON.parse(text);', "body = timed('JSON.parse client message', () => JSON.parse(text));"],
-  ['transport/streamable-http.js', 'body: JSON.stringify(message),', "body: timed('JSON.stringify upstream request', () => JSON.stringify(message)),"],
-  [
-    'transport/exchange.js',
-    'dispatcher.dispatch(request, handler);',
-    "add('body end → upstream request', globalThis.__inplaceBody); globalThis.__inplaceBody = undefined; timed('undici dispatch', () => dispatcher.dispatch(request, handler));",
-  ],
-  ['transport/exchange.js', 'onResponseEnd() {', 'onResponseEnd() { globalThis.__inplaceAnswer = now();'],
-  ['transport/http-common.js', 'value = JSON.parse(text);', "value = timed('JSON.parse upstream answer', () => JSON.parse(text));"],
-  ['http/reply.js', 'return new JsonReply(200, JSON.stringify(value), headers);', "return new JsonReply(200, timed('JSON.stringify client answer', () => JSON.stringify(value)), headers);"],
-  [
+  wrap('http/listener.js', 'edge, synchronous part', 'direct(incoming, outgoing)'),
+  wrap('http/app.js', 'authenticate', 'authenticate(input, requestId)', { lead: 'const outcome = ' }),
+  mark('http/input.js', 'const onEnd = () => {', '__inplaceBody'),
+  wrap('http/mcp-endpoint.js', 'JSON.parse client message', 'JSON.parse(text)'),
+  wrap('transport/streamable-http.js', 'JSON.stringify upstream request', 'JSON.stringify(message)'),
+  wrap('transport/exchange.js', 'undici dispatch', 'dispatcher.dispatch(request, handler)', { before: until('body end → upstream request', '__inplaceBody') }),
+  mark('transport/exchange.js', 'onResponseEnd() {', '__inplaceAnswer'),
+  wrap('transport/http-common.js', 'JSON.parse upstream answer', 'JSON.parse(text)'),
+  wrap('http/reply.js', 'JSON.stringify client answer', 'JSON.stringify(value)'),
+  wrap(
     'http/reply.js',
-    "res.writeHead(reply.status, reply.headers ? { ...extra, 'content-type': 'application/json', ...reply.headers, 'content-length': length } : jsonHeaders(extra, length)).end(reply.body);",
-    "add('upstream answer → write', globalThis.__inplaceAnswer); globalThis.__inplaceAnswer = undefined; timed('write (writeHead + end)', () => res.writeHead(reply.status, reply.headers ? { ...extra, 'content-type': 'application/json', ...reply.headers, 'content-length': length } : jsonHeaders(extra, length)).end(reply.body));",
-  ],
-  ['router/router.js', 'this.#account(request, call, response === undefined && signal.aborted);', "timed('metrics and call log', () => this.#account(request, call, response === undefined && signal.aborted));"],
+    'write (writeHead + end)',
+    "res.writeHead(reply.status, reply.headers ? { ...extra, 'content-type': 'application/json', ...reply.headers, 'content-length': length } : jsonHeaders(extra, length)).end(reply.body)",
+    { before: until('upstream answer → write', '__inplaceAnswer') },
+  ),
+  wrap('router/router.js', 'metrics and call log', 'this.#account(request, call, response === undefined && signal.aborted)'),
 ];
 
 /** Copies the build in `from` to `to` and patches the copy; throws when an anchor is gone. */
