@@ -22,7 +22,7 @@ import { createMcpEndpoint } from './mcp-endpoint.js';
 import { metricsHandler } from './metrics.js';
 import { fromIncoming, fromRequest, type HttpInput } from './input.js';
 import type { StreamSettings } from './responder.js';
-import { isWebResponse, JsonReply, toResponse, writeJson, writeReply, type Reply } from './reply.js';
+import { isWebResponse, toResponse, writeReply, type Reply } from './reply.js';
 
 export interface Readiness {
   ready: boolean;
@@ -234,11 +234,9 @@ export function createApp(deps: AppDeps): HttpApp {
       // The edge's headers go out with the answer (writeReply), not set on the response first.
       let edge: Readonly<Record<string, string>> | undefined;
       const writeFailed = (err: unknown): void => deps.logger.debug('writing a response failed', { err });
-      // A JSON answer (every call's) is written without a promise.
       const write = (reply: Reply): void => {
-        if (!(reply instanceof JsonReply)) return void writeReply(reply, outgoing, edge).catch(writeFailed);
         try {
-          writeJson(reply, outgoing, edge);
+          writeReply(reply, outgoing, edge)?.catch(writeFailed);
         } catch (err) {
           writeFailed(err);
         }

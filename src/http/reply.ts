@@ -44,10 +44,17 @@ export function toResponse(reply: Reply): Response {
 }
 
 /**
- * Writes a JsonReply to a Node response at once (no promise), with `extra` headers of the edge
- * (request id, CORS) beside its own (which win).
+ * Writes a reply to a Node response, with `extra` headers of the edge (request id, CORS) beside
+ * its own (which win). A JsonReply (every call's answer) is written at once and there is no
+ * promise; a Response's body is piped (the promise settles when it is done).
  */
-export function writeJson(reply: JsonReply, res: ServerResponse, extra?: Readonly<Record<string, string>>): void {
+export function writeReply(reply: Reply, res: ServerResponse, extra?: Readonly<Record<string, string>>): Promise<void> | undefined {
+  if (!(reply instanceof JsonReply)) return pipeResponse(reply, res, extra);
+  writeJson(reply, res, extra);
+  return undefined;
+}
+
+function writeJson(reply: JsonReply, res: ServerResponse, extra?: Readonly<Record<string, string>>): void {
   if (reply.body === null) {
     // An empty 202 says so, rather than as a chunked body with no chunks.
     const empty = reply.status === 204 || reply.status < 200 ? {} : { 'content-length': '0' };
@@ -62,12 +69,10 @@ export function writeJson(reply: JsonReply, res: ServerResponse, extra?: Readonl
 }
 
 /**
- * Writes a reply to a Node response (writeJson for a JsonReply). A Response's body is piped with
- * backpressure; when the client goes away first the body is cancelled, which is how an SSE
- * connection learns it is gone.
+ * A Response's head, then its body piped with backpressure; when the client goes away first the
+ * body is cancelled, which is how an SSE connection learns it is gone.
  */
-export async function writeReply(reply: Reply, res: ServerResponse, extra?: Readonly<Record<string, string>>): Promise<void> {
-  if (reply instanceof JsonReply) return writeJson(reply, res, extra);
+async function pipeResponse(reply: Response, res: ServerResponse, extra?: Readonly<Record<string, string>>): Promise<void> {
   const headers: Record<string, string> = { ...extra };
   reply.headers.forEach((value, name) => (headers[name] = value));
   res.writeHead(reply.status, headers);
