@@ -2,7 +2,6 @@
 // endpoint at the configured path, protected resource metadata, health and metrics. Beside it,
 // the direct path: POSTs to the endpoint (every call) through the same checks and endpoint
 // without Hono's router or Web Request/Response objects (bench/README.md, "Second pass").
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context } from 'hono';
 import type { Registry } from 'prom-client';
@@ -16,6 +15,7 @@ import type { RequestContext, Router } from '../router/router.js';
 import type { SessionStore } from '../session/store.js';
 import type { UpstreamHealth } from '../upstream/pool.js';
 import type { Logger } from '../util/log.js';
+import { RequestIds } from '../util/request-ids.js';
 import { parseTraceparent } from '../util/trace.js';
 import { allowedHostsOf, checkHost, checkOrigin, corsHeaders, rpcErrorResponse } from './guards.js';
 import { createMcpEndpoint } from './mcp-endpoint.js';
@@ -118,6 +118,7 @@ export function createApp(deps: AppDeps): HttpApp {
   const allowedHosts = allowedHostsOf(listen);
   const path = listen.path;
   // Probes and scrapers reach these by pod address; they serve no MCP and no data.
+  const requestIds = new RequestIds();
   const operational = new Set(['/healthz', '/readyz', ...(deps.metricsRegistry ? [config.metrics.path] : [])]);
 
   // The edge checks, in this order: Origin first, before anything else happens (DNS rebinding;
@@ -132,7 +133,7 @@ export function createApp(deps: AppDeps): HttpApp {
       if (refused) return refused;
     }
     const given = input.header('x-request-id');
-    const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+    const requestId = given !== undefined && REQUEST_ID.test(given) ? given : requestIds.next();
     return { requestId, headers: origin === undefined ? { 'x-request-id': requestId } : { ...corsHeaders(origin, false), 'x-request-id': requestId } };
   }
 

@@ -11,8 +11,13 @@ import { TransportError } from './types.js';
 type Headers = Record<string, string | string[] | undefined>;
 
 export type BodyPlan =
-  /** Collect the body as text; beyond `max` bytes the exchange fails (`lenient`: the text is '', also when the body breaks off). */
-  | { kind: 'text'; max: number; lenient?: boolean }
+  /**
+   * Collect the body as text; beyond `max` bytes the exchange fails (`lenient`: the text is '',
+   * also when the body breaks off). `onText` gets the whole text the moment the body ends, before
+   * the exchange settles: a JSON answer reaches its reader in the same turn as its last byte.
+   * If it throws, the exchange rejects with what it threw.
+   */
+  | { kind: 'text'; max: number; lenient?: boolean; onText?: (text: string) => void }
   /** Parse the body as SSE, each event to `onEvent` as it completes. */
   | { kind: 'sse'; max: number; onEvent: (event: SseEvent) => void; parser?: SseParser }
   /** Read and drop the body. */
@@ -160,7 +165,16 @@ export function exchange(
         }
       },
       onResponseEnd() {
+        if (settled) return;
         const text = chunks.length === 0 ? '' : chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+        if (body?.kind === 'text' && body.onText) {
+          try {
+            body.onText(text);
+          } catch (err) {
+            settle(err);
+            return;
+          }
+        }
         settle(undefined, { statusCode, headers, text });
       },
       onResponseError(_controller, err) {

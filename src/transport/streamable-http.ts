@@ -136,9 +136,11 @@ export class StreamableHttpTransport implements Transport {
     const authorization = this.#options.credentials ? await this.#authorization() : NO_HEADERS;
     const expectId = isRequest(message) ? message.id : undefined;
     let answered = expectId === undefined;
+    // Answered once the receiver took the answer: if it throws instead, the send fails, and
+    // its caller learns of it rather than waiting for a deadline.
     const deliver = (incoming: JsonRpcMessage): void => {
-      if (!('method' in incoming) && incoming.id === expectId) answered = true;
       this.onmessage?.(incoming, expectId === undefined ? undefined : { relatedRequestId: expectId });
+      if (!('method' in incoming) && incoming.id === expectId) answered = true;
     };
     // What the body is for, decided by the status and the content type.
     const plan = (statusCode: number, headers: Record<string, string | string[] | undefined>): BodyPlan => {
@@ -149,7 +151,16 @@ export class StreamableHttpTransport implements Transport {
       // Many servers put a JSON-RPC error with the request's id in an error body; it is relayed.
       if (statusCode < 200 || statusCode >= 300) return ERROR_BODY;
       const type = contentTypeOf(headers);
-      if (type === 'application/json') return { kind: 'text', max: this.#max };
+      // A JSON answer is read where its body ends (exchange.ts), not a turn later after the await.
+      if (type === 'application/json') {
+        return {
+          kind: 'text',
+          max: this.#max,
+          onText: (text) => {
+            for (const m of decodeMessages(text)) deliver(m);
+          },
+        };
+      }
       if (type !== 'text/event-stream') return SKIP;
       return {
         kind: 'sse',
@@ -193,7 +204,6 @@ export class StreamableHttpTransport implements Transport {
       }
       throw new TransportError('http_status', `upstream answered HTTP ${statusCode}`, statusCode);
     }
-    if (text !== '') for (const m of decodeMessages(text)) deliver(m);
     if (!answered) throw new TransportError('stream_ended', 'upstream ended the response without answering');
   }
 

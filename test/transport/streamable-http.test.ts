@@ -70,6 +70,23 @@ describe('StreamableHttpTransport POST', () => {
     expect(got).toEqual([{ message: { jsonrpc: '2.0', id: 7, result: { ok: true } }, related: 7 }]);
   });
 
+  it('fails the send when the receiver throws on the answer, JSON or SSE, so the caller is not left waiting', async () => {
+    const thrown = new Error('receiver broke');
+    for (const type of ['application/json', 'text/event-stream']) {
+      answer = (_req, res, body) => {
+        const text = JSON.stringify({ jsonrpc: '2.0', id: body.id, result: {} });
+        res.writeHead(200, { 'content-type': type }).end(type === 'text/event-stream' ? `data: ${text}\n\n` : text);
+      };
+      const { t } = transport();
+      t.onmessage = () => {
+        throw thrown;
+      };
+      const err = await failure(t.send(call(8)));
+      expect(err.code).toBe('network');
+      expect(err.cause).toBe(thrown);
+    }
+  });
+
   it('delivers SSE events in order as they complete, an event split across writes included', async () => {
     answer = (_req, res, body) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
