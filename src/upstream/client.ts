@@ -238,6 +238,8 @@ export class UpstreamClient {
       await Promise.race([this.notify('notifications/initialized'), timedOut]);
       this.#transport.sessionEstablished?.(init.protocolVersion);
     } catch (err) {
+      // Closed by its owner meanwhile (a health probe, a session ended at once): nothing failed.
+      if (this.#closed) return;
       this.#options.logger.warn('upstream did not take notifications/initialized; closing it', { err });
       await this.close().catch(() => {});
     } finally {

@@ -1,0 +1,77 @@
+// The upstream client's handshake against a real node:http MCP server: notifications/initialized
+// goes out after initialize answers, and closing the client while it is on its way (a health
+// probe does so at once) is the owner's decision, not an upstream failure to log.
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Agent } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { StreamableHttpTransport } from '../../src/transport/streamable-http.js';
+import { UpstreamClient } from '../../src/upstream/client.js';
+import { createLogger } from '../../src/util/log.js';
+
+const closers: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+/** An upstream that answers initialize at once and holds notifications/initialized until told. */
+async function holdingUpstream(): Promise<{ url: string; notified: Promise<void>; release: () => void }> {
+  let notified!: () => void;
+  const arrived = new Promise<void>((resolve) => (notified = resolve));
+  const held: ServerResponse[] = [];
+  const server = createServer((req, res) => {
+    if (req.method !== 'POST') return void res.writeHead(req.method === 'DELETE' ? 200 : 405).end();
+    let text = '';
+    req.on('data', (chunk: Buffer) => (text += chunk));
+    req.on('end', () => {
+      const message = JSON.parse(text) as { id?: number; method: string; params?: { protocolVersion?: string } };
+      if (message.method === 'initialize') {
+        const result = { protocolVersion: message.params?.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'holding', version: '1' } };
+        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-1' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+      }
+      if (message.method === 'server/discover') return void res.writeHead(400).end();
+      held.push(res);
+      notified();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.push(() => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))));
+  const release = (): void => {
+    for (const res of held.splice(0)) if (!res.destroyed) res.writeHead(202).end();
+  };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, notified: arrived, release };
+}
+
+describe('UpstreamClient handshake', () => {
+  it('logs nothing when its owner closes it while notifications/initialized is on its way', async () => {
+    const upstream = await holdingUpstream();
+    const agent = new Agent();
+    closers.push(() => (agent.destroyed ? Promise.resolve() : agent.close()));
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'debug', write: (line) => lines.push(line) });
+    const client = new UpstreamClient('held', new StreamableHttpTransport({ url: upstream.url, headers: {}, dispatcher: agent, logger }), { timeoutMs: 5_000, maxTotalTimeoutMs: 5_000, logger });
+    const init = await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 5_000, { known: 'legacy' });
+    expect(init.protocolVersion).toBe('2025-06-18');
+    await upstream.notified;
+    await client.close();
+    // A request waits for the handshake to end: once it has failed, the handshake is over.
+    await expect(client.request('ping')).rejects.toThrow(/closed/);
+    upstream.release();
+    expect(lines.filter((line) => JSON.parse(line).level === 'warn')).toEqual([]);
+  });
+
+  it('still warns and closes when the upstream refuses the notification on its own', async () => {
+    const upstream = await holdingUpstream();
+    const agent = new Agent();
+    closers.push(() => (agent.destroyed ? Promise.resolve() : agent.close()));
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'warn', write: (line) => lines.push(line) });
+    const client = new UpstreamClient('refusing', new StreamableHttpTransport({ url: upstream.url, headers: {}, dispatcher: agent, logger }), { timeoutMs: 5_000, maxTotalTimeoutMs: 5_000, logger });
+    await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 5_000, { known: 'legacy' });
+    await upstream.notified;
+    await agent.destroy(); // the connection breaks under the notification
+    await expect(client.request('ping')).rejects.toThrow();
+    expect(client.closed).toBe(true);
+    expect(lines.map((line) => JSON.parse(line).msg)).toContain('upstream did not take notifications/initialized; closing it');
+  });
+});
