@@ -13,19 +13,13 @@
 //                                        copy of the build, bench/inplace.mjs)
 //                      [--keep-processes] (one process per target for the whole run, instead of
 //                                        fresh ones each round; what --profile wants)
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { instrument, STEPS } from './inplace.mjs';
+import { authServer, build, gatewayConfig, here, loadgen, median, renewable, root, start, stopAll } from './parts.mjs';
 import { cpuSeconds, rssBytes } from './proc.mjs';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const root = dirname(here);
 const { values } = parseArgs({
   options: {
     rounds: { type: 'string' },
@@ -59,88 +53,6 @@ const RATE = 1000;
 
 // ---------- processes ----------
 
-const children = new Set();
-
-/** Starts a server that prints `listening on URL` when ready. */
-function start(name, command, args, env = {}) {
-  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  let stderr = '';
-  child.stderr.on('data', (chunk) => {
-    stderr = (stderr + chunk).slice(-4000);
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`${name} did not start within 60 s\n${stderr}`)), 60_000);
-    const fail = (err) => {
-      clearTimeout(timer);
-      child.kill('SIGKILL');
-      reject(err);
-    };
-    let out = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const match = /listening on (\S+)/.exec(out);
-      if (!match) return;
-      clearTimeout(timer);
-      child.stdout.resume();
-      resolve({
-        name,
-        url: match[1],
-        pid: child.pid,
-        stop: () => stop(child),
-      });
-    });
-    child.on('exit', (code) => fail(new Error(`${name} exited (${code}) before listening\n${stderr}`)));
-  });
-}
-
-/**
- * A target served by a process that `make` starts; `renew()` replaces the process with a fresh
- * one (interleaved() does, each round).
- */
-async function renewable(make, extra = {}) {
-  const target = { ...(await make()), ...extra };
-  target.renew = async () => {
-    await target.stop();
-    Object.assign(target, await make());
-  };
-  return target;
-}
-
-function stop(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      children.delete(child);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}
-
-/** Runs the load generator in its own process; resolves to its JSON summary. */
-function loadgen(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(here, 'loadgen.mjs'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-    children.add(child);
-    let out = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10 * 60_000);
-    child.stdout.on('data', (chunk) => (out += chunk));
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      children.delete(child);
-      try {
-        if (code !== 0) throw new Error(`loadgen exited ${code}`);
-        resolve(JSON.parse(out.trim().split('\n').at(-1)));
-      } catch (err) {
-        reject(new Error(`loadgen ${args.join(' ')}: ${err.message}\n${out}`));
-      }
-    });
-  });
-}
-
 /** A load run against `target`, with the target's CPU time per call when it has a pid. */
 async function measure(target, args, { tolerateErrors = false } = {}) {
   const before = target.pid ? await cpuSeconds(target.pid) : 0;
@@ -165,39 +77,14 @@ async function timersOf(pid, file, n) {
 
 // ---------- the parts ----------
 
-async function authServer() {
-  const { publicKey, privateKey } = await generateKeyPair('ES256');
-  const jwk = { ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256', use: 'sig' };
-  const server = createServer((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const issuer = `http://127.0.0.1:${server.address().port}`;
-  const resource = 'http://127.0.0.1/mcp';
-  const token = await new SignJWT({ scope: 'mcp' })
-    .setProtectedHeader({ alg: 'ES256', kid: 'bench' })
-    .setIssuer(issuer)
-    .setSubject('bench')
-    .setAudience(resource)
-    .setIssuedAt()
-    .setExpirationTime('2h')
-    .sign(privateKey);
-  return { issuer, jwksUri: `${issuer}/jwks`, resource, token, close: () => new Promise((resolve) => server.close(resolve)) };
-}
-
 /** Node flags that write a CPU profile of the process named `name` under --profile. */
 function profiled(name) {
   return values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
 }
 
 async function gateway(dir, name, upstreams, { production, auth, build = buildDir, env = {} }) {
-  const lines = ['upstreams:'];
-  for (const [id, spec] of Object.entries(upstreams)) lines.push(`  ${id}: ${JSON.stringify(spec)}`);
-  lines.push(`sessions: { max: ${IDLE + 1000}, maxPerPrincipal: ${IDLE + 1000} }`, 'logging: { level: warn }', 'health: { probeInterval: 0 }');
-  if (production) {
-    lines.push('metrics: { enabled: true }');
-    lines.push(`auth: { oauth: { issuer: "${auth.issuer}", jwksUri: "${auth.jwksUri}", resource: "${auth.resource}" } }`);
-  }
   const file = join(dir, `${name}.yaml`);
-  await writeFile(file, `${lines.join('\n')}\n`);
+  await writeFile(file, gatewayConfig(upstreams, { sessions: IDLE + 1000, metrics: production, auth: production ? auth : undefined }));
   const server = await start(name, process.execPath, [...profiled(name), join(build, 'main.js'), '--config', file, '--port', '0'], env);
   return production ? { ...server, token: auth.token } : server;
 }
@@ -240,11 +127,6 @@ function pairedRatio(results, name, base, figure) {
 
 // ---------- statistics and reporting ----------
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const fmt = (x, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : String(x));
 
 /**
@@ -290,10 +172,7 @@ function row(label, results, key, digits = 0) {
 // The gateway runs as it does in production (the image runs `node dist/main.js`): compiled, here
 // into a directory of its own inside the repository (so its imports resolve to node_modules).
 const buildDir = resolve(root, values['build-dir'] ?? join('.tmp', 'bench-dist'));
-await new Promise((resolve, reject) => {
-  const build = spawn(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', buildDir], { cwd: root, stdio: 'inherit' });
-  build.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`the build failed (${code})`))));
-});
+await build(buildDir);
 const dir = await mkdtemp(join(tmpdir(), 'switchyard-bench-'));
 const started = performance.now();
 let auth;
@@ -464,7 +343,7 @@ try {
   failed = true;
   process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
 } finally {
-  await Promise.all([...children].map(stop));
+  await stopAll();
   await auth?.close();
   await rm(dir, { recursive: true, force: true });
 }

@@ -12,22 +12,29 @@ interface BenchReport {
   summary: string[];
 }
 
-/** Runs bench/run.mjs with `args` and `--json`; resolves to the report it wrote. */
-async function runBench(dir: string, args: string[]): Promise<BenchReport> {
-  const json = join(dir, 'report.json');
-  const code = await new Promise<number | null>((resolve, reject) => {
-    const child = spawn(process.execPath, ['bench/run.mjs', ...args, '--json', json, '--build-dir', join(dir, 'dist')], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });
+/** Runs a bench script with `args`; resolves to its exit status and what it printed. */
+function runScript(script: string, args: string[]): Promise<{ status: number | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
     let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
     child.stderr.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
     const timer = setTimeout(() => child.kill('SIGKILL'), 170_000);
     child.on('error', reject);
     child.on('exit', (status) => {
       clearTimeout(timer);
       if (status !== 0) process.stderr.write(stderr);
-      resolve(status);
+      resolve({ status, stdout });
     });
   });
-  expect(code).toBe(0);
+}
+
+/** Runs bench/run.mjs with `args` and `--json`; resolves to the report it wrote. */
+async function runBench(dir: string, args: string[]): Promise<BenchReport> {
+  const json = join(dir, 'report.json');
+  const { status } = await runScript('bench/run.mjs', [...args, '--json', json, '--build-dir', join(dir, 'dist')]);
+  expect(status).toBe(0);
   return JSON.parse(await readFile(json, 'utf8')) as BenchReport;
 }
 
@@ -75,6 +82,20 @@ describe('npm run bench', () => {
         }
       }
       expect(report.targets).toEqual([]);
+    });
+  }, 180_000);
+
+  it('compares gateways in turns with the naive hop (npm run bench:ab), a ratio for each', async () => {
+    await inTempDir(async (dir) => {
+      const args = ['--rounds', '1', '--slices', '1', '--slice', '0.2', '--warm-up', '0.3', '--build-dir', join(dir, 'dist'), 'hop=hop', 'd=direct', 'g=gateway:jwt+metrics'];
+      const { status, stdout } = await runScript('bench/ab.mjs', args);
+      expect(status).toBe(0);
+      const rows = Object.fromEntries(stdout.split('\n').map((line) => line.trim().split(/\s+/)).map((cells) => [cells[0], cells.slice(1)]));
+      expect(rows.d?.[0]).toBe('–'); // direct has no process of its own to measure
+      expect(Number(rows.d?.[1])).toBeGreaterThan(0);
+      const [cpu, throughput, micros, round] = (rows.g ?? []).map(Number);
+      for (const figure of [cpu, throughput, micros, round]) expect(Number.isFinite(figure) && figure! > 0, stdout).toBe(true);
+      expect(rows.hop).toBeUndefined(); // the base of the ratios gets no row
     });
   }, 180_000);
 });
