@@ -162,8 +162,8 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     readiness,
     metricsUrl: () => admin?.url,
     async start(port = config.listen.port) {
-      const { host, path, tls, maxHeaderBytes } = config.listen;
-      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, logger, ...(tls ? { tls } : {}) });
+      const { host, path, tls, maxHeaderBytes, keepAliveTimeout: keepAliveTimeoutMs } = config.listen;
+      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, ...(tls ? { tls } : {}) });
       if (config.metrics.enabled && config.metrics.port !== undefined) {
         const { host: adminHost, port: adminPort, path: metricsPath } = config.metrics;
         admin = await startListener({ fetch: createMetricsApp(metricsPath, metrics.registry).fetch, host: adminHost, port: adminPort, path: metricsPath, logger });

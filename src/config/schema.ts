@@ -141,6 +141,12 @@ const listen = z.strictObject({
   maxJsonDepth: z.number().int().min(4).max(10_000).default(64),
   /** Largest request head (all headers); larger gets 431. */
   maxHeaderBytes: z.number().int().min(1_024).max(1_048_576).default(16 * 1024),
+  /**
+   * How long an idle client connection stays open for its next request. Longer than the 60 s
+   * idle timeout common to load balancers (which must not reuse a connection the gateway is
+   * closing) and than a model's pause between calls (Node's own default is 5 s).
+   */
+  keepAliveTimeout: duration.default(65_000),
   /** Host header values accepted besides loopback names, publicUrl's host and a concrete listen.host. */
   allowedHosts: z.array(z.string().min(1)).default([]),
   /** Serve HTTPS. */

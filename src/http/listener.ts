@@ -25,6 +25,8 @@ export interface ListenerOptions {
   port: number;
   path: string;
   maxHeaderBytes?: number;
+  /** How long an idle connection is kept for its next request (Node's default otherwise: 5 s). */
+  keepAliveTimeoutMs?: number;
   tls?: TlsFiles;
   logger: Logger;
 }
@@ -51,6 +53,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const server: ServerType = material
     ? createHttpsServer({ ...serverOptions, ...material, requestCert: material.ca !== undefined, rejectUnauthorized: material.ca !== undefined }, listener)
     : createHttpServer(serverOptions, listener);
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   const address = await new Promise<AddressInfo>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
