@@ -4,6 +4,7 @@
 // figures are the medians of turn-by-turn ratios to the first `hop`, with each round's ratio of
 // CPU per call beside them. A diagnostic, not a verdict: it judges no target.
 //   KIND: hop | direct | gateway[:plain|jwt|metrics|jwt+metrics][@BUILD_DIR]
+//         | lean[:NAME=VALUE,…] (lean-forwarder.mjs with those LEAN_* knobs, e.g. lean:LEAN_TIMERS=1)
 //   e.g.  npm run bench:ab -- --rounds 4 hop=hop a=gateway:jwt+metrics b=gateway:jwt+metrics@.tmp/old-dist
 //   [--rounds 4] [--slices 10] [--slice 0.5] (turns per target and round, seconds each)
 //   [--warm-up 2] (seconds of load per target before each round's turns)
@@ -23,8 +24,10 @@ const FEATURES = { plain: {}, jwt: { jwt: true }, metrics: { metrics: true }, 'j
 
 /** NAME=KIND as { name, kind, features, build }; throws on anything else. */
 function parseTarget(text) {
+  const lean = /^([\w.+-]+)=lean(?::((?:LEAN_\w+=\w+,?)+))?$/.exec(text);
+  if (lean) return { name: lean[1], kind: 'lean', env: Object.fromEntries((lean[2] ?? '').split(',').filter(Boolean).map((pair) => pair.split('='))) };
   const match = /^([\w.+-]+)=(hop|direct|gateway)(?::([\w+]+))?(?:@(.+))?$/.exec(text);
-  if (!match) throw new Error(`not a target: ${text} (NAME=hop, NAME=direct or NAME=gateway[:plain|jwt|metrics|jwt+metrics][@BUILD_DIR])`);
+  if (!match) throw new Error(`not a target: ${text} (NAME=hop, NAME=direct, NAME=lean[:LEAN_X=1,…] or NAME=gateway[:plain|jwt|metrics|jwt+metrics][@BUILD_DIR])`);
   const [, name, kind, variant = 'jwt+metrics', buildDir] = match;
   if (!(variant in FEATURES)) throw new Error(`${text}: unknown variant ${variant}`);
   return { name, kind, features: FEATURES[variant], build: buildDir && resolve(root, buildDir) };
@@ -45,6 +48,7 @@ try {
   const targets = [];
   for (const spec of specs) {
     if (spec.kind === 'direct') targets.push({ name: spec.name, url: upstream.url, tool: 'echo' });
+    else if (spec.kind === 'lean') targets.push(await renewable(() => start(spec.name, process.execPath, [join(here, 'lean-forwarder.mjs')], { UPSTREAM: upstream.url, ...spec.env }), { tool: 'b__echo' }));
     else if (spec.kind === 'hop') targets.push(await renewable(() => start(spec.name, process.execPath, [join(here, 'naive-hop.mjs')], { UPSTREAM: upstream.url }), { tool: 'echo' }));
     else {
       const file = join(dir, `${spec.name}.yaml`);

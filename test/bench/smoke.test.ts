@@ -85,16 +85,18 @@ describe('npm run bench', () => {
     });
   }, 180_000);
 
-  it('compares gateways in turns with the naive hop (npm run bench:ab), a ratio for each', async () => {
+  it('compares gateways and the lean forwarder in turns with the naive hop (npm run bench:ab), a ratio for each', async () => {
     await inTempDir(async (dir) => {
-      const args = ['--rounds', '1', '--slices', '1', '--slice', '0.2', '--warm-up', '0.3', '--build-dir', join(dir, 'dist'), 'hop=hop', 'd=direct', 'g=gateway:jwt+metrics'];
+      const args = ['--rounds', '1', '--slices', '1', '--slice', '0.2', '--warm-up', '0.3', '--build-dir', join(dir, 'dist'), 'hop=hop', 'd=direct', 'l=lean:LEAN_TIMERS=1', 'g=gateway:jwt+metrics'];
       const { status, stdout } = await runScript('bench/ab.mjs', args);
       expect(status).toBe(0);
       const rows = Object.fromEntries(stdout.split('\n').map((line) => line.trim().split(/\s+/)).map((cells) => [cells[0], cells.slice(1)]));
       expect(rows.d?.[0]).toBe('–'); // direct has no process of its own to measure
       expect(Number(rows.d?.[1])).toBeGreaterThan(0);
-      const [cpu, throughput, micros, round] = (rows.g ?? []).map(Number);
-      for (const figure of [cpu, throughput, micros, round]) expect(Number.isFinite(figure) && figure! > 0, stdout).toBe(true);
+      for (const name of ['g', 'l']) {
+        const [cpu, throughput, micros, round] = (rows[name] ?? []).map(Number);
+        for (const figure of [cpu, throughput, micros, round]) expect(Number.isFinite(figure) && figure! > 0, `${name}: ${stdout}`).toBe(true);
+      }
       expect(rows.hop).toBeUndefined(); // the base of the ratios gets no row
     });
   }, 180_000);
