@@ -42,36 +42,41 @@ async function holdingUpstream(): Promise<{ url: string; notified: Promise<void>
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, notified: arrived, release };
 }
 
+/**
+ * A client of `upstream` over its own undici Agent, connected (initialize answered, the
+ * notification on its way), with every log line it writes.
+ */
+async function connected(upstream: { url: string; notified: Promise<void> }): Promise<{ client: UpstreamClient; agent: Agent; lines: string[] }> {
+  const agent = new Agent();
+  closers.push(() => (agent.destroyed ? Promise.resolve() : agent.close()));
+  const lines: string[] = [];
+  const logger = createLogger({ level: 'debug', write: (line) => lines.push(line) });
+  const client = new UpstreamClient('held', new StreamableHttpTransport({ url: upstream.url, headers: {}, dispatcher: agent, logger }), { timeoutMs: 5_000, maxTotalTimeoutMs: 5_000, logger });
+  const init = await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 5_000, { known: 'legacy' });
+  expect(init.protocolVersion).toBe('2025-06-18');
+  await upstream.notified;
+  return { client, agent, lines };
+}
+
+const warnings = (lines: string[]): string[] => lines.map((line) => JSON.parse(line) as { level: string; msg: string }).filter((entry) => entry.level === 'warn').map((entry) => entry.msg);
+
 describe('UpstreamClient handshake', () => {
   it('logs nothing when its owner closes it while notifications/initialized is on its way', async () => {
     const upstream = await holdingUpstream();
-    const agent = new Agent();
-    closers.push(() => (agent.destroyed ? Promise.resolve() : agent.close()));
-    const lines: string[] = [];
-    const logger = createLogger({ level: 'debug', write: (line) => lines.push(line) });
-    const client = new UpstreamClient('held', new StreamableHttpTransport({ url: upstream.url, headers: {}, dispatcher: agent, logger }), { timeoutMs: 5_000, maxTotalTimeoutMs: 5_000, logger });
-    const init = await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 5_000, { known: 'legacy' });
-    expect(init.protocolVersion).toBe('2025-06-18');
-    await upstream.notified;
+    const { client, lines } = await connected(upstream);
     await client.close();
     // A request waits for the handshake to end: once it has failed, the handshake is over.
     await expect(client.request('ping')).rejects.toThrow(/closed/);
     upstream.release();
-    expect(lines.filter((line) => JSON.parse(line).level === 'warn')).toEqual([]);
+    expect(warnings(lines)).toEqual([]);
   });
 
   it('still warns and closes when the upstream refuses the notification on its own', async () => {
     const upstream = await holdingUpstream();
-    const agent = new Agent();
-    closers.push(() => (agent.destroyed ? Promise.resolve() : agent.close()));
-    const lines: string[] = [];
-    const logger = createLogger({ level: 'warn', write: (line) => lines.push(line) });
-    const client = new UpstreamClient('refusing', new StreamableHttpTransport({ url: upstream.url, headers: {}, dispatcher: agent, logger }), { timeoutMs: 5_000, maxTotalTimeoutMs: 5_000, logger });
-    await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 5_000, { known: 'legacy' });
-    await upstream.notified;
+    const { client, agent, lines } = await connected(upstream);
     await agent.destroy(); // the connection breaks under the notification
     await expect(client.request('ping')).rejects.toThrow();
     expect(client.closed).toBe(true);
-    expect(lines.map((line) => JSON.parse(line).msg)).toContain('upstream did not take notifications/initialized; closing it');
+    expect(warnings(lines)).toContain('upstream did not take notifications/initialized; closing it');
   });
 });
