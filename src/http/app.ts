@@ -117,8 +117,8 @@ export function createApp(deps: AppDeps): HttpApp {
   const allowedOrigins = new Set(listen.allowedOrigins);
   const allowedHosts = allowedHostsOf(listen);
   const path = listen.path;
-  // Probes and scrapers reach these by pod address; they serve no MCP and no data.
   const requestIds = new RequestIds();
+  // Probes and scrapers reach these by pod address; they serve no MCP and no data.
   const operational = new Set(['/healthz', '/readyz', ...(deps.metricsRegistry ? [config.metrics.path] : [])]);
 
   // The edge checks, in this order: Origin first, before anything else happens (DNS rebinding;
