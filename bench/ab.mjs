@@ -3,12 +3,15 @@
 // compare them with each other in the same minutes. Each round starts fresh processes; the
 // figures are the medians of turn-by-turn ratios to the first `hop`, with each round's ratio of
 // CPU per call beside them. A diagnostic, not a verdict: it judges no target.
-//   KIND: hop | direct | gateway[:plain|jwt|metrics|jwt+metrics][@BUILD_DIR]
+//   KIND: hop[:token] | direct[:token] (:token: sent the JWT gateways' Authorization header too)
+//         | gateway[:plain|jwt|metrics|jwt+metrics][@BUILD_DIR]
 //         | lean[:NAME=VALUE,…] (lean-forwarder.mjs with those LEAN_* knobs, e.g. lean:LEAN_TIMERS=1)
 //   e.g.  npm run bench:ab -- --rounds 4 hop=hop a=gateway:jwt+metrics b=gateway:jwt+metrics@.tmp/old-dist
 //   [--rounds 4] [--slices 10] [--slice 0.5] (turns per target and round, seconds each)
 //   [--warm-up 2] (seconds of load per target before each round's turns)
 //   [--build-dir DIR] (where this tree is compiled for targets without @BUILD_DIR; default .tmp/bench-dist)
+//   [--flags NAME='--node-flag …'] (repeatable: Node/V8 flags for that target's process, e.g.
+//                                  --flags big='--max-semi-space-size=64')
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,7 +20,7 @@ import { authServer, build, gatewayConfig, here, loadgen, median, renewable, roo
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { rounds: { type: 'string', default: '4' }, slices: { type: 'string', default: '10' }, slice: { type: 'string', default: '0.5' }, 'warm-up': { type: 'string', default: '2' }, 'build-dir': { type: 'string' } },
+  options: { rounds: { type: 'string', default: '4' }, slices: { type: 'string', default: '10' }, slice: { type: 'string', default: '0.5' }, 'warm-up': { type: 'string', default: '2' }, 'build-dir': { type: 'string' }, flags: { type: 'string', multiple: true, default: [] } },
 });
 const C = 16;
 const FEATURES = { plain: {}, jwt: { jwt: true }, metrics: { metrics: true }, 'jwt+metrics': { jwt: true, metrics: true } };
@@ -28,12 +31,25 @@ function parseTarget(text) {
   if (lean) return { name: lean[1], kind: 'lean', env: Object.fromEntries((lean[2] ?? '').split(',').filter(Boolean).map((pair) => pair.split('='))) };
   const match = /^([\w.+-]+)=(hop|direct|gateway)(?::([\w+]+))?(?:@(.+))?$/.exec(text);
   if (!match) throw new Error(`not a target: ${text} (NAME=hop, NAME=direct, NAME=lean[:LEAN_X=1,…] or NAME=gateway[:plain|jwt|metrics|jwt+metrics][@BUILD_DIR])`);
-  const [, name, kind, variant = 'jwt+metrics', buildDir] = match;
+  const [, name, kind, variant = kind === 'gateway' ? 'jwt+metrics' : undefined, buildDir] = match;
+  // A hop or direct target with :token gets the same Authorization header as a JWT gateway.
+  if (kind !== 'gateway') {
+    if (variant !== undefined && variant !== 'token') throw new Error(`${text}: ${kind} takes :token or nothing`);
+    return { name, kind, token: variant === 'token' };
+  }
   if (!(variant in FEATURES)) throw new Error(`${text}: unknown variant ${variant}`);
   return { name, kind, features: FEATURES[variant], build: buildDir && resolve(root, buildDir) };
 }
 
 const specs = positionals.map(parseTarget);
+/** Node flags by target name (--flags NAME='…'). */
+const flagsOf = new Map(
+  values.flags.map((entry) => {
+    const at = entry.indexOf('=');
+    if (at <= 0 || !specs.some((s) => s.name === entry.slice(0, at))) throw new Error(`--flags ${entry}: NAME='--flag …' naming a target`);
+    return [entry.slice(0, at), entry.slice(at + 1).split(' ').filter(Boolean)];
+  }),
+);
 const base = specs.find((s) => s.kind === 'hop');
 if (!base) throw new Error('name a hop target (NAME=hop): the ratios are to it');
 if (new Set(specs.map((s) => s.name)).size !== specs.length) throw new Error('target names must differ');
@@ -47,15 +63,16 @@ try {
   const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')]);
   const targets = [];
   for (const spec of specs) {
-    if (spec.kind === 'direct') targets.push({ name: spec.name, url: upstream.url, tool: 'echo' });
-    else if (spec.kind === 'lean') targets.push(await renewable(() => start(spec.name, process.execPath, [join(here, 'lean-forwarder.mjs')], { UPSTREAM: upstream.url, ...spec.env }), { tool: 'b__echo' }));
-    else if (spec.kind === 'hop') targets.push(await renewable(() => start(spec.name, process.execPath, [join(here, 'naive-hop.mjs')], { UPSTREAM: upstream.url }), { tool: 'echo' }));
+    const token = spec.token ? { token: auth.token } : {};
+    if (spec.kind === 'direct') targets.push({ name: spec.name, url: upstream.url, tool: 'echo', ...token });
+    else if (spec.kind === 'lean') targets.push(await renewable(() => start(spec.name, process.execPath, [...(flagsOf.get(spec.name) ?? []), join(here, 'lean-forwarder.mjs')], { UPSTREAM: upstream.url, ...spec.env }), { tool: 'b__echo' }));
+    else if (spec.kind === 'hop') targets.push(await renewable(() => start(spec.name, process.execPath, [...(flagsOf.get(spec.name) ?? []), join(here, 'naive-hop.mjs')], { UPSTREAM: upstream.url }), { tool: 'echo', ...token }));
     else {
       const file = join(dir, `${spec.name}.yaml`);
       const { jwt = false, metrics = false } = spec.features;
       await writeFile(file, gatewayConfig({ b: { http: { url: upstream.url } } }, { sessions: 1000, metrics, auth: jwt ? auth : undefined }));
       const main = join(spec.build ?? ownBuild, 'main.js');
-      targets.push(await renewable(() => start(spec.name, process.execPath, [main, '--config', file, '--port', '0']), { tool: 'b__echo', ...(jwt ? { token: auth.token } : {}) }));
+      targets.push(await renewable(() => start(spec.name, process.execPath, [...(flagsOf.get(spec.name) ?? []), main, '--config', file, '--port', '0']), { tool: 'b__echo', ...(jwt ? { token: auth.token } : {}) }));
     }
   }
   const rounds = Object.fromEntries(targets.map((t) => [t.name, []]));
