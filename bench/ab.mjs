@@ -64,15 +64,16 @@ try {
   const targets = [];
   for (const spec of specs) {
     const token = spec.token ? { token: auth.token } : {};
+    const flags = flagsOf.get(spec.name) ?? [];
     if (spec.kind === 'direct') targets.push({ name: spec.name, url: upstream.url, tool: 'echo', ...token });
-    else if (spec.kind === 'lean') targets.push(await renewable(() => start(spec.name, process.execPath, [...(flagsOf.get(spec.name) ?? []), join(here, 'lean-forwarder.mjs')], { UPSTREAM: upstream.url, ...spec.env }), { tool: 'b__echo' }));
-    else if (spec.kind === 'hop') targets.push(await renewable(() => start(spec.name, process.execPath, [...(flagsOf.get(spec.name) ?? []), join(here, 'naive-hop.mjs')], { UPSTREAM: upstream.url }), { tool: 'echo', ...token }));
+    else if (spec.kind === 'lean') targets.push(await renewable(() => start(spec.name, process.execPath, [...flags, join(here, 'lean-forwarder.mjs')], { UPSTREAM: upstream.url, ...spec.env }), { tool: 'b__echo' }));
+    else if (spec.kind === 'hop') targets.push(await renewable(() => start(spec.name, process.execPath, [...flags, join(here, 'naive-hop.mjs')], { UPSTREAM: upstream.url }), { tool: 'echo', ...token }));
     else {
       const file = join(dir, `${spec.name}.yaml`);
       const { jwt = false, metrics = false } = spec.features;
       await writeFile(file, gatewayConfig({ b: { http: { url: upstream.url } } }, { sessions: 1000, metrics, auth: jwt ? auth : undefined }));
       const main = join(spec.build ?? ownBuild, 'main.js');
-      targets.push(await renewable(() => start(spec.name, process.execPath, [...(flagsOf.get(spec.name) ?? []), main, '--config', file, '--port', '0']), { tool: 'b__echo', ...(jwt ? { token: auth.token } : {}) }));
+      targets.push(await renewable(() => start(spec.name, process.execPath, [...flags, main, '--config', file, '--port', '0']), { tool: 'b__echo', ...(jwt ? { token: auth.token } : {}) }));
     }
   }
   const rounds = Object.fromEntries(targets.map((t) => [t.name, []]));
