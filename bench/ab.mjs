@@ -98,6 +98,9 @@ try {
     const byRound = t.pid ? rounds[t.name].map((slices, r) => (cpuPerCall(slices) / cpuPerCall(rounds[base.name][r])).toFixed(2)).join(' ') : '';
     console.log(`${t.name.padEnd(14)} ${cpu.padStart(9)} ${throughput.padStart(11)} ${micros.padStart(7)}   ${byRound}`);
   }
+  // Whether the two cores were saturated: a turn with idle time was bounded by more than CPU.
+  const idle = (t) => (100 * median(rounds[t.name].flat().map((slice) => slice.machineIdle))).toFixed(0);
+  console.log(`machine idle in the turns (median %): ${targets.map((t) => `${t.name} ${idle(t)}`).join(', ')}`);
 } finally {
   await stopAll();
   await auth?.close();

@@ -9,10 +9,11 @@
 //       TARGETS_JSON: [{ "name", "url", "tool", "token"?, "pid"? }, …]. Closed-loop slices of
 //       --slice seconds, the targets taking turns A B C, C B A, … --slices times each after a
 //       --warm-up of each; every slice reports its calls, its seconds and, with a pid, the CPU
-//       seconds that process spent in it (from /proc/<pid>/stat).
+//       seconds that process spent in it (from /proc/<pid>/stat), and the share of the whole
+//       machine that sat idle during it (from /proc/stat).
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { CLK_TCK, cpuSeconds } from './proc.mjs';
+import { CLK_TCK, cpuSeconds, idleShare, machineTicks } from './proc.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -145,10 +146,11 @@ if (values.alternate) {
     for (const t of i % 2 === 0 ? targets : [...targets].reverse()) {
       const calls = t.load.calls;
       const cpu = await cpuOf(t.spec.pid);
+      const machine = await machineTicks();
       const started = performance.now();
       await closedLoop(t.load, started + Number(values.slice) * 1000, count);
       const seconds = (performance.now() - started) / 1000;
-      t.slices.push({ calls: t.load.calls - calls, seconds, cpuSeconds: (await cpuOf(t.spec.pid)) - cpu });
+      t.slices.push({ calls: t.load.calls - calls, seconds, cpuSeconds: (await cpuOf(t.spec.pid)) - cpu, machineIdle: idleShare(machine, await machineTicks()) });
     }
   }
   // What each process spent while the others had their turns (deferred GC, timers): a turn's

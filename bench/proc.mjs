@@ -11,6 +11,19 @@ export async function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime + stime
 }
 
+/**
+ * The whole machine's CPU time so far (all CPUs, in ticks), from the first line of /proc/stat:
+ * idle (idle + iowait) and total. Two readings tell how much of the machine sat idle between them.
+ */
+export async function machineTicks() {
+  const stat = await readFile('/proc/stat', 'utf8');
+  const fields = stat.slice(0, stat.indexOf('\n')).split(/\s+/).slice(1).map(Number);
+  return { idle: fields[3] + fields[4], total: fields.reduce((sum, value) => sum + value, 0) };
+}
+
+/** The share of the machine idle between two machineTicks() readings (NaN when no tick passed). */
+export const idleShare = (before, after) => (after.idle - before.idle) / (after.total - before.total);
+
 /** The process's resident set size in bytes. */
 export async function rssBytes(pid) {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');

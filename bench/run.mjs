@@ -203,6 +203,8 @@ try {
     for (const t of [hop, plain, prod]) say(row(t.name, tp[t.name], 'cpuPerCallUs'));
     say('CPU spent between its turns (% of the CPU in them; not counted above):');
     for (const t of [hop, plain, prod]) say(`  ${t.name.padEnd(24)} ${tp[t.name].map((r) => fmt((100 * r.cpuBetweenTurns) / r.slices.reduce((sum, s) => sum + s.cpuSeconds, 0), 1)).join(', ')}`);
+    say('Machine idle during its turns (% of all CPUs, median of the round\'s turns):');
+    for (const t of [direct, hop, plain, prod]) say(`  ${t.name.padEnd(24)} ${tp[t.name].map((r) => fmt(100 * median(r.slices.map((s) => s.machineIdle)), 0)).join(', ')}`);
     report.figures.throughput = tp;
   }
 

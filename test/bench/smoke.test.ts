@@ -1,7 +1,7 @@
 // A short run of `npm run bench` (--quick): it must run end to end and produce every figure and
 // every target's verdict. Speed itself is never asserted here (bench/README.md).
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT as repoRoot } from '../helpers/paths.js';
@@ -64,6 +64,10 @@ describe('npm run bench', () => {
       const idle = report.figures.idle as Record<string, { opened: number; errors: number }>;
       for (const run of Object.values(idle)) expect(run).toMatchObject({ opened: 100, errors: 0 });
       expect(report.summary.some((line) => line.startsWith('Targets'))).toBe(true);
+      // Every turn says how much of the machine sat idle in it (a share, from /proc/stat).
+      const turns = Object.values(report.figures.throughput as Record<string, { slices: { machineIdle: number }[] }[]>).flat().flatMap((round) => round.slices);
+      expect(turns.length).toBeGreaterThan(0);
+      for (const turn of turns) expect(turn.machineIdle >= 0 && turn.machineIdle <= 1, `machineIdle ${turn.machineIdle}`).toBe(true);
     });
   }, 180_000);
 
@@ -98,6 +102,26 @@ describe('npm run bench', () => {
         for (const figure of [cpu, throughput, micros, round]) expect(Number.isFinite(figure) && figure! > 0, `${name}: ${stdout}`).toBe(true);
       }
       expect(rows.hop).toBeUndefined(); // the base of the ratios gets no row
+      const idle = /^machine idle in the turns \(median %\): (.*)$/m.exec(stdout)?.[1];
+      expect(idle?.split(', ').map((entry) => entry.split(' ')[0])).toEqual(['hop', 'd', 't', 'l', 'g']);
+      for (const entry of idle!.split(', ')) expect(Number(entry.split(' ')[1]), entry).toBeGreaterThanOrEqual(0);
     });
   }, 180_000);
+
+  it('fits throughput to CPU per call over the stored bench:ab runs (npm run bench:fit) and a file given to it', async () => {
+    const all = await runScript('bench/fit.mjs', []);
+    expect(all.status).toBe(0);
+    expect(all.stdout).toMatch(/^\d+ targets of \d+ bench:ab runs/);
+    expect(all.stdout).toMatch(/throughput 0\.90 is fitted at CPU ratio \d\.\d{3}\n/);
+    await inTempDir(async (dir) => {
+      const file = join(dir, 'ab.txt');
+      // Three targets on the line throughput = 2 − CPU: the fit finds it exactly.
+      await writeFile(file, ['target CPU/call throughput CPU µs   CPU/call by round', 'a 1.000 1.000 200 1.00', 'b 1.100 0.900 220 1.10', 'd – 2.500 – ', 'c 1.200 0.800 240 1.20', 'machine idle in the turns (median %): hop 10'].join('\n'));
+      const one = await runScript('bench/fit.mjs', [file]);
+      expect(one.status).toBe(0);
+      expect(one.stdout).toContain('3 targets of 1 bench:ab runs');
+      expect(one.stdout).toContain('throughput ratio = 2.000 − 1.000 × CPU ratio, residual spread 0.000');
+      expect(one.stdout).toContain('throughput 0.90 is fitted at CPU ratio 1.100');
+    });
+  }, 60_000);
 });
