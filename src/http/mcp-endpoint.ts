@@ -128,7 +128,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     const limited = limiting && (await limiting);
     if (limited) return limited;
     // Awaited rather than returned: an async function handing back a promise takes a microtask turn more.
-    return await respond(session, (channel) => router.handleRequest(session, message, channel, context), deps.streams);
+    return await respond(session, (channel, done) => router.answer(session, message, channel, context, done), deps.streams);
   }
 
   /** A 2026-07-28 request (modern.ts): no session of the client's, the era's own validation. */
@@ -178,7 +178,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (limited) return limited;
     return respond(
       session,
-      async (channel) => [...invalid, ...(await Promise.all(requests.map((r) => router.handleRequest(session, r, channel, context))))],
+      (channel, done) => void Promise.all(requests.map((r) => router.handleRequest(session, r, channel, context))).then((answers) => done([...invalid, ...answers])),
       deps.streams,
     );
   }

@@ -36,16 +36,15 @@ export function connect(session: DownstreamSession, stream: SessionStream, setti
   return connection;
 }
 
+/** What a POST's requests came to: one response, a batch's, or undefined for a cancelled request. */
+export type Answers = JsonRpcResponse | undefined | (JsonRpcResponse | undefined)[];
+
 /**
- * Runs one request (`run` answers with its response) or a batch (an array of them); undefined
- * stands for a request cancelled by the client, which gets no response.
+ * Runs one request or a batch: `run` hands its answers to `done` (undefined stands for a
+ * request cancelled by the client, which gets no response) and never fails. One promise per POST.
  */
-export function respond(
-  session: DownstreamSession,
-  run: (channel: RequestChannel) => Promise<JsonRpcResponse | undefined> | Promise<(JsonRpcResponse | undefined)[]>,
-  settings: StreamSettings,
-): Promise<Reply> {
-  return new Promise<Reply>((resolve, reject) => {
+export function respond(session: DownstreamSession, run: (channel: RequestChannel, done: (answers: Answers) => void) => void, settings: StreamSettings): Promise<Reply> {
+  return new Promise<Reply>((resolve) => {
     let stream: SessionStream | undefined;
     let settled = false;
     const upgrade = (): SessionStream => {
@@ -63,27 +62,19 @@ export function respond(
         else upgrade().send(message);
       },
     };
-    run(channel).then(
-      (results) => {
-        settled = true;
-        clearTimeout(timer);
-        const answer = Array.isArray(results) ? results.filter((r): r is JsonRpcResponse => r !== undefined) : results;
-        if (stream) {
-          for (const response of Array.isArray(answer) ? answer : answer ? [answer] : []) stream.send(response);
-          stream.finish();
-        } else if (answer === undefined || (Array.isArray(answer) && answer.length === 0)) {
-          // Every request was cancelled: no response is due, so the stream ends empty.
-          resolve(new Response(null, { status: 200, headers: SSE_HEADERS }));
-        } else {
-          resolve(JsonReply.json(answer));
-        }
-      },
-      (err: unknown) => {
-        settled = true;
-        clearTimeout(timer);
-        stream?.finish();
-        reject(err);
-      },
-    );
+    run(channel, (results) => {
+      settled = true;
+      clearTimeout(timer);
+      const answer = Array.isArray(results) ? results.filter((r): r is JsonRpcResponse => r !== undefined) : results;
+      if (stream) {
+        for (const response of Array.isArray(answer) ? answer : answer ? [answer] : []) stream.send(response);
+        stream.finish();
+      } else if (answer === undefined || (Array.isArray(answer) && answer.length === 0)) {
+        // Every request was cancelled: no response is due, so the stream ends empty.
+        resolve(new Response(null, { status: 200, headers: SSE_HEADERS }));
+      } else {
+        resolve(JsonReply.json(answer));
+      }
+    });
   });
 }

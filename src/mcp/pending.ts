@@ -16,9 +16,11 @@ export interface Deadlines {
   onTimeout: (elapsedMs: number) => void;
 }
 
+/** Told once how a request ended: its result, or the error (a response's error, a deadline, a close). */
+export type Settled = (outcome: JsonObject | Error) => void;
+
 interface Entry<E> {
-  resolve: (result: JsonObject) => void;
-  reject: (err: Error) => void;
+  done: Settled;
   extra: E;
   started: number;
   deadlines: Deadlines;
@@ -51,11 +53,14 @@ export class PendingRequests<E> {
 
   /** Registers a request; the promise settles through settle(), rejectAll() or a deadline. */
   add(id: JsonRpcId, extra: E, deadlines: Deadlines): Promise<JsonObject> {
-    return new Promise<JsonObject>((resolve, reject) => {
-      const entry: Entry<E> = { resolve, reject, extra, started: this.#now(), deadlines, timer: undefined };
-      this.#entries.set(id, entry);
-      this.#arm(id, entry);
-    });
+    return new Promise<JsonObject>((resolve, reject) => this.track(id, extra, deadlines, (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome))));
+  }
+
+  /** add() without a promise: `done` hears the outcome (the request path's form). */
+  track(id: JsonRpcId, extra: E, deadlines: Deadlines, done: Settled): void {
+    const entry: Entry<E> = { done, extra, started: this.#now(), deadlines, timer: undefined };
+    this.#entries.set(id, entry);
+    this.#arm(id, entry);
   }
 
   /** Restarts the idle deadline (progress arrived), never past the total deadline. */
@@ -70,8 +75,7 @@ export class PendingRequests<E> {
     if (!entry) return undefined;
     this.#entries.delete(id);
     clearTimeout(entry.timer);
-    if (outcome instanceof Error) entry.reject(outcome);
-    else entry.resolve(outcome);
+    entry.done(outcome);
     return entry.extra;
   }
 

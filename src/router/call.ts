@@ -3,7 +3,8 @@ import { supportsMethod } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, notification, type JsonObject } from '../mcp/jsonrpc.js';
 import type { DownstreamSession } from '../session/session.js';
-import type { UpstreamClient } from '../upstream/client.js';
+import type { RequestOptions, UpstreamClient } from '../upstream/client.js';
+import type { Settled } from '../mcp/pending.js';
 import { childTraceparent, parseTraceparent } from '../util/trace.js';
 import type { CallRecord, RequestContext } from './call-log.js';
 import type { RequestChannel } from './relay.js';
@@ -19,14 +20,20 @@ export interface Call {
 
 /** Sends the request to the upstream that owns it; never a method it did not declare. */
 export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject): Promise<JsonObject> {
+  return new Promise((resolve, reject) => forwardThen(call, client, method, params, (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome))));
+}
+
+/** forward() without a promise: `done` hears the upstream's result or the error, never before this returns. */
+export function forwardThen(call: Call, client: UpstreamClient, method: string, params: JsonObject, done: Settled): void {
   call.record.upstream = client.name;
-  if (!supportsMethod(client.capabilities, method)) throw new GatewayError('method_not_found', `Method not found: ${method}`);
+  if (!supportsMethod(client.capabilities, method)) {
+    const err = new GatewayError('method_not_found', `Method not found: ${method}`);
+    queueMicrotask(() => done(err));
+    return;
+  }
   const { channel, signal } = call;
-  return client.request(method, withTraceContext(params, call.context), {
-    signal,
-    context: channel,
-    onProgress: (progress) => channel.send(notification('notifications/progress', progress)),
-  });
+  const options: RequestOptions = { signal, context: channel, onProgress: (progress) => channel.send(notification('notifications/progress', progress)) };
+  client.call(method, withTraceContext(params, call.context), options, done);
 }
 
 /**

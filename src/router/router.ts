@@ -35,7 +35,8 @@ import { answerFromClient, routeClientNotification, wireUpstream, type RequestCh
 import { forgetNames, listed, rememberNames } from './existence.js';
 import { shapeItem } from './shape.js';
 import { SharedHub } from './shared.js';
-import { callTool, type ToolCallDeps } from './tool-call.js';
+import { asError, callTool, type ToolCallDeps } from './tool-call.js';
+import type { Settled } from '../mcp/pending.js';
 import type { ToolFacts } from './tool-facts.js';
 
 export type { RequestChannel } from './relay.js';
@@ -366,23 +367,50 @@ export class Router {
   }
 
   /** Answers one client request; undefined when it was cancelled (no response is due). */
-  async handleRequest(session: DownstreamSession, request: JsonRpcRequest, channel: RequestChannel, context: RequestContext): Promise<JsonRpcResponse | undefined> {
+  handleRequest(session: DownstreamSession, request: JsonRpcRequest, channel: RequestChannel, context: RequestContext): Promise<JsonRpcResponse | undefined> {
+    return new Promise((resolve) => this.answer(session, request, channel, context, resolve));
+  }
+
+  /**
+   * handleRequest() without a promise, the form the HTTP endpoint uses: `done` gets the
+   * response (undefined when the client cancelled the request), once, never before this returns.
+   */
+  answer(session: DownstreamSession, request: JsonRpcRequest, channel: RequestChannel, context: RequestContext, done: (response: JsonRpcResponse | undefined) => void): void {
     const signal = session.begin(request.id);
     const call: Call = { session, channel, signal, context, record: { started: performance.now() } };
+    const settled: Settled = (outcome) => {
+      let response: JsonRpcResponse | undefined;
+      try {
+        response = this.#respond(request, call, outcome);
+      } catch (err) {
+        // What the gateway's own bookkeeping threw (never expected): still an answer.
+        this.#deps.logger.error('request failed', { method: request.method, err });
+        response = failure(request.id, toJsonRpcError(err));
+      }
+      done(response);
+    };
+    // tools/call straight to its handler: no promise on every call's path.
+    if (request.method === 'tools/call') callTool(call, request.params ?? {}, this.#toolCall, settled);
+    else this.#dispatch(call, request).then(settled, (err: unknown) => settled(asError(err)));
+  }
+
+  /** The response to a request that ended with `outcome`, and its accounting. */
+  #respond(request: JsonRpcRequest, call: Call, outcome: JsonObject | Error): JsonRpcResponse | undefined {
+    const { session, signal } = call;
     let response: JsonRpcResponse | undefined;
     try {
-      // tools/call straight to its handler: one promise fewer on every call's path.
-      const result = await (request.method === 'tools/call' ? callTool(call, request.params ?? {}, this.#toolCall) : this.#dispatch(call, request));
-      call.record.toolError = request.method === 'tools/call' && result.isError === true;
-      response = success(request.id, result);
-    } catch (err) {
-      call.record.error = err;
-      // A client's cancellation gets no response (cancellation.mdx); one the gateway decided
-      // (shutting down) does.
-      if (signal.aborted) response = signal.reason instanceof GatewayError ? failure(request.id, toJsonRpcError(signal.reason)) : undefined;
-      else {
-        if (isInternal(err)) this.#deps.logger.error('request failed', { method: request.method, err });
-        response = failure(request.id, toJsonRpcError(err));
+      if (!(outcome instanceof Error)) {
+        call.record.toolError = request.method === 'tools/call' && outcome.isError === true;
+        response = success(request.id, outcome);
+      } else {
+        call.record.error = outcome;
+        // A client's cancellation gets no response (cancellation.mdx); one the gateway decided
+        // (shutting down) does.
+        if (signal.aborted) response = signal.reason instanceof GatewayError ? failure(request.id, toJsonRpcError(signal.reason)) : undefined;
+        else {
+          if (isInternal(outcome)) this.#deps.logger.error('request failed', { method: request.method, err: outcome });
+          response = failure(request.id, toJsonRpcError(outcome));
+        }
       }
     } finally {
       session.end(request.id, signal);

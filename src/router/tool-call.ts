@@ -7,10 +7,11 @@ import { GatewayError } from '../mcp/errors.js';
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import { createdTaskId, withCreatedTaskId } from '../mcp/tasks.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { describeLimit, type RateLimiter } from '../ratelimit/limiter.js';
+import { describeLimit, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
 import type { UpstreamPool } from '../upstream/pool.js';
-import { forward, requireString, toolError, type Call } from './call.js';
-import type { Catalog, ListedPage } from './catalog.js';
+import { forwardThen, requireString, toolError, type Call } from './call.js';
+import type { Catalog, ListedPage, Target } from './catalog.js';
+import type { Settled } from '../mcp/pending.js';
 import { listed } from './existence.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { ToolFacts } from './tool-facts.js';
@@ -38,72 +39,161 @@ export function principalKey(call: Call): string {
   return call.context.principal?.id ?? 'anonymous';
 }
 
-export async function callTool(call: Call, params: JsonObject, deps: ToolCallDeps): Promise<JsonObject> {
-  const { session } = call;
-  const { access } = session;
-  const requested = requireString(params, 'name');
-  const unknown = (): GatewayError => new GatewayError('unknown_name', `Unknown tool: ${requested}`);
-  // A view name stands for its tool; a tool renamed by a view is known only by the new name.
-  const exposed = access.toolOfView(requested) ?? requested;
-  if (exposed === requested && access.view(requested)?.name !== undefined) throw unknown();
-  // The decision comes first: of an upstream the team cannot see, not even its state shows.
-  const owner = deps.catalog.codec.splitName(exposed)?.upstream;
-  if (owner === undefined || !access.canSee('tool', exposed, owner)) throw unknown();
-  // Each step below waits only when it has something to wait for: this is every call's path.
-  const ensuring = deps.ensure(session, owner);
-  if (ensuring) await ensuring;
-  let target = deps.catalog.resolveName('tools', exposed, session.upstreams);
-  if (target instanceof Promise) target = await target;
-  if (!target) throw unknown();
-  const upstream = target.client.name;
-  call.record.tool = target.name;
-  let isListed = listed(session, 'tools', target.client, target.name, deps.catalog, deps.learn);
-  if (isListed instanceof Promise) isListed = await isListed;
-  if (!isListed) throw unknown();
+/**
+ * Runs one tools/call; `done` hears the result (a refusal the model can act on is a result) or
+ * the error, once, never before this returns.
+ */
+export function callTool(call: Call, params: JsonObject, deps: ToolCallDeps, done: Settled): void {
+  new ToolCall(call, params, deps, done).start();
+}
 
-  // Pinned arguments win over the model's; without any, the client's object goes as it came.
-  const pin = access.view(exposed)?.pin;
-  const given = isObject(params.arguments) ? params.arguments : {};
-  const args: JsonObject = pin ? { ...given, ...pin } : given;
+type Slot = { release: () => void };
 
-  // Arguments first: a model correcting its call spends no quota.
-  if (deps.pool.config(upstream)?.validateArguments !== false) {
-    const invalid = deps.facts.check(upstream, target.name, requested, args);
-    if (invalid) return toolError(invalid);
+/**
+ * A tools/call's steps, in order. Each step goes on to the next at once, and waits (a promise
+ * turn) only when it has something to wait for: this is every call's path, and a promise per
+ * step is what it used to cost. A step that throws ends the call with what it threw.
+ */
+class ToolCall {
+  readonly #call: Call;
+  readonly #params: JsonObject;
+  readonly #deps: ToolCallDeps;
+  readonly #done: Settled;
+  #finished = false;
+  /** The name the client used, and the catalog's name it stands for (a view may rename it). */
+  #requested = '';
+  #exposed = '';
+  #target: Target | undefined;
+  #args: JsonObject = {};
+  #slot: Slot | undefined;
+
+  constructor(call: Call, params: JsonObject, deps: ToolCallDeps, done: Settled) {
+    this.#call = call;
+    this.#params = params;
+    this.#deps = deps;
+    this.#done = done;
   }
 
-  // A look at the upstream's capacity before the tool's token is spent on a call that cannot run.
-  const maxConcurrent = deps.pool.config(upstream)?.maxConcurrent;
-  const limiter = deps.limiter();
-  const busy = limiter.busy(upstream, maxConcurrent);
-  if (busy) return concurrencyRefusal(deps, requested, busy);
-
-  const limiting = limiter.tool(principalKey(call), exposed);
-  const limited = limiting && (await limiting);
-  if (limited && !limited.decision.allowed) {
-    deps.metrics.rateLimited.inc({ kind: 'tool' });
-    const seconds = Math.max(1, Math.ceil(limited.decision.retryAfterMs / 1_000));
-    return toolError(`Rate limit for ${requested} reached (${describeLimit(limited.limit)}); retry in ${seconds} s.`, { [RETRY_AFTER_META]: limited.decision.retryAfterMs });
+  start(): void {
+    this.#step(this.#named, undefined);
   }
 
-  if (access.confirmsDestructive && deps.facts.destructive(upstream, target.name)) {
-    const refusal = await confirm(call, requested);
-    if (refusal) return toolError(refusal);
+  #unknown(): GatewayError {
+    return new GatewayError('unknown_name', `Unknown tool: ${this.#requested}`);
   }
 
-  const slot = limiter.acquire(upstream, maxConcurrent);
-  if ('retryAfterMs' in slot) return concurrencyRefusal(deps, requested, slot);
-  let result: JsonObject;
-  try {
-    result = await forward(call, target.client, 'tools/call', { ...params, name: target.name, arguments: args });
-  } finally {
-    slot.release();
+  /** The name, the view, the one policy decision; then the owning upstream opened if it was left out. */
+  #named(): void {
+    const { session } = this.#call;
+    const { access } = session;
+    const requested = requireString(this.#params, 'name');
+    this.#requested = requested;
+    // A view name stands for its tool; a tool renamed by a view is known only by the new name.
+    const exposed = access.toolOfView(requested) ?? requested;
+    this.#exposed = exposed;
+    if (exposed === requested && access.view(requested)?.name !== undefined) throw this.#unknown();
+    // The decision comes first: of an upstream the team cannot see, not even its state shows.
+    const owner = this.#deps.catalog.codec.splitName(exposed)?.upstream;
+    if (owner === undefined || !access.canSee('tool', exposed, owner)) throw this.#unknown();
+    this.#then(this.#deps.ensure(session, owner), this.#opened);
   }
-  // A task-augmented call answers with the task; the client sees its gateway-wide id.
-  const taskId = isObject(params.task) ? createdTaskId(result) : undefined;
-  if (taskId === undefined) return result;
-  deps.ownTask(session, upstream, taskId);
-  return withCreatedTaskId(result, deps.catalog.codec.exposeTaskId(upstream, taskId));
+
+  #opened(): void {
+    this.#then(this.#deps.catalog.resolveName('tools', this.#exposed, this.#call.session.upstreams), this.#resolved);
+  }
+
+  /** The tool exists (an unknown tool and a hidden one get the same answer) and its upstream lists it. */
+  #resolved(target: Target | undefined): void {
+    if (!target) throw this.#unknown();
+    this.#target = target;
+    this.#call.record.tool = target.name;
+    this.#then(listed(this.#call.session, 'tools', target.client, target.name, this.#deps.catalog, this.#deps.learn), this.#listed);
+  }
+
+  /** Pinned arguments, the arguments' check, the upstream's capacity; then the tool's rate limit. */
+  #listed(isListed: boolean): void {
+    if (!isListed) throw this.#unknown();
+    const { client, name } = this.#target!;
+    const deps = this.#deps;
+    // Pinned arguments win over the model's; without any, the client's object goes as it came.
+    const pin = this.#call.session.access.view(this.#exposed)?.pin;
+    const given = isObject(this.#params.arguments) ? this.#params.arguments : {};
+    this.#args = pin ? { ...given, ...pin } : given;
+    // Arguments first: a model correcting its call spends no quota.
+    const config = deps.pool.config(client.name);
+    if (config?.validateArguments !== false) {
+      const invalid = deps.facts.check(client.name, name, this.#requested, this.#args);
+      if (invalid) return this.#finish(toolError(invalid));
+    }
+    // A look at the upstream's capacity before the tool's token is spent on a call that cannot run.
+    const busy = deps.limiter().busy(client.name, config?.maxConcurrent);
+    if (busy) return this.#finish(concurrencyRefusal(deps, this.#requested, busy));
+    this.#then(deps.limiter().tool(principalKey(this.#call), this.#exposed), this.#limited);
+  }
+
+  /** The tool's rate limit; then the user's confirmation of a destructive tool. */
+  #limited(limited: LimitOutcome | undefined): void {
+    if (limited && !limited.decision.allowed) {
+      this.#deps.metrics.rateLimited.inc({ kind: 'tool' });
+      const seconds = Math.max(1, Math.ceil(limited.decision.retryAfterMs / 1_000));
+      const text = `Rate limit for ${this.#requested} reached (${describeLimit(limited.limit)}); retry in ${seconds} s.`;
+      return this.#finish(toolError(text, { [RETRY_AFTER_META]: limited.decision.retryAfterMs }));
+    }
+    const { client, name } = this.#target!;
+    if (this.#call.session.access.confirmsDestructive && this.#deps.facts.destructive(client.name, name)) {
+      return this.#then(confirm(this.#call, this.#requested), this.#confirmed);
+    }
+    this.#confirmed(undefined);
+  }
+
+  /** A concurrency slot, and the call goes to its upstream. */
+  #confirmed(refusal: string | undefined): void {
+    if (refusal) return this.#finish(toolError(refusal));
+    const { client, name } = this.#target!;
+    const slot = this.#deps.limiter().acquire(client.name, this.#deps.pool.config(client.name)?.maxConcurrent);
+    if ('retryAfterMs' in slot) return this.#finish(concurrencyRefusal(this.#deps, this.#requested, slot));
+    this.#slot = slot;
+    forwardThen(this.#call, client, 'tools/call', { ...this.#params, name, arguments: this.#args }, (outcome) => this.#step(this.#answered, outcome));
+  }
+
+  #answered(outcome: JsonObject | Error): void {
+    this.#slot?.release();
+    this.#slot = undefined;
+    // A task-augmented call answers with the task; the client sees its gateway-wide id.
+    const taskId = outcome instanceof Error || !isObject(this.#params.task) ? undefined : createdTaskId(outcome);
+    if (taskId === undefined) return this.#finish(outcome);
+    const upstream = this.#target!.client.name;
+    this.#deps.ownTask(this.#call.session, upstream, taskId);
+    this.#finish(withCreatedTaskId(outcome as JsonObject, this.#deps.catalog.codec.exposeTaskId(upstream, taskId)));
+  }
+
+  /** Goes on to `next` with `value` at once, or when its promise settles. */
+  #then<T>(value: T | Promise<T>, next: (value: T) => void): void {
+    if (value instanceof Promise) value.then((settled: T) => this.#step(next, settled), (err: unknown) => this.#finish(asError(err)));
+    else next.call(this, value);
+  }
+
+  /** Runs a step where nothing else catches what it throws (the first, and each after a wait). */
+  #step<T>(step: (value: T) => void, value: T): void {
+    try {
+      step.call(this, value);
+    } catch (err) {
+      this.#slot?.release();
+      this.#slot = undefined;
+      this.#finish(asError(err));
+    }
+  }
+
+  #finish(outcome: JsonObject | Error): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#done(outcome);
+  }
+}
+
+/** What was thrown, as an Error (a thrown string is an internal error like any other). */
+export function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
 }
 
 /**

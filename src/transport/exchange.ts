@@ -53,6 +53,10 @@ export class InFlight {
     entry.prev = entry.next = undefined;
   }
 
+  /**
+   * Cuts every exchange, a turn later: whoever is closing finishes first (a renewal puts the new
+   * transport in place), as it did when exchanges were promises, before their owners hear of it.
+   */
   cutAll(err: Error): void {
     const cuts: ((err: Error) => void)[] = [];
     let entry = this.#head.next;
@@ -63,7 +67,9 @@ export class InFlight {
       entry.prev = entry.next = undefined;
       entry = next;
     }
-    for (const cut of cuts) cut(err);
+    if (cuts.length > 0) queueMicrotask(() => {
+      for (const cut of cuts) cut(err);
+    });
   }
 }
 
@@ -78,11 +84,15 @@ export class BeforeResponseError extends Error {}
 
 type Request = Pick<Dispatcher.DispatchOptions, 'origin' | 'path' | 'method' | 'headers' | 'body'>;
 
+/** Told once how an exchange ended: with its result, or (result undefined) with why it failed. */
+export type ExchangeDone = (err: unknown, result?: ExchangeResult) => void;
+
 /**
- * Sends `request` and resolves once the whole response is in. `plan` runs when the headers
- * arrive. A failure before them rejects with a BeforeResponseError whose cause is the error; one
- * while reading the body rejects with the error itself. `signal` aborting cuts the exchange, and
- * so does `inflight.cutAll` (with its own error).
+ * Sends `request` and tells `done` once the whole response is in; never before this returns.
+ * `plan` runs when the headers arrive. A failure before them is a BeforeResponseError whose
+ * cause is the error; one while reading the body is the error itself. `signal` aborting cuts
+ * the exchange, and so does `inflight.cutAll` (with its own error). No promise: `done` runs in
+ * undici's last callback, the turn the last byte arrives.
  */
 export function exchange(
   dispatcher: Dispatcher,
@@ -90,99 +100,107 @@ export function exchange(
   signal: CancelSignal | undefined,
   plan: (statusCode: number, headers: Headers) => BodyPlan,
   inflight: InFlight,
-): Promise<ExchangeResult> {
-  return new Promise<ExchangeResult>((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(new BeforeResponseError('aborted', { cause: signal.reason }));
-      return;
-    }
-    let controller: Dispatcher.DispatchController | undefined;
-    let body: BodyPlan | undefined;
-    let statusCode = 0;
-    let headers: Headers = {};
-    const chunks: Buffer[] = [];
-    let length = 0;
-    let settled = false;
-    const settle = (err: unknown, result?: ExchangeResult): void => {
-      if (settled) return;
-      settled = true;
-      signal?.removeEventListener('abort', onAbort);
-      inflight.delete(registered);
-      if (result) resolve(result);
-      else reject(body === undefined ? new BeforeResponseError(err instanceof Error ? err.message : String(err), { cause: err }) : err);
-    };
-    const cut = (err: Error): void => {
-      settle(err);
-      controller?.abort(err);
-    };
-    const onAbort = (): void => {
-      const reason = signal!.reason instanceof Error ? signal!.reason : new Error(String(signal!.reason ?? 'aborted'));
-      cut(reason);
-    };
-    signal?.addEventListener('abort', onAbort);
-    const registered = inflight.add(cut);
+  done: ExchangeDone,
+): void {
+  if (signal?.aborted) {
+    const err = new BeforeResponseError('aborted', { cause: signal.reason });
+    queueMicrotask(() => done(err));
+    return;
+  }
+  let controller: Dispatcher.DispatchController | undefined;
+  let body: BodyPlan | undefined;
+  let statusCode = 0;
+  let headers: Headers = {};
+  const chunks: Buffer[] = [];
+  let length = 0;
+  let settled = false;
+  // undici reports some failures (a closed dispatcher) from inside dispatch(): those wait a turn.
+  let dispatched = false;
+  const settle = (err: unknown, result?: ExchangeResult): void => {
+    if (settled) return;
+    settled = true;
+    signal?.removeEventListener('abort', onAbort);
+    inflight.delete(registered);
+    const failure = result ? undefined : body === undefined ? new BeforeResponseError(err instanceof Error ? err.message : String(err), { cause: err }) : err;
+    if (dispatched) done(failure, result);
+    else queueMicrotask(() => done(failure, result));
+  };
+  const cut = (err: Error): void => {
+    settle(err);
+    controller?.abort(err);
+  };
+  const onAbort = (): void => {
+    const reason = signal!.reason instanceof Error ? signal!.reason : new Error(String(signal!.reason ?? 'aborted'));
+    cut(reason);
+  };
+  signal?.addEventListener('abort', onAbort);
+  const registered = inflight.add(cut);
 
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(started) {
-        controller = started;
-        if (settled) started.abort(new Error('aborted'));
-      },
-      onResponseStart(_controller, status, responseHeaders) {
-        statusCode = status;
-        headers = responseHeaders;
+  const handler: Dispatcher.DispatchHandler = {
+    onRequestStart(started) {
+      controller = started;
+      if (settled) started.abort(new Error('aborted'));
+    },
+    onResponseStart(_controller, status, responseHeaders) {
+      statusCode = status;
+      headers = responseHeaders;
+      try {
+        body = plan(status, responseHeaders);
+      } catch (err) {
+        body = { kind: 'skip' };
+        cut(err as Error);
+      }
+    },
+    onResponseData(_controller, chunk) {
+      if (settled || !body) return;
+      if (body.kind === 'text') {
+        length += chunk.length;
+        if (length > body.max) {
+          if (body.lenient) {
+            settle(undefined, { statusCode, headers, text: '' });
+            controller?.abort(new Error('body too large'));
+          } else cut(new TransportError('oversized', `upstream response exceeds ${body.max} bytes`));
+          return;
+        }
+        chunks.push(chunk);
+      } else if (body.kind === 'sse') {
+        let events: SseEvent[];
         try {
-          body = plan(status, responseHeaders);
+          events = (body.parser ??= new SseParser(body.max)).push(chunk);
         } catch (err) {
-          body = { kind: 'skip' };
+          cut(sseOversized(err));
+          return;
+        }
+        try {
+          for (const event of events) body.onEvent(event);
+        } catch (err) {
           cut(err as Error);
         }
-      },
-      onResponseData(_controller, chunk) {
-        if (settled || !body) return;
-        if (body.kind === 'text') {
-          length += chunk.length;
-          if (length > body.max) {
-            if (body.lenient) {
-              settle(undefined, { statusCode, headers, text: '' });
-              controller?.abort(new Error('body too large'));
-            } else cut(new TransportError('oversized', `upstream response exceeds ${body.max} bytes`));
-            return;
-          }
-          chunks.push(chunk);
-        } else if (body.kind === 'sse') {
-          let events: SseEvent[];
-          try {
-            events = (body.parser ??= new SseParser(body.max)).push(chunk);
-          } catch (err) {
-            cut(sseOversized(err));
-            return;
-          }
-          try {
-            for (const event of events) body.onEvent(event);
-          } catch (err) {
-            cut(err as Error);
-          }
+      }
+    },
+    onResponseEnd() {
+      if (settled) return;
+      const text = chunks.length === 0 ? '' : chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+      if (body?.kind === 'text' && body.onText) {
+        try {
+          body.onText(text);
+        } catch (err) {
+          settle(err);
+          return;
         }
-      },
-      onResponseEnd() {
-        if (settled) return;
-        const text = chunks.length === 0 ? '' : chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
-        if (body?.kind === 'text' && body.onText) {
-          try {
-            body.onText(text);
-          } catch (err) {
-            settle(err);
-            return;
-          }
-        }
-        settle(undefined, { statusCode, headers, text });
-      },
-      onResponseError(_controller, err) {
-        // An error body that breaks off is as good as none.
-        if (body?.kind === 'text' && body.lenient) settle(undefined, { statusCode, headers, text: '' });
-        else settle(err);
-      },
-    };
+      }
+      settle(undefined, { statusCode, headers, text });
+    },
+    onResponseError(_controller, err) {
+      // An error body that breaks off is as good as none.
+      if (body?.kind === 'text' && body.lenient) settle(undefined, { statusCode, headers, text: '' });
+      else settle(err);
+    },
+  };
+  try {
     dispatcher.dispatch(request, handler);
-  });
+  } catch (err) {
+    settle(err);
+  }
+  dispatched = true;
 }

@@ -6,7 +6,7 @@
 // Restart is this wrapper's whole job; the client and router never see a flag for it.
 import { isRequest, isResponse, type JsonObject, type JsonRpcMessage, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
-import { TransportError, type SendOptions, type Transport } from './types.js';
+import { sendByPost, sendThen, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
 import type { CancelSignal } from '../util/cancel.js';
 
 export interface RestartPolicy {
@@ -86,16 +86,26 @@ export class ReconnectingTransport implements Transport {
   }
 
   send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
-    if (isRequest(message) && message.method === 'initialize') this.#initialize = message;
-    if (this.#ready) return waitOrAbort(this.#ready, options?.exchange?.signal).then(() => this.#sendNow(message, options));
-    return this.#sendNow(message, options);
+    return sendByPost(this, message, options);
   }
 
-  /** Sends on the current connection; a lost session is recovered (#recover). No promise of its own on the call's path. */
-  #sendNow(message: JsonRpcMessage, options: SendOptions | undefined): Promise<void> {
-    if (this.#closed) return Promise.reject(new TransportError('closed', 'transport closed'));
+  post(message: JsonRpcMessage, options: SendOptions | undefined, done: SendDone): void {
+    if (isRequest(message) && message.method === 'initialize') this.#initialize = message;
+    if (this.#ready) waitOrAbort(this.#ready, options?.exchange?.signal).then(() => this.#postNow(message, options, done), done);
+    else this.#postNow(message, options, done);
+  }
+
+  /** Sends on the current connection; a lost session is recovered (#recover). No promise on the call's path. */
+  #postNow(message: JsonRpcMessage, options: SendOptions | undefined, done: SendDone): void {
+    if (this.#closed) {
+      queueMicrotask(() => done(new TransportError('closed', 'transport closed')));
+      return;
+    }
     const inner = this.#inner;
-    return inner.send(message, options).catch((err: unknown) => this.#recover(err, inner, message, options));
+    sendThen(inner, message, options, (err) => {
+      if (err === undefined) done();
+      else this.#recover(err, inner, message, options).then(() => done(), done);
+    });
   }
 
   async #recover(err: unknown, inner: Transport, message: JsonRpcMessage, options: SendOptions | undefined): Promise<void> {

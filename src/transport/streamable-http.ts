@@ -6,11 +6,11 @@ import { encodeHeaderValue, isModernVersion, mirroredName } from '../mcp/era.js'
 import { isObject, isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
 import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError } from './http-common.js';
-import { TransportError, type SendOptions, type Transport } from './types.js';
+import { sendByPost, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
 import { SseParser } from '../util/sse.js';
 import type { CircuitBreaker } from './circuit.js';
 import type { CancelSignal } from '../util/cancel.js';
-import { BeforeResponseError, exchange, InFlight, type BodyPlan, type ExchangeResult } from './exchange.js';
+import { BeforeResponseError, exchange, InFlight, type BodyPlan, type ExchangeDone } from './exchange.js';
 
 export interface StreamableHttpOptions {
   url: string;
@@ -106,34 +106,50 @@ export class StreamableHttpTransport implements Transport {
     return isModernVersion(this.#protocolVersion);
   }
 
-  async send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
-    if (this.#closed) throw new TransportError('closed', 'transport closed');
+  send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
+    return sendByPost(this, message, options);
+  }
+
+  post(message: JsonRpcMessage, options: SendOptions | undefined, done: SendDone): void {
+    if (this.#closed) return fail(done, new TransportError('closed', 'transport closed'));
     const breaker = this.#options.breaker;
-    if (breaker && !breaker.allow()) throw new TransportError('circuit_open', 'circuit open after repeated upstream failures');
+    if (breaker && !breaker.allow()) return fail(done, new TransportError('circuit_open', 'circuit open after repeated upstream failures'));
     let healthy: boolean | undefined;
-    try {
-      try {
-        await this.#exchange(message, options?.exchange, (ok) => (healthy = ok));
-      } catch (err) {
-        // A refused token of our own: fetch a new one and try once more.
-        if (!(err instanceof TransportError) || err.status !== 401 || !this.#options.credentials) throw err;
-        this.#options.credentials.invalidate();
-        await this.#exchange(message, options?.exchange, (ok) => (healthy = ok));
-      }
-    } finally {
+    const judge = (ok: boolean): void => {
+      healthy = ok;
+    };
+    const finish = (err?: unknown): void => {
       if (healthy === true) breaker?.success();
       else if (healthy === false) breaker?.failure();
       else breaker?.release();
-    }
+      done(err);
+    };
+    const signal = options?.exchange;
+    this.#exchange(message, signal, judge, (err) => {
+      // A refused token of our own: fetch a new one and try once more.
+      if (!(err instanceof TransportError) || err.status !== 401 || !this.#options.credentials) return finish(err);
+      this.#options.credentials.invalidate();
+      this.#exchange(message, signal, judge, finish);
+    });
   }
 
   /**
-   * One POST exchange; `judge` learns whether the upstream itself behaved (for the breaker).
-   * Closing this transport cuts it without aborting the caller's exchange (a renewal that
-   * replaced this transport sends it again).
+   * One POST exchange; `judge` learns whether the upstream itself behaved (for the breaker),
+   * `done` how it ended. Closing this transport cuts it without aborting the caller's exchange
+   * (a renewal that replaced this transport sends it again).
    */
-  async #exchange(message: JsonRpcMessage, signal: CancelSignal | undefined, judge: (healthy: boolean) => void): Promise<void> {
-    const authorization = this.#options.credentials ? await this.#authorization() : NO_HEADERS;
+  #exchange(message: JsonRpcMessage, signal: CancelSignal | undefined, judge: (healthy: boolean) => void, done: SendDone): void {
+    if (!this.#options.credentials) return this.#exchangeWith(NO_HEADERS, message, signal, judge, done);
+    this.#authorization().then((authorization) => this.#exchangeWith(authorization, message, signal, judge, done), done);
+  }
+
+  #exchangeWith(
+    authorization: Readonly<Record<string, string>>,
+    message: JsonRpcMessage,
+    signal: CancelSignal | undefined,
+    judge: (healthy: boolean) => void,
+    done: SendDone,
+  ): void {
     const expectId = isRequest(message) ? message.id : undefined;
     let answered = expectId === undefined;
     // Answered once the receiver took the answer: if it throws instead, the send fails, and
@@ -151,7 +167,7 @@ export class StreamableHttpTransport implements Transport {
       // Many servers put a JSON-RPC error with the request's id in an error body; it is relayed.
       if (statusCode < 200 || statusCode >= 300) return ERROR_BODY;
       const type = contentTypeOf(headers);
-      // A JSON answer is read where its body ends (exchange.ts), not a turn later after the await.
+      // A JSON answer is read where its body ends (exchange.ts), in undici's last callback.
       if (type === 'application/json') {
         return {
           kind: 'text',
@@ -170,41 +186,38 @@ export class StreamableHttpTransport implements Transport {
         },
       };
     };
-    let response: ExchangeResult;
+    const ended: ExchangeDone = (err, response) => {
+      if (!response) {
+        if (err instanceof BeforeResponseError) {
+          if (!signal?.aborted && !this.#closed) judge(false);
+          return done(networkError(err.cause));
+        }
+        return done(answered ? undefined : networkError(err));
+      }
+      const { statusCode, text } = response;
+      if (statusCode === 202) return done();
+      if (statusCode === 404 && this.#sessionId !== undefined) return done(new TransportError('session_expired', 'upstream session expired', 404));
+      if (statusCode < 200 || statusCode >= 300) {
+        const answer = decodeMessages(text).find((m) => 'error' in m && m.id === expectId);
+        if (answer && expectId !== undefined) {
+          try {
+            this.onmessage?.(answer, { relatedRequestId: expectId });
+          } catch (err) {
+            return done(err);
+          }
+          return done();
+        }
+        return done(new TransportError('http_status', `upstream answered HTTP ${statusCode}`, statusCode));
+      }
+      done(answered ? undefined : new TransportError('stream_ended', 'upstream ended the response without answering'));
+    };
+    let request: { origin: string; path: string; method: 'POST'; headers: Record<string, string>; body: string };
     try {
-      response = await exchange(
-        this.#options.dispatcher,
-        {
-          origin: this.#origin,
-          path: this.#path,
-          method: 'POST',
-          headers: this.#headersOfPost(message, authorization),
-          body: JSON.stringify(message),
-        },
-        signal,
-        plan,
-        this.#inflight,
-      );
+      request = { origin: this.#origin, path: this.#path, method: 'POST', headers: this.#headersOfPost(message, authorization), body: JSON.stringify(message) };
     } catch (err) {
-      if (err instanceof BeforeResponseError) {
-        if (!signal?.aborted && !this.#closed) judge(false);
-        throw networkError(err.cause);
-      }
-      if (answered) return;
-      throw networkError(err);
+      return fail(done, err as Error);
     }
-    const { statusCode, text } = response;
-    if (statusCode === 202) return;
-    if (statusCode === 404 && this.#sessionId !== undefined) throw new TransportError('session_expired', 'upstream session expired', 404);
-    if (statusCode < 200 || statusCode >= 300) {
-      const answer = decodeMessages(text).find((m) => 'error' in m && m.id === expectId);
-      if (answer && expectId !== undefined) {
-        this.onmessage?.(answer, { relatedRequestId: expectId });
-        return;
-      }
-      throw new TransportError('http_status', `upstream answered HTTP ${statusCode}`, statusCode);
-    }
-    if (!answered) throw new TransportError('stream_ended', 'upstream ended the response without answering');
+    exchange(this.#options.dispatcher, request, signal, plan, this.#inflight, ended);
   }
 
   async close(): Promise<void> {
@@ -329,6 +342,11 @@ function traceHeaders(message: JsonRpcMessage): Readonly<Record<string, string>>
   const meta = 'params' in message ? message.params?._meta : undefined;
   if (!isObject(meta) || typeof meta.traceparent !== 'string') return NO_HEADERS;
   return typeof meta.tracestate === 'string' ? { traceparent: meta.traceparent, tracestate: meta.tracestate } : { traceparent: meta.traceparent };
+}
+
+/** A failure found before anything was sent, told a turn later (never before post() returns). */
+function fail(done: SendDone, err: Error): void {
+  queueMicrotask(() => done(err));
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

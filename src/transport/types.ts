@@ -20,6 +20,9 @@ export interface SendOptions {
   exchange?: Cancellation;
 }
 
+/** Told once how a send ended: no argument when it is over, else why it failed. Never before post() returns. */
+export type SendDone = (err?: unknown) => void;
+
 export interface Transport {
   /** Connects or spawns; resolves when messages can be sent. */
   start(): Promise<void>;
@@ -28,6 +31,11 @@ export interface Transport {
    * rejects when it failed before the response arrived, so the caller can fail that request.
    */
   send(message: JsonRpcMessage, options?: SendOptions): Promise<void>;
+  /**
+   * send() without a promise, what a request on the call's path uses: `done` hears how it ended.
+   * Transports without it are sent to through send() (see `sendThen`).
+   */
+  post?(message: JsonRpcMessage, options: SendOptions | undefined, done: SendDone): void;
   /** Ends the session and releases everything; idempotent. */
   close(): Promise<void>;
   /**
@@ -70,4 +78,15 @@ export class TransportError extends Error {
   ) {
     super(message, options);
   }
+}
+
+/** Sends through `post` when the transport has it, else through send(). */
+export function sendThen(transport: Transport, message: JsonRpcMessage, options: SendOptions | undefined, done: SendDone): void {
+  if (transport.post) transport.post(message, options, done);
+  else transport.send(message, options).then(() => done(), (err: unknown) => done(err ?? new TransportError('closed', 'send failed')));
+}
+
+/** send() made from post(): one promise, settled by `done`. */
+export function sendByPost(transport: Required<Pick<Transport, 'post'>>, message: JsonRpcMessage, options: SendOptions | undefined): Promise<void> {
+  return new Promise((resolve, reject) => transport.post(message, options, (err) => (err === undefined ? resolve() : reject(err))));
 }

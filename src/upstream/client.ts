@@ -27,13 +27,13 @@ import {
   type JsonRpcRequest,
   type ProgressToken,
 } from '../mcp/jsonrpc.js';
-import { PendingRequests } from '../mcp/pending.js';
+import { PendingRequests, type Settled } from '../mcp/pending.js';
 import { createdTaskId, isTerminalTaskStatus } from '../mcp/tasks.js';
 import { INPUT_METHODS, isModernVersion, MODERN_VERSION } from '../mcp/era.js';
 import { isSupportedVersion, LATEST_VERSION } from '../mcp/versions.js';
 import { ChangeListener, completeRounds, eraFromProbe, initFromDiscover, listenFilter, withEnvelope, withoutSubscriptionId, type Envelope, type UpstreamEra } from './modern.js';
 import type { Logger } from '../util/log.js';
-import { TransportError, type MessageExtra, type Transport } from '../transport/types.js';
+import { sendThen, TransportError, type MessageExtra, type Transport } from '../transport/types.js';
 import { Cancellation, type CancelSignal } from '../util/cancel.js';
 
 export interface RequestOptions {
@@ -268,6 +268,16 @@ export class UpstreamClient {
   }
 
   /**
+   * request() without a promise, the form a client's call takes: `done` hears the result or the
+   * error, never before this returns. A sessions-era upstream past its handshake, the common
+   * case, is sent to at once; anything else goes the way request() goes.
+   */
+  call(method: string, params: JsonObject | undefined, options: RequestOptions, done: Settled): void {
+    if (!this.#handshake && !this.#envelope) return this.#post(method, params, options, done);
+    this.request(method, params, options).then(done, (err: unknown) => done(err instanceof Error ? err : new Error(String(err))));
+  }
+
+  /**
    * A request to a 2026-07-28 server. What the sessions era did with requests of its own is
    * kept here: the log level and resource subscriptions become part of what the session says
    * (envelope, listen filter), ping needs no answer from a stateless server, and input_required
@@ -309,8 +319,13 @@ export class UpstreamClient {
   }
 
   #send(method: string, params: JsonObject | undefined, options: RequestOptions): Promise<JsonObject> {
-    if (this.#closed) return Promise.reject(new GatewayError('upstream_closed', `upstream ${this.name} is closed`));
-    if (options.signal?.aborted) return Promise.reject(new GatewayError('cancelled', 'request cancelled'));
+    return new Promise((resolve, reject) => this.#post(method, params, options, (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome))));
+  }
+
+  /** Sends one request; `done` hears its outcome (never before this returns). */
+  #post(method: string, params: JsonObject | undefined, options: RequestOptions, done: Settled): void {
+    if (this.#closed) return later(done, new GatewayError('upstream_closed', `upstream ${this.name} is closed`));
+    if (options.signal?.aborted) return later(done, new GatewayError('cancelled', 'request cancelled'));
     const id = ++this.#nextId;
     const progressToken = progressTokenOf(params);
     const tokened = progressToken === undefined ? params : withProgressToken(params!, id);
@@ -328,18 +343,24 @@ export class UpstreamClient {
       exchange: new Cancellation(),
       detach: () => signal?.removeEventListener('abort', onAbort),
     };
-    const result = this.#pending.add(id, pending, {
-      timeoutMs: options.timeoutMs ?? this.#options.timeoutMs,
-      maxTotalMs: options.maxTotalMs ?? this.#options.maxTotalTimeoutMs,
-      onTimeout: (elapsed) => {
-        const err = new GatewayError('upstream_timeout', `upstream ${this.name} did not answer ${method} within ${elapsed} ms`);
-        this.#cancel(id, 'timeout', err);
+    this.#pending.track(
+      id,
+      pending,
+      {
+        timeoutMs: options.timeoutMs ?? this.#options.timeoutMs,
+        maxTotalMs: options.maxTotalMs ?? this.#options.maxTotalTimeoutMs,
+        onTimeout: (elapsed) => {
+          const err = new GatewayError('upstream_timeout', `upstream ${this.name} did not answer ${method} within ${elapsed} ms`);
+          this.#cancel(id, 'timeout', err);
+        },
       },
-    });
+      done,
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
     const message: JsonRpcRequest = outgoing === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params: outgoing };
-    this.#transport.send(message, { exchange: pending.exchange }).catch((err: unknown) => this.#settle(id, this.#wrap(err)));
-    return result;
+    sendThen(this.#transport, message, { exchange: pending.exchange }, (err) => {
+      if (err !== undefined) this.#settle(id, this.#wrap(err));
+    });
   }
 
   async notify(method: string, params?: JsonObject): Promise<void> {
@@ -499,6 +520,11 @@ export class UpstreamClient {
     if (this.#closed) return;
     this.#transport.send(reply).catch((err: unknown) => this.#options.logger.debug('could not answer upstream request', { err }));
   }
+}
+
+/** An outcome known before anything was sent, told a turn later (never before the call returns). */
+function later(done: Settled, err: Error): void {
+  queueMicrotask(() => done(err));
 }
 
 function withProgressToken(params: JsonObject, token: ProgressToken): JsonObject {

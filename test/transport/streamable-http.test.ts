@@ -219,22 +219,28 @@ describe('StreamableHttpTransport POST', () => {
 });
 
 describe('InFlight (the exchanges a transport cuts on close)', () => {
-  it('cuts what is still in flight, once, and nothing removed before', () => {
+  /** The cuts run a turn after cutAll (a renewal puts its new transport in place first). */
+  const turn = (): Promise<void> => Promise.resolve();
+
+  it('cuts what is still in flight, once, and nothing removed before, a turn after cutAll', async () => {
     const inflight = new InFlight();
     const cut: string[] = [];
     const [a, b, c] = ['a', 'b', 'c'].map((name) => inflight.add(() => cut.push(name)));
     inflight.delete(b!);
     inflight.delete(b!);
     inflight.cutAll(new Error('closed'));
+    expect(cut).toEqual([]);
+    await turn();
     expect(cut.sort()).toEqual(['a', 'c']);
     // Their own settling removes them again after the cut: the list stays empty.
     inflight.delete(a!);
     inflight.delete(c!);
     inflight.cutAll(new Error('closed'));
+    await turn();
     expect(cut).toHaveLength(2);
   });
 
-  it('keeps working after a cut, when an exchange removes itself while being cut', () => {
+  it('keeps working after a cut, when an exchange removes itself while being cut', async () => {
     const inflight = new InFlight();
     const cut: string[] = [];
     const first = inflight.add(() => {
@@ -244,9 +250,11 @@ describe('InFlight (the exchanges a transport cuts on close)', () => {
     });
     const second = inflight.add(() => cut.push('second'));
     inflight.cutAll(new Error('closed'));
+    await turn();
     expect(cut.sort()).toEqual(['first', 'second']);
     inflight.add(() => cut.push('later'));
     inflight.cutAll(new Error('closed'));
+    await turn();
     expect(cut).toEqual(['first', 'second', 'later']);
   });
 });
