@@ -211,14 +211,22 @@ export function createApp(deps: AppDeps): HttpApp {
 
   /**
    * The same steps as the middleware and route above, without Hono: credential, endpoint (the
-   * edge checks come first, in direct()). Not async: the endpoint's own promise is the answer
-   * (no promise wrapping another per call).
+   * edge checks come first, in direct()). No promise of its own: `reply` gets the answer (or
+   * the refusal), `fail` what went wrong.
    */
-  function post(input: HttpInput, requestId: string): Reply | Promise<Reply> {
-    if (!authenticator) return endpoint.post(input, contextOf(input, requestId, undefined));
+  function post(input: HttpInput, requestId: string, reply: (reply: Reply) => void, fail: (err: unknown) => void): void {
+    if (!authenticator) return endpoint.postThen(input, contextOf(input, requestId, undefined), reply, fail);
     const outcome = authenticate(input, requestId);
-    if (outcome instanceof Promise) return outcome.then((principal) => (isWebResponse(principal) ? principal : endpoint.post(input, contextOf(input, requestId, principal))));
-    return isWebResponse(outcome) ? outcome : endpoint.post(input, contextOf(input, requestId, outcome));
+    const admitted = (principal: Principal | Response): void => {
+      try {
+        if (isWebResponse(principal)) reply(principal);
+        else endpoint.postThen(input, contextOf(input, requestId, principal), reply, fail);
+      } catch (err) {
+        fail(err);
+      }
+    };
+    if (outcome instanceof Promise) outcome.then(admitted, fail);
+    else admitted(outcome);
   }
 
   const maxBody = listen.maxBodyBytes;
@@ -250,9 +258,7 @@ export function createApp(deps: AppDeps): HttpApp {
           return true;
         }
         edge = admitted.headers;
-        const reply = post(input, admitted.requestId);
-        if (reply instanceof Promise) reply.then(write, failed);
-        else write(reply);
+        post(input, admitted.requestId, write, failed);
       } catch (err) {
         failed(err);
       }

@@ -13,8 +13,11 @@ export interface HttpInput {
   hasQueryParam(name: string): boolean;
   /** The Host, lower-case, without port or IPv6 brackets. */
   hostname(): string;
-  /** The body as text, or undefined once it exceeds `max` bytes (reading stops there). */
-  readBody(max: number): Promise<string | undefined>;
+  /**
+   * Reads the body: `done` gets it as text, or undefined once it exceeds `max` bytes (reading
+   * stops there); `failed` hears of a broken request. Either is called once, never before this returns.
+   */
+  readBody(max: number, done: (text: string | undefined) => void, failed: (err: Error) => void): void;
   /** Calls `listener` once if the client goes away before the response is complete. */
   onGone(listener: () => void): void;
 }
@@ -78,47 +81,51 @@ class NodeInput implements HttpInput {
     });
   }
 
-  readBody(max: number): Promise<string | undefined> {
+  readBody(max: number, received: (text: string | undefined) => void, failed: (err: Error) => void): void {
     const incoming = this.#incoming;
     const declared = Number(incoming.headers['content-length'] ?? NaN);
-    if (declared > max) return Promise.resolve(undefined);
-    return new Promise<string | undefined>((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let length = 0;
-      const done = (): void => {
-        incoming.off('data', onData);
-        incoming.off('end', onEnd);
-        incoming.off('error', onError);
-        incoming.off('aborted', onAborted);
-      };
-      const onData = (chunk: Buffer): void => {
-        length += chunk.length;
-        if (length > max) {
-          // Stop reading; the adapter drains or drops the rest after the 413 goes out.
-          done();
-          incoming.pause();
-          resolve(undefined);
-          return;
-        }
-        chunks.push(chunk);
-      };
-      // After the end nothing more arrives; the listeners stay (a late error finds the promise settled).
-      const onEnd = (): void => {
-        resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
-      };
-      const onError = (err: Error): void => {
+    if (declared > max) return queueMicrotask(() => received(undefined));
+    const chunks: Buffer[] = [];
+    let length = 0;
+    let settled = false;
+    const done = (): void => {
+      settled = true;
+      incoming.off('data', onData);
+      incoming.off('end', onEnd);
+      incoming.off('error', onError);
+      incoming.off('aborted', onAborted);
+    };
+    const onData = (chunk: Buffer): void => {
+      length += chunk.length;
+      if (length > max) {
+        // Stop reading; the adapter drains or drops the rest after the 413 goes out.
         done();
-        reject(err);
-      };
-      const onAborted = (): void => {
-        done();
-        reject(new Error('client aborted the request'));
-      };
-      incoming.on('data', onData);
-      incoming.on('end', onEnd);
-      incoming.on('error', onError);
-      incoming.on('aborted', onAborted);
-    });
+        incoming.pause();
+        received(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    // After the end nothing more arrives; the listeners stay (a late error finds it settled).
+    const onEnd = (): void => {
+      if (settled) return;
+      settled = true;
+      received(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    };
+    const onError = (err: Error): void => {
+      const first = !settled;
+      done();
+      if (first) failed(err);
+    };
+    const onAborted = (): void => {
+      const first = !settled;
+      done();
+      if (first) failed(new Error('client aborted the request'));
+    };
+    incoming.on('data', onData);
+    incoming.on('end', onEnd);
+    incoming.on('error', onError);
+    incoming.on('aborted', onAborted);
   }
 }
 
@@ -135,24 +142,28 @@ export function fromRequest(request: Request): HttpInput {
     hasQueryParam: (name) => queryHas(url.search, name),
     hostname: () => url.hostname.replace(/^\[|\]$/g, '').toLowerCase(),
     onGone: (listener) => (request.signal.aborted ? queueMicrotask(listener) : request.signal.addEventListener('abort', listener, { once: true })),
-    async readBody(max) {
-      const declared = Number(request.headers.get('content-length') ?? NaN);
-      if (declared > max) return undefined;
-      if (!request.body) return '';
-      const reader = request.body.getReader();
-      const chunks: Uint8Array[] = [];
-      let length = 0;
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        length += value.byteLength;
-        if (length > max) {
-          await reader.cancel();
-          return undefined;
-        }
-        chunks.push(value);
-      }
-      return Buffer.concat(chunks).toString('utf8');
+    readBody(max, done, failed) {
+      readRequestBody(request, max).then(done, failed);
     },
   };
+}
+
+async function readRequestBody(request: Request, max: number): Promise<string | undefined> {
+  const declared = Number(request.headers.get('content-length') ?? NaN);
+  if (declared > max) return undefined;
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    length += value.byteLength;
+    if (length > max) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }

@@ -19,14 +19,14 @@ import { allowsBatches } from '../mcp/versions.js';
 import { withinDepth } from '../util/json-depth.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { describeLimit, rateLimitHeaders, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
-import type { RequestContext, Router } from '../router/router.js';
+import type { RequestChannel, RequestContext, Router } from '../router/router.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { SessionStore } from '../session/store.js';
 import type { Logger } from '../util/log.js';
 import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, rpcErrorResponse } from './guards.js';
 import type { HttpInput } from './input.js';
 import { parseEventId } from '../session/streams.js';
-import { connect, respond, type StreamSettings } from './responder.js';
+import { connect, respond, type Answers, type StreamSettings } from './responder.js';
 import { isModernRequest, serveModern, validateModern } from './modern.js';
 import { StatelessSessions } from '../router/stateless.js';
 import { isWebResponse, JsonReply, type Reply } from './reply.js';
@@ -85,50 +85,73 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     return session;
   }
 
-  async function post(request: HttpInput, context: RequestContext): Promise<Reply> {
+  function post(request: HttpInput, context: RequestContext): Promise<Reply> {
+    return new Promise((resolve, reject) => postThen(request, context, resolve, reject));
+  }
+
+  /**
+   * post() without a promise, the form every call takes on the direct path: `reply` gets the
+   * answer and `fail` what went wrong, one of them once. From the body's last byte to the answer,
+   * nothing waits that has not something to wait for.
+   */
+  function postThen(request: HttpInput, context: RequestContext, reply: (reply: Reply) => void, fail: (err: unknown) => void): void {
     const refused = checkPostHeaders(request);
-    if (refused) return refused;
-    const text = await request.readBody(deps.maxBodyBytes);
-    if (text === undefined) return rpcErrorResponse(413, ErrorCode.InvalidRequest, `Payload Too Large: the limit is ${deps.maxBodyBytes} bytes`);
+    if (refused) return reply(refused);
+    request.readBody(deps.maxBodyBytes, (text) => guarded(fail, () => received(request, text, context, reply, fail)), fail);
+  }
+
+  function received(request: HttpInput, text: string | undefined, context: RequestContext, reply: (reply: Reply) => void, fail: (err: unknown) => void): void {
+    if (text === undefined) return reply(rpcErrorResponse(413, ErrorCode.InvalidRequest, `Payload Too Large: the limit is ${deps.maxBodyBytes} bytes`));
     if (!withinDepth(text, deps.maxJsonDepth)) {
-      return rpcErrorResponse(400, ErrorCode.InvalidRequest, `Invalid Request: JSON nested deeper than ${deps.maxJsonDepth} levels`);
+      return reply(rpcErrorResponse(400, ErrorCode.InvalidRequest, `Invalid Request: JSON nested deeper than ${deps.maxJsonDepth} levels`));
     }
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      return rpcErrorResponse(400, ErrorCode.ParseError, 'Parse error');
+      return reply(rpcErrorResponse(400, ErrorCode.ParseError, 'Parse error'));
     }
-    if (isModernRequest(request, Array.isArray(body) ? body[0] : body, request.header(SESSION_HEADER) !== undefined)) return postModern(request, body, context);
-    if (Array.isArray(body)) return postBatch(request, body, context);
+    if (isModernRequest(request, Array.isArray(body) ? body[0] : body, request.header(SESSION_HEADER) !== undefined)) {
+      return void postModern(request, body, context).then(reply, fail);
+    }
+    if (Array.isArray(body)) return void postBatch(request, body, context).then(reply, fail);
 
     const message = parseMessage(body);
     if (!message) {
       const id = isObject(body) && (typeof body.id === 'string' || typeof body.id === 'number') ? body.id : null;
-      return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message', id);
+      return reply(rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message', id));
     }
-    if (isRequest(message) && message.method === 'initialize') return initialize(request, message, context);
+    if (isRequest(message) && message.method === 'initialize') return void initialize(request, message, context).then(reply, fail);
 
     if (request.header(SESSION_HEADER) === undefined && isRequest(message) && message.method === 'ping') {
       // The lifecycle allows pings before initialization; there is nothing to route.
-      return JsonReply.json(success(message.id, {}));
+      return reply(JsonReply.json(success(message.id, {})));
     }
-    // From here on nothing is awaited that is already known (every call's path).
-    let session = lookup(request, context);
-    if (session instanceof Promise) session = await session;
-    if (isWebResponse(session)) return session;
-    const badVersion = checkProtocolVersion(request);
-    if (badVersion) return badVersion;
+    // From here on nothing waits that is already known (every call's path).
+    const session = lookup(request, context);
+    if (session instanceof Promise) return after(session, (found) => admitted(request, message, found, context, reply, fail), fail);
+    admitted(request, message, session, context, reply, fail);
+  }
 
+  function admitted(
+    request: HttpInput,
+    message: JsonRpcMessage,
+    session: DownstreamSession | Response,
+    context: RequestContext,
+    reply: (reply: Reply) => void,
+    fail: (err: unknown) => void,
+  ): void {
+    if (isWebResponse(session)) return reply(session);
+    const badVersion = checkProtocolVersion(request);
+    if (badVersion) return reply(badVersion);
     if (!isRequest(message)) {
       accept(session, message);
-      return ACCEPTED;
+      return reply(ACCEPTED);
     }
+    const run = (channel: RequestChannel, done: (answers: Answers) => void): void => router.answer(session, message, channel, context, done);
     const limiting = limit(context, FREE_METHODS.has(message.method) ? 0 : 1, message.id);
-    const limited = limiting && (await limiting);
-    if (limited) return limited;
-    // Awaited rather than returned: an async function handing back a promise takes a microtask turn more.
-    return await respond(session, (channel, done) => router.answer(session, message, channel, context, done), deps.streams);
+    if (limiting) return after(limiting, (limited) => (limited ? reply(limited) : respond(session, run, deps.streams, reply)), fail);
+    respond(session, run, deps.streams, reply);
   }
 
   /** A 2026-07-28 request (modern.ts): no session of the client's, the era's own validation. */
@@ -176,11 +199,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (requests.length === 0 && invalid.length === 0) return ACCEPTED;
     const limited = await limit(context, requests.filter((r) => !FREE_METHODS.has(r.method)).length, null);
     if (limited) return limited;
-    return respond(
-      session,
-      (channel, done) => void Promise.all(requests.map((r) => router.handleRequest(session, r, channel, context))).then((answers) => done([...invalid, ...answers])),
-      deps.streams,
-    );
+    const run = (channel: RequestChannel, done: (answers: Answers) => void): void =>
+      void Promise.all(requests.map((r) => router.handleRequest(session, r, channel, context))).then((answers) => done([...invalid, ...answers]));
+    return new Promise((resolve) => respond(session, run, deps.streams, resolve));
   }
 
   /**
@@ -269,5 +290,19 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     return new Response(null, { status: 200 });
   }
 
-  return { post, get, delete: remove };
+  return { post, postThen, get, delete: remove };
+}
+
+/** `next` with what `promise` gives; what it throws, or the promise's failure, goes to `fail`. */
+function after<T>(promise: Promise<T>, next: (value: T) => void, fail: (err: unknown) => void): void {
+  promise.then((value) => guarded(fail, () => next(value)), fail);
+}
+
+/** Runs `step`; what it throws goes to `fail` (a step run from an event or a callback has no one else to catch it). */
+function guarded(fail: (err: unknown) => void, step: () => void): void {
+  try {
+    step();
+  } catch (err) {
+    fail(err);
+  }
 }

@@ -41,40 +41,51 @@ export type Answers = JsonRpcResponse | undefined | (JsonRpcResponse | undefined
 
 /**
  * Runs one request or a batch: `run` hands its answers to `done` (undefined stands for a
- * request cancelled by the client, which gets no response) and never fails. One promise per POST.
+ * request cancelled by the client, which gets no response) and never fails; `resolve` gets the
+ * POST's reply, once: JSON, or the SSE stream as soon as one is opened. No promise.
  */
-export function respond(session: DownstreamSession, run: (channel: RequestChannel, done: (answers: Answers) => void) => void, settings: StreamSettings): Promise<Reply> {
-  return new Promise<Reply>((resolve) => {
-    let stream: SessionStream | undefined;
-    let settled = false;
-    const upgrade = (): SessionStream => {
-      if (stream) return stream;
-      const opened = session.openRequestStream();
-      stream = opened;
-      resolve(connect(session, opened, settings)!.response);
-      return opened;
-    };
-    const timer = setTimeout(upgrade, STREAM_AFTER_MS);
-    const channel: RequestChannel = {
-      send(message: JsonRpcMessage) {
-        // After the answer, related messages (a task's progress) go to the standalone stream.
-        if (settled) session.deliver(message);
-        else upgrade().send(message);
-      },
-    };
-    run(channel, (results) => {
-      settled = true;
-      clearTimeout(timer);
-      const answer = Array.isArray(results) ? results.filter((r): r is JsonRpcResponse => r !== undefined) : results;
-      if (stream) {
-        for (const response of Array.isArray(answer) ? answer : answer ? [answer] : []) stream.send(response);
-        stream.finish();
-      } else if (answer === undefined || (Array.isArray(answer) && answer.length === 0)) {
-        // Every request was cancelled: no response is due, so the stream ends empty.
-        resolve(new Response(null, { status: 200, headers: SSE_HEADERS }));
-      } else {
-        resolve(JsonReply.json(answer));
-      }
-    });
-  });
+export function respond(
+  session: DownstreamSession,
+  run: (channel: RequestChannel, done: (answers: Answers) => void) => void,
+  settings: StreamSettings,
+  resolve: (reply: Reply) => void,
+): void {
+  let stream: SessionStream | undefined;
+  let settled = false;
+  const upgrade = (): SessionStream => {
+    if (stream) return stream;
+    const opened = session.openRequestStream();
+    stream = opened;
+    resolve(connect(session, opened, settings)!.response);
+    return opened;
+  };
+  const timer = setTimeout(upgrade, STREAM_AFTER_MS);
+  const channel: RequestChannel = {
+    send(message: JsonRpcMessage) {
+      // After the answer, related messages (a task's progress) go to the standalone stream.
+      if (settled) session.deliver(message);
+      else upgrade().send(message);
+    },
+  };
+  const answered = (results: Answers): void => {
+    settled = true;
+    clearTimeout(timer);
+    const answer = Array.isArray(results) ? results.filter((r): r is JsonRpcResponse => r !== undefined) : results;
+    if (stream) {
+      for (const response of Array.isArray(answer) ? answer : answer ? [answer] : []) stream.send(response);
+      stream.finish();
+    } else if (answer === undefined || (Array.isArray(answer) && answer.length === 0)) {
+      // Every request was cancelled: no response is due, so the stream ends empty.
+      resolve(new Response(null, { status: 200, headers: SSE_HEADERS }));
+    } else {
+      resolve(JsonReply.json(answer));
+    }
+  };
+  try {
+    run(channel, answered);
+  } catch (err) {
+    // Nothing ran: no stream is due later either.
+    clearTimeout(timer);
+    throw err;
+  }
 }
