@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JsonRpcMessage } from '../../src/mcp/jsonrpc.js';
-import { InFlight } from '../../src/transport/exchange.js';
+import { BeforeResponseError, exchange, InFlight } from '../../src/transport/exchange.js';
 import { StreamableHttpTransport } from '../../src/transport/streamable-http.js';
 import { TransportError } from '../../src/transport/types.js';
 import { Cancellation } from '../../src/util/cancel.js';
@@ -256,5 +256,48 @@ describe('InFlight (the exchanges a transport cuts on close)', () => {
     inflight.cutAll(new Error('closed'));
     await turn();
     expect(cut).toEqual(['first', 'second', 'later']);
+  });
+});
+
+describe('post() and exchange() (the request path without promises)', () => {
+  it('tells done how a post ended, once, never before post() returns: an answer, then a closed transport', async () => {
+    const { t, got } = transport();
+    answer = (_req, res, body) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: body.id, result: {} }));
+    const ended: unknown[] = [];
+    let returned = false;
+    const first = new Promise<void>((resolve) =>
+      t.post(call(21), undefined, (err) => {
+        ended.push({ err, returned, answered: got.length });
+        resolve();
+      }),
+    );
+    returned = true;
+    await first;
+    // The answer reached the receiver before the post was said to be over.
+    expect(ended).toEqual([{ err: undefined, returned: true, answered: 1 }]);
+
+    await t.close();
+    returned = false;
+    const second = new Promise<unknown>((resolve) => t.post(call(22), undefined, (err) => resolve({ err, returned })));
+    returned = true;
+    const { err, returned: after } = (await second) as { err: unknown; returned: boolean };
+    expect(after).toBe(true);
+    expect((err as TransportError).code).toBe('closed');
+  });
+
+  it('reports a dispatcher that refuses the request (closed) after exchange() returns, as a failure before the response', async () => {
+    const closedAgent = new Agent();
+    await closedAgent.close();
+    let returned = false;
+    const outcome = new Promise<{ err: unknown; result: unknown; returned: boolean }>((resolve) => {
+      exchange(closedAgent, { origin: new URL(url).origin, path: '/mcp', method: 'POST', headers: {}, body: '{}' }, undefined, () => ({ kind: 'skip' }), new InFlight(), (err, result) =>
+        resolve({ err, result, returned }),
+      );
+    });
+    returned = true;
+    const { err, result, returned: after } = await outcome;
+    expect(after).toBe(true);
+    expect(result).toBeUndefined();
+    expect(err).toBeInstanceOf(BeforeResponseError);
   });
 });

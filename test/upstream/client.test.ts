@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { StreamableHttpTransport } from '../../src/transport/streamable-http.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { createLogger } from '../../src/util/log.js';
+import { Cancellation } from '../../src/util/cancel.js';
 
 const closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -78,5 +79,31 @@ describe('UpstreamClient handshake', () => {
     await expect(client.request('ping')).rejects.toThrow();
     expect(client.closed).toBe(true);
     expect(warnings(lines)).toContain('upstream did not take notifications/initialized; closing it');
+  });
+});
+
+describe('UpstreamClient.call (the request path without a promise)', () => {
+  it('tells done a turn later, never before call() returns, when the client is closed or the caller already cancelled', async () => {
+    const logger = createLogger({ level: 'error', write: () => {} });
+    const agent = new Agent();
+    closers.push(() => agent.close());
+    const client = new UpstreamClient('gone', new StreamableHttpTransport({ url: 'http://127.0.0.1:9/mcp', headers: {}, dispatcher: agent, logger }), { timeoutMs: 1_000, maxTotalTimeoutMs: 1_000, logger });
+    const outcome = (options: Parameters<UpstreamClient['call']>[2]): Promise<{ outcome: unknown; returned: boolean }> => {
+      let returned = false;
+      const told = new Promise<{ outcome: unknown; returned: boolean }>((resolve) => client.call('tools/call', { name: 'echo' }, options, (result) => resolve({ outcome: result, returned })));
+      returned = true;
+      return told;
+    };
+    const cancelled = new Cancellation();
+    cancelled.abort('cancelled by client');
+    const early = await outcome({ signal: cancelled });
+    expect(early.returned).toBe(true);
+    expect(early.outcome).toMatchObject({ code: 'cancelled' });
+
+    await client.close();
+    const late = await outcome({});
+    expect(late.returned).toBe(true);
+    expect(late.outcome).toMatchObject({ code: 'upstream_closed' });
+    expect(client.pendingCount).toBe(0);
   });
 });
