@@ -65,6 +65,9 @@ class ToolCall {
   #exposed = '';
   #target: Target | undefined;
   #args: JsonObject = {};
+  /** The limiter and the upstream's concurrency cap the capacity check saw; the slot is taken from the same. */
+  #limiter: RateLimiter | undefined;
+  #maxConcurrent: number | undefined;
   #slot: Slot | undefined;
 
   constructor(call: Call, params: JsonObject, deps: ToolCallDeps, done: Settled) {
@@ -126,9 +129,12 @@ class ToolCall {
       if (invalid) return this.#finish(toolError(invalid));
     }
     // A look at the upstream's capacity before the tool's token is spent on a call that cannot run.
-    const busy = deps.limiter().busy(client.name, config?.maxConcurrent);
+    const limiter = deps.limiter();
+    this.#limiter = limiter;
+    this.#maxConcurrent = config?.maxConcurrent;
+    const busy = limiter.busy(client.name, this.#maxConcurrent);
     if (busy) return this.#finish(concurrencyRefusal(deps, this.#requested, busy));
-    this.#then(deps.limiter().tool(principalKey(this.#call), this.#exposed), this.#limited);
+    this.#then(limiter.tool(principalKey(this.#call), this.#exposed), this.#limited);
   }
 
   /** The tool's rate limit; then the user's confirmation of a destructive tool. */
@@ -150,7 +156,7 @@ class ToolCall {
   #confirmed(refusal: string | undefined): void {
     if (refusal) return this.#finish(toolError(refusal));
     const { client, name } = this.#target!;
-    const slot = this.#deps.limiter().acquire(client.name, this.#deps.pool.config(client.name)?.maxConcurrent);
+    const slot = this.#limiter!.acquire(client.name, this.#maxConcurrent);
     if ('retryAfterMs' in slot) return this.#finish(concurrencyRefusal(this.#deps, this.#requested, slot));
     this.#slot = slot;
     forwardThen(this.#call, client, 'tools/call', { ...this.#params, name, arguments: this.#args }, (outcome) => this.#step(this.#answered, outcome));
