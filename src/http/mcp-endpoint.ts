@@ -30,6 +30,7 @@ import { connect, respond, type Answers, type StreamSettings } from './responder
 import { isModernRequest, serveModern, validateModern } from './modern.js';
 import { StatelessSessions } from '../router/stateless.js';
 import { isWebResponse, JsonReply, type Reply } from './reply.js';
+import { after, guarded } from '../util/callbacks.js';
 
 export interface McpEndpointDeps {
   router: Router;
@@ -199,8 +200,12 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (requests.length === 0 && invalid.length === 0) return ACCEPTED;
     const limited = await limit(context, requests.filter((r) => !FREE_METHODS.has(r.method)).length, null);
     if (limited) return limited;
+    // handleRequest never rejects; were it to, each request still gets an answer.
     const run = (channel: RequestChannel, done: (answers: Answers) => void): void =>
-      void Promise.all(requests.map((r) => router.handleRequest(session, r, channel, context))).then((answers) => done([...invalid, ...answers]));
+      void Promise.all(requests.map((r) => router.handleRequest(session, r, channel, context))).then(
+        (answers) => done([...invalid, ...answers]),
+        (err: unknown) => done([...invalid, ...requests.map((r) => failure(r.id, toJsonRpcError(err)))]),
+      );
     return new Promise((resolve) => respond(session, run, deps.streams, resolve));
   }
 
@@ -293,16 +298,3 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
   return { post, postThen, get, delete: remove };
 }
 
-/** `next` with what `promise` gives; what it throws, or the promise's failure, goes to `fail`. */
-function after<T>(promise: Promise<T>, next: (value: T) => void, fail: (err: unknown) => void): void {
-  promise.then((value) => guarded(fail, () => next(value)), fail);
-}
-
-/** Runs `step`; what it throws goes to `fail` (a step run from an event or a callback has no one else to catch it). */
-function guarded(fail: (err: unknown) => void, step: () => void): void {
-  try {
-    step();
-  } catch (err) {
-    fail(err);
-  }
-}

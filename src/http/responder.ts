@@ -84,8 +84,10 @@ export function respond(
   try {
     run(channel, answered);
   } catch (err) {
-    // Nothing ran: no stream is due later either.
+    // No stream is due later, and one opened already ends here.
+    settled = true;
     clearTimeout(timer);
+    stream?.finish();
     throw err;
   }
 }

@@ -37,6 +37,7 @@ import { shapeItem } from './shape.js';
 import { SharedHub } from './shared.js';
 import { asError, callTool, type ToolCallDeps } from './tool-call.js';
 import type { Settled } from '../mcp/pending.js';
+import { guarded, surface } from '../util/callbacks.js';
 import type { ToolFacts } from './tool-facts.js';
 
 export type { RequestChannel } from './relay.js';
@@ -373,7 +374,8 @@ export class Router {
 
   /**
    * handleRequest() without a promise, the form the HTTP endpoint uses: `done` gets the
-   * response (undefined when the client cancelled the request), once, never before this returns.
+   * response (undefined when the client cancelled the request), once. A refusal found at once
+   * (an unknown tool, invalid arguments, a full upstream) is answered before this returns.
    */
   answer(session: DownstreamSession, request: JsonRpcRequest, channel: RequestChannel, context: RequestContext, done: (response: JsonRpcResponse | undefined) => void): void {
     const signal = session.begin(request.id);
@@ -387,7 +389,8 @@ export class Router {
         this.#deps.logger.error('request failed', { method: request.method, err });
         response = failure(request.id, toJsonRpcError(err));
       }
-      done(response);
+      // What writing the answer throws has no caller left to hear it.
+      guarded(surface, () => done(response));
     };
     // tools/call straight to its handler: no promise on every call's path.
     if (request.method === 'tools/call') callTool(call, request.params ?? {}, this.#toolCall, settled);

@@ -12,6 +12,7 @@ import type { UpstreamPool } from '../upstream/pool.js';
 import { forwardThen, requireString, toolError, type Call } from './call.js';
 import type { Catalog, ListedPage, Target } from './catalog.js';
 import type { Settled } from '../mcp/pending.js';
+import { surface } from '../util/callbacks.js';
 import { listed } from './existence.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { ToolFacts } from './tool-facts.js';
@@ -41,7 +42,8 @@ export function principalKey(call: Call): string {
 
 /**
  * Runs one tools/call; `done` hears the result (a refusal the model can act on is a result) or
- * the error, once, never before this returns.
+ * the error, once: before this returns when the refusal is found at once, else when the upstream
+ * answers (or a step that waited goes on).
  */
 export function callTool(call: Call, params: JsonObject, deps: ToolCallDeps, done: Settled): void {
   new ToolCall(call, params, deps, done).start();
@@ -175,7 +177,7 @@ class ToolCall {
 
   /** Goes on to `next` with `value` at once, or when its promise settles. */
   #then<T>(value: T | Promise<T>, next: (value: T) => void): void {
-    if (value instanceof Promise) value.then((settled: T) => this.#step(next, settled), (err: unknown) => this.#finish(asError(err)));
+    if (value instanceof Promise) value.then((settled: T) => this.#step(next, settled), (err: unknown) => this.#step(this.#failed, err));
     else next.call(this, value);
   }
 
@@ -184,10 +186,16 @@ class ToolCall {
     try {
       step.call(this, value);
     } catch (err) {
+      // Thrown past the answer (by whoever `done` called): nothing here can answer it again.
+      if (this.#finished) return surface(err);
       this.#slot?.release();
       this.#slot = undefined;
       this.#finish(asError(err));
     }
+  }
+
+  #failed(err: unknown): void {
+    this.#finish(asError(err));
   }
 
   #finish(outcome: JsonObject | Error): void {

@@ -7,6 +7,7 @@ import { SseParser, type SseEvent } from '../util/sse.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { sseOversized } from './http-common.js';
 import { TransportError } from './types.js';
+import { guarded, surface } from '../util/callbacks.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -37,6 +38,12 @@ export interface ExchangeResult {
  */
 export class InFlight {
   readonly #head: InFlightEntry = { cut: () => {}, prev: undefined, next: undefined };
+  readonly #report: (err: unknown) => void;
+
+  /** `report` hears what a cut throws (by default it is surfaced: the process logs it). */
+  constructor(report: (err: unknown) => void = surface) {
+    this.#report = report;
+  }
 
   add(cut: (err: Error) => void): InFlightEntry {
     const head = this.#head;
@@ -67,9 +74,12 @@ export class InFlight {
       entry.prev = entry.next = undefined;
       entry = next;
     }
-    if (cuts.length > 0) queueMicrotask(() => {
-      for (const cut of cuts) cut(err);
-    });
+    if (cuts.length > 0) {
+      queueMicrotask(() => {
+        // One owner's failure must not leave the others uncut.
+        for (const cut of cuts) guarded(this.#report, () => cut(err));
+      });
+    }
   }
 }
 

@@ -8,6 +8,7 @@ import { isRequest, isResponse, type JsonObject, type JsonRpcMessage, type JsonR
 import type { Logger } from '../util/log.js';
 import { sendByPost, sendThen, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
 import type { CancelSignal } from '../util/cancel.js';
+import { after } from '../util/callbacks.js';
 
 export interface RestartPolicy {
   /** First backoff delay; doubles per consecutive failure, with jitter. */
@@ -91,7 +92,7 @@ export class ReconnectingTransport implements Transport {
 
   post(message: JsonRpcMessage, options: SendOptions | undefined, done: SendDone): void {
     if (isRequest(message) && message.method === 'initialize') this.#initialize = message;
-    if (this.#ready) waitOrAbort(this.#ready, options?.exchange?.signal).then(() => this.#postNow(message, options, done), done);
+    if (this.#ready) after(waitOrAbort(this.#ready, options?.exchange?.signal), () => this.#postNow(message, options, done), done);
     else this.#postNow(message, options, done);
   }
 
@@ -104,7 +105,7 @@ export class ReconnectingTransport implements Transport {
     const inner = this.#inner;
     sendThen(inner, message, options, (err) => {
       if (err === undefined) done();
-      else this.#recover(err, inner, message, options).then(() => done(), done);
+      else this.#recover(err, inner, message, options).then(() => done(), (failed: unknown) => done(failed ?? err));
     });
   }
 

@@ -8,6 +8,7 @@ import type { Logger } from '../util/log.js';
 import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError } from './http-common.js';
 import { sendByPost, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
 import { SseParser } from '../util/sse.js';
+import { after } from '../util/callbacks.js';
 import type { CircuitBreaker } from './circuit.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { BeforeResponseError, exchange, InFlight, type BodyPlan, type ExchangeDone } from './exchange.js';
@@ -140,7 +141,7 @@ export class StreamableHttpTransport implements Transport {
    */
   #exchange(message: JsonRpcMessage, signal: CancelSignal | undefined, judge: (healthy: boolean) => void, done: SendDone): void {
     if (!this.#options.credentials) return this.#exchangeWith(NO_HEADERS, message, signal, judge, done);
-    this.#authorization().then((authorization) => this.#exchangeWith(authorization, message, signal, judge, done), done);
+    after(this.#authorization(), (authorization) => this.#exchangeWith(authorization, message, signal, judge, done), done);
   }
 
   #exchangeWith(

@@ -358,9 +358,16 @@ export class UpstreamClient {
     );
     signal?.addEventListener('abort', onAbort, { once: true });
     const message: JsonRpcRequest = outgoing === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params: outgoing };
-    sendThen(this.#transport, message, { exchange: pending.exchange }, (err) => {
-      if (err !== undefined) this.#settle(id, this.#wrap(err));
-    });
+    const failed = (err: unknown): void => {
+      this.#settle(id, this.#wrap(err));
+    };
+    try {
+      sendThen(this.#transport, message, { exchange: pending.exchange }, (err) => {
+        if (err !== undefined) failed(err);
+      });
+    } catch (err) {
+      failed(err);
+    }
   }
 
   async notify(method: string, params?: JsonObject): Promise<void> {

@@ -257,6 +257,21 @@ describe('InFlight (the exchanges a transport cuts on close)', () => {
     await turn();
     expect(cut).toEqual(['first', 'second', 'later']);
   });
+
+  it('cuts the others when one owner throws on its cut, and reports what it threw', async () => {
+    const reported: unknown[] = [];
+    const inflight = new InFlight((err) => reported.push(err));
+    const cut: string[] = [];
+    inflight.add(() => cut.push('a'));
+    inflight.add(() => {
+      throw new Error('owner failed');
+    });
+    inflight.add(() => cut.push('c'));
+    inflight.cutAll(new Error('closed'));
+    await turn();
+    expect(cut.sort()).toEqual(['a', 'c']);
+    expect(reported).toEqual([new Error('owner failed')]);
+  });
 });
 
 describe('post() and exchange() (the request path without promises)', () => {

@@ -7,6 +7,7 @@ import { Agent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StreamableHttpTransport } from '../../src/transport/streamable-http.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
+import type { Transport } from '../../src/transport/types.js';
 import { createLogger } from '../../src/util/log.js';
 import { Cancellation } from '../../src/util/cancel.js';
 
@@ -105,5 +106,24 @@ describe('UpstreamClient.call (the request path without a promise)', () => {
     expect(late.returned).toBe(true);
     expect(late.outcome).toMatchObject({ code: 'upstream_closed' });
     expect(client.pendingCount).toBe(0);
+  });
+});
+
+describe('UpstreamClient with a transport that throws as it sends', () => {
+  it('fails the request at once with upstream_unavailable and keeps nothing pending', async () => {
+    const logger = createLogger({ level: 'error', write: () => {} });
+    const throwing: Transport = {
+      start: async () => {},
+      close: async () => {},
+      send: () => Promise.reject(new Error('unused')),
+      post: () => {
+        throw new Error('socket gone');
+      },
+    };
+    const client = new UpstreamClient('throws', throwing, { timeoutMs: 60_000, maxTotalTimeoutMs: 60_000, logger });
+    const outcome = await new Promise<unknown>((resolve) => client.call('tools/call', { name: 'echo' }, {}, resolve));
+    expect(outcome).toMatchObject({ code: 'upstream_unavailable' });
+    expect(client.pendingCount).toBe(0);
+    await client.close();
   });
 });
