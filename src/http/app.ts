@@ -21,6 +21,7 @@ import { allowedHostsOf, checkHost, checkOrigin, corsHeaders, rpcErrorResponse }
 import { createMcpEndpoint } from './mcp-endpoint.js';
 import { metricsHandler } from './metrics.js';
 import { fromIncoming, fromRequest, type HttpInput } from './input.js';
+import { after } from '../util/callbacks.js';
 import type { StreamSettings } from './responder.js';
 import { isWebResponse, toResponse, writeReply, type Reply } from './reply.js';
 
@@ -218,14 +219,11 @@ export function createApp(deps: AppDeps): HttpApp {
     if (!authenticator) return endpoint.postThen(input, contextOf(input, requestId, undefined), reply, fail);
     const outcome = authenticate(input, requestId);
     const admitted = (principal: Principal | Response): void => {
-      try {
-        if (isWebResponse(principal)) reply(principal);
-        else endpoint.postThen(input, contextOf(input, requestId, principal), reply, fail);
-      } catch (err) {
-        fail(err);
-      }
+      if (isWebResponse(principal)) reply(principal);
+      else endpoint.postThen(input, contextOf(input, requestId, principal), reply, fail);
     };
-    if (outcome instanceof Promise) outcome.then(admitted, fail);
+    // Run at once, a throw reaches direct()'s own catch; after the verification, `after` guards it.
+    if (outcome instanceof Promise) after(outcome, admitted, fail);
     else admitted(outcome);
   }
 

@@ -88,7 +88,7 @@ class NodeInput implements HttpInput {
     const chunks: Buffer[] = [];
     let length = 0;
     let settled = false;
-    const done = (): void => {
+    const stop = (): void => {
       settled = true;
       incoming.off('data', onData);
       incoming.off('end', onEnd);
@@ -99,7 +99,7 @@ class NodeInput implements HttpInput {
       length += chunk.length;
       if (length > max) {
         // Stop reading; the adapter drains or drops the rest after the 413 goes out.
-        done();
+        stop();
         incoming.pause();
         received(undefined);
         return;
@@ -114,14 +114,10 @@ class NodeInput implements HttpInput {
     };
     const onError = (err: Error): void => {
       const first = !settled;
-      done();
+      stop();
       if (first) failed(err);
     };
-    const onAborted = (): void => {
-      const first = !settled;
-      done();
-      if (first) failed(new Error('client aborted the request'));
-    };
+    const onAborted = (): void => onError(new Error('client aborted the request'));
     incoming.on('data', onData);
     incoming.on('end', onEnd);
     incoming.on('error', onError);

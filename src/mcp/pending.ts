@@ -19,6 +19,11 @@ export interface Deadlines {
 /** Told once how a request ended: its result, or the error (a response's error, a deadline, a close). */
 export type Settled = (outcome: JsonObject | Error) => void;
 
+/** The one promise of a callback-style request: resolved with its result, rejected with its error. */
+export function promiseOf(start: (done: Settled) => void): Promise<JsonObject> {
+  return new Promise((resolve, reject) => start((outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome))));
+}
+
 interface Entry<E> {
   done: Settled;
   extra: E;
@@ -53,7 +58,7 @@ export class PendingRequests<E> {
 
   /** Registers a request; the promise settles through settle(), rejectAll() or a deadline. */
   add(id: JsonRpcId, extra: E, deadlines: Deadlines): Promise<JsonObject> {
-    return new Promise<JsonObject>((resolve, reject) => this.track(id, extra, deadlines, (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome))));
+    return promiseOf((done) => this.track(id, extra, deadlines, done));
   }
 
   /** add() without a promise: `done` hears the outcome (the request path's form). */

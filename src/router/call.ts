@@ -4,7 +4,8 @@ import { GatewayError } from '../mcp/errors.js';
 import { isObject, notification, type JsonObject } from '../mcp/jsonrpc.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { RequestOptions, UpstreamClient } from '../upstream/client.js';
-import type { Settled } from '../mcp/pending.js';
+import { promiseOf, type Settled } from '../mcp/pending.js';
+import { later } from '../util/callbacks.js';
 import { childTraceparent, parseTraceparent } from '../util/trace.js';
 import type { CallRecord, RequestContext } from './call-log.js';
 import type { RequestChannel } from './relay.js';
@@ -20,17 +21,13 @@ export interface Call {
 
 /** Sends the request to the upstream that owns it; never a method it did not declare. */
 export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject): Promise<JsonObject> {
-  return new Promise((resolve, reject) => forwardThen(call, client, method, params, (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome))));
+  return promiseOf((done) => forwardThen(call, client, method, params, done));
 }
 
 /** forward() without a promise: `done` hears the upstream's result or the error, never before this returns. */
 export function forwardThen(call: Call, client: UpstreamClient, method: string, params: JsonObject, done: Settled): void {
   call.record.upstream = client.name;
-  if (!supportsMethod(client.capabilities, method)) {
-    const err = new GatewayError('method_not_found', `Method not found: ${method}`);
-    queueMicrotask(() => done(err));
-    return;
-  }
+  if (!supportsMethod(client.capabilities, method)) return later(done, new GatewayError('method_not_found', `Method not found: ${method}`));
   const { channel, signal } = call;
   const options: RequestOptions = { signal, context: channel, onProgress: (progress) => channel.send(notification('notifications/progress', progress)) };
   client.call(method, withTraceContext(params, call.context), options, done);

@@ -35,9 +35,9 @@ import { answerFromClient, routeClientNotification, wireUpstream, type RequestCh
 import { forgetNames, listed, rememberNames } from './existence.js';
 import { shapeItem } from './shape.js';
 import { SharedHub } from './shared.js';
-import { asError, callTool, type ToolCallDeps } from './tool-call.js';
+import { callTool, type ToolCallDeps } from './tool-call.js';
 import type { Settled } from '../mcp/pending.js';
-import { guarded, surface } from '../util/callbacks.js';
+import { asError, guarded, surface } from '../util/callbacks.js';
 import type { ToolFacts } from './tool-facts.js';
 
 export type { RequestChannel } from './relay.js';

@@ -12,7 +12,7 @@ import type { UpstreamPool } from '../upstream/pool.js';
 import { forwardThen, requireString, toolError, type Call } from './call.js';
 import type { Catalog, ListedPage, Target } from './catalog.js';
 import type { Settled } from '../mcp/pending.js';
-import { surface } from '../util/callbacks.js';
+import { asError, surface } from '../util/callbacks.js';
 import { listed } from './existence.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { ToolFacts } from './tool-facts.js';
@@ -203,11 +203,6 @@ class ToolCall {
     this.#finished = true;
     this.#done(outcome);
   }
-}
-
-/** What was thrown, as an Error (a thrown string is an internal error like any other). */
-export function asError(err: unknown): Error {
-  return err instanceof Error ? err : new Error(String(err));
 }
 
 /**

@@ -7,7 +7,7 @@ import { SseParser, type SseEvent } from '../util/sse.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { sseOversized } from './http-common.js';
 import { TransportError } from './types.js';
-import { guarded, surface } from '../util/callbacks.js';
+import { guarded, later, surface } from '../util/callbacks.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -113,8 +113,7 @@ export function exchange(
   done: ExchangeDone,
 ): void {
   if (signal?.aborted) {
-    const err = new BeforeResponseError('aborted', { cause: signal.reason });
-    queueMicrotask(() => done(err));
+    later(done, new BeforeResponseError('aborted', { cause: signal.reason }));
     return;
   }
   let controller: Dispatcher.DispatchController | undefined;

@@ -8,7 +8,7 @@ import { isRequest, isResponse, type JsonObject, type JsonRpcMessage, type JsonR
 import type { Logger } from '../util/log.js';
 import { sendByPost, sendThen, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
 import type { CancelSignal } from '../util/cancel.js';
-import { after } from '../util/callbacks.js';
+import { after, later } from '../util/callbacks.js';
 
 export interface RestartPolicy {
   /** First backoff delay; doubles per consecutive failure, with jitter. */
@@ -98,10 +98,7 @@ export class ReconnectingTransport implements Transport {
 
   /** Sends on the current connection; a lost session is recovered (#recover). No promise on the call's path. */
   #postNow(message: JsonRpcMessage, options: SendOptions | undefined, done: SendDone): void {
-    if (this.#closed) {
-      queueMicrotask(() => done(new TransportError('closed', 'transport closed')));
-      return;
-    }
+    if (this.#closed) return later(done, new TransportError('closed', 'transport closed'));
     const inner = this.#inner;
     sendThen(inner, message, options, (err) => {
       if (err === undefined) done();

@@ -8,7 +8,7 @@ import type { Logger } from '../util/log.js';
 import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError } from './http-common.js';
 import { sendByPost, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
 import { SseParser } from '../util/sse.js';
-import { after } from '../util/callbacks.js';
+import { after, asError, later } from '../util/callbacks.js';
 import type { CircuitBreaker } from './circuit.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { BeforeResponseError, exchange, InFlight, type BodyPlan, type ExchangeDone } from './exchange.js';
@@ -112,9 +112,9 @@ export class StreamableHttpTransport implements Transport {
   }
 
   post(message: JsonRpcMessage, options: SendOptions | undefined, done: SendDone): void {
-    if (this.#closed) return fail(done, new TransportError('closed', 'transport closed'));
+    if (this.#closed) return later(done, new TransportError('closed', 'transport closed'));
     const breaker = this.#options.breaker;
-    if (breaker && !breaker.allow()) return fail(done, new TransportError('circuit_open', 'circuit open after repeated upstream failures'));
+    if (breaker && !breaker.allow()) return later(done, new TransportError('circuit_open', 'circuit open after repeated upstream failures'));
     let healthy: boolean | undefined;
     const judge = (ok: boolean): void => {
       healthy = ok;
@@ -216,7 +216,7 @@ export class StreamableHttpTransport implements Transport {
     try {
       request = { origin: this.#origin, path: this.#path, method: 'POST', headers: this.#headersOfPost(message, authorization), body: JSON.stringify(message) };
     } catch (err) {
-      return fail(done, err as Error);
+      return later(done, asError(err));
     }
     exchange(this.#options.dispatcher, request, signal, plan, this.#inflight, ended);
   }
@@ -343,11 +343,6 @@ function traceHeaders(message: JsonRpcMessage): Readonly<Record<string, string>>
   const meta = 'params' in message ? message.params?._meta : undefined;
   if (!isObject(meta) || typeof meta.traceparent !== 'string') return NO_HEADERS;
   return typeof meta.tracestate === 'string' ? { traceparent: meta.traceparent, tracestate: meta.tracestate } : { traceparent: meta.traceparent };
-}
-
-/** A failure found before anything was sent, told a turn later (never before post() returns). */
-function fail(done: SendDone, err: Error): void {
-  queueMicrotask(() => done(err));
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

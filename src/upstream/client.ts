@@ -27,7 +27,8 @@ import {
   type JsonRpcRequest,
   type ProgressToken,
 } from '../mcp/jsonrpc.js';
-import { PendingRequests, type Settled } from '../mcp/pending.js';
+import { PendingRequests, promiseOf, type Settled } from '../mcp/pending.js';
+import { asError, later } from '../util/callbacks.js';
 import { createdTaskId, isTerminalTaskStatus } from '../mcp/tasks.js';
 import { INPUT_METHODS, isModernVersion, MODERN_VERSION } from '../mcp/era.js';
 import { isSupportedVersion, LATEST_VERSION } from '../mcp/versions.js';
@@ -274,7 +275,7 @@ export class UpstreamClient {
    */
   call(method: string, params: JsonObject | undefined, options: RequestOptions, done: Settled): void {
     if (!this.#handshake && !this.#envelope) return this.#post(method, params, options, done);
-    this.request(method, params, options).then(done, (err: unknown) => done(err instanceof Error ? err : new Error(String(err))));
+    this.request(method, params, options).then(done, (err: unknown) => done(asError(err)));
   }
 
   /**
@@ -319,7 +320,7 @@ export class UpstreamClient {
   }
 
   #send(method: string, params: JsonObject | undefined, options: RequestOptions): Promise<JsonObject> {
-    return new Promise((resolve, reject) => this.#post(method, params, options, (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome))));
+    return promiseOf((done) => this.#post(method, params, options, done));
   }
 
   /** Sends one request; `done` hears its outcome (never before this returns). */
@@ -527,11 +528,6 @@ export class UpstreamClient {
     if (this.#closed) return;
     this.#transport.send(reply).catch((err: unknown) => this.#options.logger.debug('could not answer upstream request', { err }));
   }
-}
-
-/** An outcome known before anything was sent, told a turn later (never before the call returns). */
-function later(done: Settled, err: Error): void {
-  queueMicrotask(() => done(err));
 }
 
 function withProgressToken(params: JsonObject, token: ProgressToken): JsonObject {

@@ -19,6 +19,16 @@ export function after<T>(promise: Promise<T>, next: (value: T) => void, fail: (e
   );
 }
 
+/** What was thrown, as an Error (a thrown string is an internal error like any other). */
+export function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** A failure found before anything started, told a turn later: never before the call that found it returns. */
+export function later(done: (err: Error) => void, err: Error): void {
+  queueMicrotask(() => done(err));
+}
+
 /**
  * An error no caller is left to hear (the answer it belongs to has gone out): thrown again on a
  * microtask, where the process's uncaughtException handler logs it, rather than lost.
