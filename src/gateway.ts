@@ -92,7 +92,13 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     metrics,
     ...(options.redactor ? { onSecret: (secret: string) => options.redactor!.add(secret) } : {}),
   });
-  const catalog = new Catalog(codecFor(config), logger);
+  const catalog = new Catalog(codecFor(config), logger, {
+    toolLimit: (upstream) => {
+      const entry = pool.config(upstream);
+      return entry && { count: entry.maxTools, bytes: entry.maxToolBytes };
+    },
+    ontruncate: (upstream) => metrics.catalogTruncated.inc({ upstream: metrics.upstream(upstream) }),
+  });
   const sessions = new SessionStore({
     idleTimeoutMs: config.sessions.idleTimeout,
     replay: { events: config.sessions.replayEvents, bytes: config.sessions.replayBytes },
@@ -108,7 +114,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     logger,
     metrics,
     logArguments: () => config.logging.arguments,
-    facts: new ToolFacts(logger),
+    facts: new ToolFacts(logger, () => metrics.schemasCompiled.inc()),
     limiter: () => limiter,
     policy: () => policy,
     ...(config.sessions.keys ? { tokens: new SessionTokens(config.sessions.keys) } : {}),

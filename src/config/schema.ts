@@ -98,6 +98,13 @@ const upstream = z
     /** tools/call requests to this upstream in flight at once, across sessions (this replica). */
     maxConcurrent: z.number().int().positive().optional(),
     /**
+     * The most tools listed from this upstream, and the most bytes of their definitions: past
+     * either the rest of its list is left out (logged once, counted in
+     * switchyard_catalog_truncated_total), so a hostile or runaway catalog cannot stall the gateway.
+     */
+    maxTools: z.number().int().min(1).default(10_000),
+    maxToolBytes: z.number().int().min(1_024).default(32 * 1024 * 1024),
+    /**
      * The protocol era the server speaks. auto: probe with server/discover and fall back to
      * initialize (the answer is remembered for the upstream); sessions: initialize only (no
      * probe); stateless: 2026-07-28 only (a server that is not is a connection error).

@@ -103,6 +103,29 @@ export class Metrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+  readonly catalogTruncated = new Counter({
+    name: 'switchyard_catalog_truncated_total',
+    help: 'Tool lists cut short because an upstream listed more than upstreams.<name>.maxTools (or maxToolBytes)',
+    labelNames: ['upstream'] as const,
+    registers: [this.registry],
+  });
+  readonly schemasCompiled = new Counter({
+    name: 'switchyard_tool_schemas_compiled_total',
+    help: "Tool inputSchemas compiled for argument checks (lazily, on a tool's first call; cached by content)",
+    registers: [this.registry],
+  });
+  readonly streamDropped = new Counter({
+    name: 'switchyard_stream_dropped_total',
+    help: 'Progress and log notifications dropped from a client SSE stream that was not read (oldest first), by method',
+    labelNames: ['method'] as const,
+    registers: [this.registry],
+  });
+  readonly streamOverflows = new Counter({
+    name: 'switchyard_stream_overflows_total',
+    help: 'Client SSE connections closed because the client did not read what was queued for it, by stream kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
   readonly configReloads = new Counter({
     name: 'switchyard_config_reloads_total',
     help: 'Config reloads, applied or rejected',

@@ -57,17 +57,41 @@ export function extendFingerprint(previous: string, items: readonly JsonObject[]
 /** Pages followed when rebuilding an upstream's aliases; bounds a hostile upstream's cursor loop. */
 const MAX_ALIAS_PAGES = 100;
 
+/** How many tools, and how many bytes of their definitions, one upstream's list may bring. */
+export interface ListLimit {
+  count: number;
+  bytes: number;
+}
+
+export interface CatalogOptions {
+  /** Shortened names remembered for mapping back. */
+  aliasLimit?: number;
+  /** The bound on an upstream's tool list (upstreams.<name>.maxTools, maxToolBytes). */
+  toolLimit?: (upstream: string) => ListLimit | undefined;
+  /** An upstream's tool list was cut short at its limit. */
+  ontruncate?: (upstream: string, limit: ListLimit) => void;
+}
+
+/** What of an upstream's list a traversal has listed so far: items and bytes. */
+type Seen = [number, number];
+
 export class Catalog {
   #codec: NamespaceCodec;
   readonly #logger: Logger;
   readonly #aliasLimit: number;
   /** `${kind}:${exposed}` → original name, for shortened names only (deterministic, shared). */
   readonly #aliases = new Map<string, string>();
+  readonly #toolLimit: CatalogOptions['toolLimit'];
+  readonly #ontruncate: CatalogOptions['ontruncate'];
+  /** Upstreams whose list was cut short, warned about once. */
+  readonly #warned = new Set<string>();
 
-  constructor(codec: NamespaceCodec, logger: Logger, aliasLimit = 50_000) {
+  constructor(codec: NamespaceCodec, logger: Logger, options: CatalogOptions = {}) {
     this.#codec = codec;
     this.#logger = logger;
-    this.#aliasLimit = aliasLimit;
+    this.#aliasLimit = options.aliasLimit ?? 50_000;
+    this.#toolLimit = options.toolLimit;
+    this.#ontruncate = options.ontruncate;
   }
 
   get codec(): NamespaceCodec {
@@ -93,15 +117,14 @@ export class Catalog {
     const { signal, observe, shape } = options;
     const { method } = LIST_KINDS[kind];
     const first = cursor === undefined;
-    const targets: [string, string | undefined][] = first
-      ? [...upstreams.keys()].map((name) => [name, undefined])
-      : Object.entries(decodeCursor(kind, cursor));
+    const decoded = first ? undefined : decodeCursor(kind, cursor);
+    const targets: [string, string | undefined][] = decoded ? Object.entries(decoded.cursors) : [...upstreams.keys()].map((name) => [name, undefined]);
     const pages = await Promise.all(
       targets.map(async ([name, upstreamCursor]) => {
         const client = upstreams.get(name);
         if (!client || client.closed || !supportsMethod(client.capabilities, method)) return undefined;
         try {
-          return { name, ...(await this.#page(kind, client, upstreamCursor, signal)) };
+          return { name, ...(await this.#page(kind, client, upstreamCursor, signal, decoded?.seen[name])) };
         } catch (err) {
           // A down upstream only removes its own items from a first page. Failing in the middle
           // of a traversal would silently truncate it, so that is the client's error to retry.
@@ -113,16 +136,20 @@ export class Catalog {
     );
     const items: JsonObject[] = [];
     const next: Record<string, string> = {};
+    const seen: Record<string, Seen> = {};
     for (const page of pages.filter((p) => p !== undefined).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       for (const item of page.items) {
         const shown = shape ? shape(page.name, item) : item;
         if (shown) items.push(shown);
       }
-      if (page.nextCursor !== undefined) next[page.name] = page.nextCursor;
+      if (page.nextCursor !== undefined) {
+        next[page.name] = page.nextCursor;
+        if (page.seen) seen[page.name] = page.seen;
+      }
       observe?.({ upstream: page.name, items: page.items, originals: page.originals, first, more: page.nextCursor !== undefined });
     }
     const result: JsonObject = { [kind]: items };
-    if (Object.keys(next).length > 0) result.nextCursor = encodeCursor(kind, next);
+    if (Object.keys(next).length > 0) result.nextCursor = encodeCursor(kind, next, seen);
     return result;
   }
 
@@ -138,10 +165,12 @@ export class Catalog {
   async scan(kind: ListKind, client: UpstreamClient, onPage: PageObserver): Promise<void> {
     if (!supportsMethod(client.capabilities, LIST_KINDS[kind].method)) return;
     let cursor: string | undefined;
+    let seen: Seen | undefined;
     for (let page = 0; page < MAX_ALIAS_PAGES; page++) {
-      const result = await this.#page(kind, client, cursor);
+      const result = await this.#page(kind, client, cursor, undefined, seen);
       onPage({ upstream: client.name, items: result.items, originals: result.originals, first: page === 0, more: result.nextCursor !== undefined });
       cursor = result.nextCursor;
+      seen = result.seen;
       if (cursor === undefined) return;
     }
   }
@@ -174,15 +203,29 @@ export class Catalog {
     return client;
   }
 
-  async #page(kind: ListKind, client: UpstreamClient, cursor: string | undefined, signal?: CancelSignal): Promise<{ items: JsonObject[]; originals: string[]; nextCursor?: string }> {
+  /**
+   * One page of an upstream's list, renamed. `seen` is what earlier pages of the traversal
+   * listed: a tool list stops at the upstream's limit (the rest of the page and its cursor go).
+   */
+  async #page(kind: ListKind, client: UpstreamClient, cursor: string | undefined, signal?: CancelSignal, seen?: Seen): Promise<{ items: JsonObject[]; originals: string[]; nextCursor?: string; seen?: Seen }> {
     const { method, field } = LIST_KINDS[kind];
     const result = await client.request(method, cursor === undefined ? undefined : { cursor }, { signal });
     const raw = Array.isArray(result[kind]) ? (result[kind] as unknown[]) : [];
     const items: JsonObject[] = [];
     const originals: string[] = [];
+    const limit = kind === 'tools' ? this.#toolLimit?.(client.name) : undefined;
+    let [count, bytes] = seen ?? [0, 0];
+    let truncated = false;
     for (const item of raw) {
       const original = isObject(item) ? item[field] : undefined;
       if (typeof original !== 'string' || original === '') continue; // hostile or broken entry
+      if (limit) {
+        bytes += JSON.stringify(item).length;
+        if (++count > limit.count || bytes > limit.bytes) {
+          truncated = true;
+          break;
+        }
+      }
       originals.push(original);
       const exposed =
         field === 'name' ? this.#exposeName(kind, client.name, original)
@@ -190,8 +233,20 @@ export class Catalog {
         : this.#codec.exposeUri(client.name, original);
       items.push(exposed === original ? (item as JsonObject) : { ...(item as JsonObject), [field]: exposed });
     }
+    if (truncated) {
+      this.#truncated(client.name, limit!);
+      return { items, originals };
+    }
     const nextCursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
-    return nextCursor === undefined ? { items, originals } : { items, originals, nextCursor };
+    if (nextCursor === undefined) return { items, originals };
+    return limit ? { items, originals, nextCursor, seen: [count, bytes] } : { items, originals, nextCursor };
+  }
+
+  #truncated(upstream: string, limit: ListLimit): void {
+    this.#ontruncate?.(upstream, limit);
+    if (this.#warned.has(upstream)) return;
+    this.#warned.add(upstream);
+    this.#logger.warn('upstream lists more tools than its limit; the rest are left out', { upstream, maxTools: limit.count, maxToolBytes: limit.bytes });
   }
 
   #exposeName(kind: ListKind, upstream: string, original: string): string {
@@ -209,11 +264,12 @@ export class Catalog {
   }
 }
 
-function encodeCursor(kind: ListKind, cursors: Record<string, string>): string {
-  return Buffer.from(JSON.stringify({ k: kind, c: cursors })).toString('base64url');
+function encodeCursor(kind: ListKind, cursors: Record<string, string>, seen: Record<string, Seen>): string {
+  const value = Object.keys(seen).length > 0 ? { k: kind, c: cursors, n: seen } : { k: kind, c: cursors };
+  return Buffer.from(JSON.stringify(value)).toString('base64url');
 }
 
-function decodeCursor(kind: ListKind, cursor: unknown): Record<string, string> {
+function decodeCursor(kind: ListKind, cursor: unknown): { cursors: Record<string, string>; seen: Record<string, Seen> } {
   const invalid = new GatewayError('invalid_cursor', 'Invalid cursor');
   if (typeof cursor !== 'string') throw invalid;
   let value: unknown;
@@ -228,5 +284,14 @@ function decodeCursor(kind: ListKind, cursor: unknown): Record<string, string> {
     if (typeof c !== 'string') throw invalid;
     cursors[name] = c;
   }
-  return cursors;
+  // What the traversal listed so far travels with the client. A forged count only changes how
+  // much of its own list this client is shown; the work per page stays bounded by the page.
+  const seen: Record<string, Seen> = {};
+  if (isObject(value.n)) {
+    for (const [name, n] of Object.entries(value.n)) {
+      if (!Array.isArray(n) || n.length !== 2 || !n.every((x) => Number.isSafeInteger(x) && (x as number) >= 0)) throw invalid;
+      seen[name] = [n[0] as number, n[1] as number];
+    }
+  }
+  return { cursors, seen };
 }

@@ -1,7 +1,8 @@
 // Whether a tool or prompt exists at the session's upstream session, from the lists this
 // session read, reading the list again (rarely) for a name not seen yet. The gateway answers
 // unknown names itself, so a name that does not exist and one the policy hides look the same.
-import type { DownstreamSession } from '../session/session.js';
+import type { JsonObject } from '../mcp/jsonrpc.js';
+import type { DownstreamSession, ToolFact } from '../session/session.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Catalog, ListedPage } from './catalog.js';
 
@@ -10,15 +11,22 @@ const REREAD_INTERVAL_MS = 10_000;
 
 export type NamedKind = 'tools' | 'prompts';
 
-/** Adds a list page to what the session knows its upstream session lists. */
-export function rememberNames(session: DownstreamSession, kind: NamedKind, page: ListedPage): void {
+/** What is kept of each listed item: a tool's facts (its schema, its destructiveness). */
+export type FactOf = (item: JsonObject) => ToolFact;
+
+/** Adds a list page to what the session knows its upstream session lists (with each tool's facts). */
+export function rememberNames(session: DownstreamSession, kind: NamedKind, page: ListedPage, factOf?: FactOf): void {
   const known = session.known[kind];
   let names = known.get(page.upstream)?.names;
   if (!names || page.first) {
-    names = new Set();
+    names = new Map();
     known.set(page.upstream, { names, readAt: Date.now() });
   }
-  for (const name of page.originals) names.add(name);
+  addNames(names, page, factOf);
+}
+
+function addNames(names: Map<string, ToolFact | undefined>, page: ListedPage, factOf: FactOf | undefined): void {
+  page.originals.forEach((name, i) => names.set(name, factOf?.(page.items[i]!)));
 }
 
 /** Forgets what a session knew of an upstream (its list changed, or it was replaced). */
@@ -31,18 +39,23 @@ export function forgetNames(session: DownstreamSession, upstream: string, kind?:
  * Answered at once (no promise) from what the session knows; a promise only when the list must
  * be read again (every tools/call asks).
  */
-export function listed(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string, catalog: Catalog, learn?: (page: ListedPage) => void): boolean | Promise<boolean> {
+export function listed(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string, catalog: Catalog, learn?: (page: ListedPage) => void, factOf?: FactOf): boolean | Promise<boolean> {
   const known = session.known[kind].get(client.name);
   if (known?.names?.has(name)) return true;
   if (known && Date.now() - known.readAt < REREAD_INTERVAL_MS) return known.names === undefined;
-  return readListed(session, kind, client, name, catalog, learn);
+  return readListed(session, kind, client, name, catalog, learn, factOf);
 }
 
-async function readListed(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string, catalog: Catalog, learn?: (page: ListedPage) => void): Promise<boolean> {
-  const names = new Set<string>();
+/** The facts this session learned of a tool of its upstream session (undefined: nothing known). */
+export function factOfTool(session: DownstreamSession, upstream: string, name: string): ToolFact | undefined {
+  return session.known.tools.get(upstream)?.names?.get(name);
+}
+
+async function readListed(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string, catalog: Catalog, learn?: (page: ListedPage) => void, factOf?: FactOf): Promise<boolean> {
+  const names = new Map<string, ToolFact | undefined>();
   try {
     await catalog.scan(kind, client, (page) => {
-      for (const original of page.originals) names.add(original);
+      addNames(names, page, factOf);
       learn?.(page);
     });
   } catch {

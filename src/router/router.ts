@@ -102,6 +102,7 @@ export class Router {
       ...deps,
       ensure: (session, upstream) => this.#ensure(session, upstream),
       learn: (page) => this.#learnTools(page),
+      factOf: (item) => deps.facts.fact(item),
       ownTask: (session, upstream, taskId) => this.hubOf(session, upstream)?.ownTask(taskId, session),
     };
   }
@@ -474,7 +475,8 @@ export class Router {
         observe: (page) => {
           observe(page);
           if (kind === 'tools') this.#learnTools(page);
-          if (kind === 'tools' || kind === 'prompts') rememberNames(session, kind, page);
+          if (kind === 'tools') rememberNames(session, kind, page, this.#toolCall.factOf);
+          else if (kind === 'prompts') rememberNames(session, kind, page);
         },
         shape: (upstream, item) => {
           // A shared child lists every session's tasks: each sees only its own.
@@ -562,7 +564,6 @@ export class Router {
 
   #learnTools(page: ListedPage): void {
     this.#deps.metrics.learnTools(page.upstream, page.originals);
-    this.#deps.facts.learn(page.upstream, page.items, page.originals);
   }
 
   /** Wires a new upstream session to the client session that owns it. */

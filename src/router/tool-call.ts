@@ -13,7 +13,7 @@ import { forwardThen, requireString, toolError, type Call } from './call.js';
 import type { Catalog, ListedPage, Target } from './catalog.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, surface } from '../util/callbacks.js';
-import { listed } from './existence.js';
+import { factOfTool, listed, type FactOf } from './existence.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { ToolFacts } from './tool-facts.js';
 
@@ -24,8 +24,10 @@ export interface ToolCallDeps {
   limiter: () => RateLimiter;
   pool: UpstreamPool;
   metrics: Metrics;
-  /** Learns a page of tools (names for metrics, schemas, destructiveness). */
+  /** Learns a page of tools (names for metrics). */
   learn: (page: ListedPage) => void;
+  /** A listed tool's facts (schema, destructiveness), kept with the session that listed it. */
+  factOf: FactOf;
   /** Records a created task as this session's (a shared child serves many). */
   ownTask: (session: DownstreamSession, upstream: string, taskId: string) => void;
   /** Opens the owning upstream if it was left out of the session (or says why it cannot); undefined when nothing is to do. */
@@ -112,7 +114,7 @@ class ToolCall {
     if (!target) throw this.#unknown();
     this.#target = target;
     this.#call.record.tool = target.name;
-    this.#then(listed(this.#call.session, 'tools', target.client, target.name, this.#deps.catalog, this.#deps.learn), this.#listed);
+    this.#then(listed(this.#call.session, 'tools', target.client, target.name, this.#deps.catalog, this.#deps.learn, this.#deps.factOf), this.#listed);
   }
 
   /** Pinned arguments, the arguments' check, the upstream's capacity; then the tool's rate limit. */
@@ -127,7 +129,7 @@ class ToolCall {
     // Arguments first: a model correcting its call spends no quota.
     const config = deps.pool.config(client.name);
     if (config?.validateArguments !== false) {
-      const invalid = deps.facts.check(client.name, name, this.#requested, this.#args);
+      const invalid = deps.facts.check(factOfTool(this.#call.session, client.name, name), this.#requested, this.#args);
       if (invalid) return this.#finish(toolError(invalid));
     }
     // A look at the upstream's capacity before the tool's token is spent on a call that cannot run.
@@ -148,7 +150,7 @@ class ToolCall {
       return this.#finish(toolError(text, { [RETRY_AFTER_META]: limited.decision.retryAfterMs }));
     }
     const { client, name } = this.#target!;
-    if (this.#call.session.access.confirmsDestructive && this.#deps.facts.destructive(client.name, name)) {
+    if (this.#call.session.access.confirmsDestructive && factOfTool(this.#call.session, client.name, name)?.destructive === true) {
       return this.#then(confirm(this.#call, this.#requested), this.#confirmed);
     }
     this.#confirmed(undefined);

@@ -1,36 +1,44 @@
-// What the gateway knows of each upstream's tools, learned from the tools/list pages it relays:
-// which are destructive, and each inputSchema, compiled once so tools/call arguments are
-// checked at the edge (shared by all sessions: a tool's schema is the upstream's, whoever
-// asks). A
-// failed check is a tool result with isError (2025-11-25: input validation errors are tool
+// What the gateway knows of a tool, learned from the tools/list pages a session reads: whether
+// it is destructive, and its inputSchema, so tools/call arguments are checked at the edge. A
+// session's facts come only from its own upstream session's lists (a per-session upstream may
+// answer sessions differently), and are kept with the session (session.known.tools). Facts are
+// interned by content, so sessions that read the same list share one object per tool; schemas
+// are compiled lazily, on a tool's first call, and the validators live in a bounded cache keyed
+// by the schema's text, never in Ajv (which would otherwise keep every schema it compiled).
+// A failed check is a tool result with isError (2025-11-25: input validation errors are tool
 // execution errors) naming the offending field, so a model can correct itself.
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
+import type { ToolFact } from '../session/session.js';
 import type { Logger } from '../util/log.js';
 
 /** Schemas larger than this are not compiled (and calls to their tools not checked). */
-const MAX_SCHEMA_BYTES = 64 * 1024;
-const MAX_VALIDATORS = 5_000;
+export const MAX_SCHEMA_BYTES = 64 * 1024;
+/** Distinct facts interned (a fact dropped here stays alive where a session still holds it). */
+const MAX_FACTS = 50_000;
+const MAX_FACT_BYTES = 64 * 1024 * 1024;
+/** Compiled validators kept, by schema text (a dropped one is compiled again on the next call). */
+const MAX_VALIDATORS = 2_000;
 const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-0[4-7]\/schema#?$/;
 
-interface Compiled {
-  fingerprint: string;
-  validate: ValidateFunction | undefined;
-  destructive: boolean;
-}
+/** A schema that could not be compiled: its calls go unchecked. */
+const UNCHECKED = Symbol('unchecked');
 
 export class ToolFacts {
   readonly #logger: Logger;
   readonly #draft2020: Ajv2020;
   readonly #draft07: Ajv;
-  /** `${upstream}\0${tool}` → the validator of the schema last listed for it. */
-  readonly #byTool = new Map<string, Compiled>();
+  /** Interned facts by content (destructiveness and schema text). */
+  readonly #facts = new LRUCache<string, ToolFact>({ max: MAX_FACTS, maxSize: MAX_FACT_BYTES, sizeCalculation: (fact) => fact.key.length + 64 });
+  readonly #validators = new LRUCache<string, ValidateFunction | typeof UNCHECKED>({ max: MAX_VALIDATORS });
+  readonly #oncompile: (() => void) | undefined;
 
-  constructor(logger: Logger) {
+  constructor(logger: Logger, oncompile?: () => void) {
     this.#logger = logger;
+    this.#oncompile = oncompile;
     const options = { strict: false, allErrors: false, validateSchema: false, addUsedSchema: false } as const;
     this.#draft2020 = new Ajv2020(options);
     this.#draft07 = new Ajv(options);
@@ -38,37 +46,22 @@ export class ToolFacts {
     addFormats.default(this.#draft07);
   }
 
-  /** Learns a page of tools: names, destructiveness, compiled schemas (reused when unchanged). */
-  learn(upstream: string, tools: readonly JsonObject[], originals: readonly string[]): void {
-    tools.forEach((tool, i) => {
-      const name = originals[i]!;
-      const schema = isObject(tool.inputSchema) ? tool.inputSchema : {};
-      const destructive = isObject(tool.annotations) && tool.annotations.destructiveHint === true;
-      const text = JSON.stringify(schema);
-      const key = `${upstream}\0${name}`;
-      const fingerprint = createHash('sha256').update(text).update(String(destructive)).digest('base64url');
-      if (this.#byTool.get(key)?.fingerprint === fingerprint) return;
-      let validate: ValidateFunction | undefined;
-      if (text.length <= MAX_SCHEMA_BYTES) {
-        try {
-          const draft07 = typeof schema.$schema === 'string' && DRAFT_07.test(schema.$schema);
-          validate = (draft07 ? this.#draft07 : this.#draft2020).compile(schema);
-        } catch (err) {
-          this.#logger.warn('cannot compile a tool inputSchema; its calls are not checked', { upstream, tool: name, err });
-        }
-      }
-      if (this.#byTool.size >= MAX_VALIDATORS && !this.#byTool.has(key)) this.#byTool.delete(this.#byTool.keys().next().value!);
-      this.#byTool.set(key, { fingerprint, validate, destructive });
-    });
-  }
-
-  destructive(upstream: string, tool: string): boolean {
-    return this.#byTool.get(`${upstream}\0${tool}`)?.destructive ?? false;
+  /** The fact of one listed tool: cheap (no compilation), and the same object for the same content. */
+  fact(tool: JsonObject): ToolFact {
+    const schema = isObject(tool.inputSchema) ? tool.inputSchema : {};
+    const destructive = isObject(tool.annotations) && tool.annotations.destructiveHint === true;
+    const text = JSON.stringify(schema);
+    const key = `${destructive ? 'd' : '-'}${text}`;
+    const known = this.#facts.get(key);
+    if (known) return known;
+    const fact: ToolFact = { key, schema: text.length <= MAX_SCHEMA_BYTES ? schema : undefined, destructive };
+    this.#facts.set(key, fact);
+    return fact;
   }
 
   /** A message naming what is wrong with `args`, or undefined when they fit (or cannot be checked). */
-  check(upstream: string, tool: string, exposedName: string, args: unknown): string | undefined {
-    const validate = this.#byTool.get(`${upstream}\0${tool}`)?.validate;
+  check(fact: ToolFact | undefined, exposedName: string, args: unknown): string | undefined {
+    const validate = fact && this.#validator(fact);
     if (!validate || validate(args ?? {})) return undefined;
     const error = validate.errors?.[0];
     if (!error) return `Invalid arguments for tool ${exposedName}`;
@@ -76,5 +69,26 @@ export class ToolFacts {
     const field = missing !== undefined ? `${error.instancePath}/${missing}` : error.instancePath || '(arguments)';
     const detail = missing !== undefined ? 'is required' : error.message;
     return `Invalid arguments for tool ${exposedName}: ${field} ${detail}`;
+  }
+
+  #validator(fact: ToolFact): ValidateFunction | undefined {
+    const { schema } = fact;
+    if (!schema) return undefined;
+    const text = fact.key.slice(1);
+    const cached = this.#validators.get(text);
+    if (cached !== undefined) return cached === UNCHECKED ? undefined : cached;
+    const ajv = typeof schema.$schema === 'string' && DRAFT_07.test(schema.$schema) ? this.#draft07 : this.#draft2020;
+    let validate: ValidateFunction | typeof UNCHECKED = UNCHECKED;
+    try {
+      this.#oncompile?.();
+      validate = ajv.compile(schema);
+    } catch (err) {
+      this.#logger.warn('cannot compile a tool inputSchema; its calls are not checked', { err });
+    } finally {
+      // Ajv caches every schema object it compiled; the validator is all that is needed.
+      ajv.removeSchema(schema);
+    }
+    this.#validators.set(text, validate);
+    return validate === UNCHECKED ? undefined : validate;
   }
 }

@@ -30,6 +30,22 @@ export interface ClientRequest {
   relatedTask: { exposed: string; local: string } | undefined;
 }
 
+/** What a session learned of one tool from its upstream session's list (see router/tool-facts.ts). */
+export interface ToolFact {
+  /** The fact's content (destructiveness and schema text): equal keys, equal facts. */
+  readonly key: string;
+  /** The inputSchema, when small enough to be checked. */
+  readonly schema: JsonObject | undefined;
+  readonly destructive: boolean;
+}
+
+/** The names an upstream session lists, with what is known of each (tools: their facts). */
+export interface KnownNames {
+  /** Undefined while the list could not be read (calls then go on; the upstream answers). */
+  names: Map<string, ToolFact | undefined> | undefined;
+  readAt: number;
+}
+
 export interface ListView {
   /** A hash over the pages seen so far, in order. */
   fingerprint: string;
@@ -78,10 +94,11 @@ export class DownstreamSession {
   /**
    * The tools and prompts each upstream session lists (its own names), learned from the lists
    * this session read: a name not among them is unknown, exactly like a hidden one. Lists
-   * differ between sessions (servers offer capability-gated tools), so this is per session.
-   * `names` is undefined while a list could not be read (calls then go on; the upstream answers).
+   * differ between sessions (servers offer capability-gated tools), so this is per session, and
+   * so are the facts of each tool (its schema, its destructiveness): what one session learned
+   * never decides for another.
    */
-  readonly known: Record<'tools' | 'prompts', Map<string, { names: Set<string> | undefined; readAt: number }>> = { tools: new Map(), prompts: new Map() };
+  readonly known: Record<'tools' | 'prompts', Map<string, KnownNames>> = { tools: new Map(), prompts: new Map() };
   /** Resource URIs (the upstream's own) the client subscribed to, per upstream: renewed after a restart. */
   readonly subscriptions = new Map<string, Set<string>>();
   /** The level the client set with logging/setLevel: renewed after a restart. */
