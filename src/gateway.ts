@@ -22,6 +22,7 @@ import { ToolFacts } from './router/tool-facts.js';
 import { NamespaceCodec } from './router/namespace.js';
 import { Router } from './router/router.js';
 import { SessionStore } from './session/store.js';
+import { ReplayBudget } from './session/streams.js';
 import { SessionTokens } from './session/token.js';
 import { UpstreamPool } from './upstream/pool.js';
 import type { Logger } from './util/log.js';
@@ -101,7 +102,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   });
   const sessions = new SessionStore({
     idleTimeoutMs: config.sessions.idleTimeout,
-    replay: { events: config.sessions.replayEvents, bytes: config.sessions.replayBytes },
+    replay: { events: config.sessions.replayEvents, bytes: config.sessions.replayBytes, budget: new ReplayBudget(config.sessions.replayTotalBytes) },
     logger,
   });
   let policy = policyFor(config);
@@ -146,7 +147,16 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     rateLimitStore: () => (store instanceof RedisBucketStore ? store.health : { store: 'memory' }),
     limiter: () => limiter,
     readiness,
-    streams: { keepAliveMs: config.sessions.keepAlive, retryMs: config.sessions.retry },
+    streams: {
+      keepAliveMs: config.sessions.keepAlive,
+      retryMs: config.sessions.retry,
+      queue: {
+        bytes: config.sessions.streamQueueBytes,
+        messages: config.sessions.streamQueueMessages,
+        ondrop: (method) => metrics.streamDropped.inc({ method: metrics.notification(method) }),
+      },
+      onoverflow: (kind) => metrics.streamOverflows.inc({ kind }),
+    },
     ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen) } : {}),
     ...(config.metrics.enabled && config.metrics.port === undefined ? { metricsRegistry: metrics.registry } : {}),
   });

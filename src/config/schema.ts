@@ -281,6 +281,18 @@ const sessions = z.strictObject({
   replayEvents: z.number().int().min(1).max(100_000).default(1_000),
   /** ...and how many bytes of them; the oldest go first when either is exceeded. */
   replayBytes: z.number().int().min(1_024).default(4 * 1024 * 1024),
+  /**
+   * ...and what every session's replay buffer may hold together on this replica: past it, the
+   * buffers holding more than their fair share give back their oldest events first.
+   */
+  replayTotalBytes: z.number().int().min(1_024).default(256 * 1024 * 1024),
+  /**
+   * What may wait for one SSE connection whose client does not read, in bytes and messages: past
+   * either, the oldest progress and log notifications are dropped, then the connection is closed
+   * (its stream stays resumable with Last-Event-ID from the replay buffer).
+   */
+  streamQueueBytes: z.number().int().min(1_024).default(1024 * 1024),
+  streamQueueMessages: z.number().int().min(1).default(1_000),
   /** Interval of keep-alive comments on open SSE streams. */
   keepAlive: duration.default(15_000),
   /** The reconnect delay suggested to clients in the SSE retry field. */

@@ -26,7 +26,7 @@ import type { Logger } from '../util/log.js';
 import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, rpcErrorResponse } from './guards.js';
 import type { HttpInput } from './input.js';
 import { parseEventId } from '../session/streams.js';
-import { connect, respond, type Answers, type StreamSettings } from './responder.js';
+import { boundsFor, connect, respond, type Answers, type StreamSettings } from './responder.js';
 import { isModernRequest, serveModern, validateModern } from './modern.js';
 import { StatelessSessions } from '../router/stateless.js';
 import { isWebResponse, JsonReply, type Reply } from './reply.js';
@@ -175,7 +175,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
         return rpcErrorResponse(429, ErrorCode.InvalidRequest, `Too Many Requests: at most ${deps.maxSessionsPerPrincipal} sessions per principal (each distinct client capabilities and info take one)`, validated.id, { 'retry-after': '30' });
       }
     }
-    return serveModern({ stateless, keepAliveMs: deps.streams.keepAliveMs }, request, validated, context);
+    return serveModern({ stateless, keepAliveMs: deps.streams.keepAliveMs, bounds: (kind) => boundsFor(deps.streams, kind) }, request, validated, context);
   }
 
   async function postBatch(request: HttpInput, items: unknown[], context: RequestContext): Promise<Reply> {

@@ -29,7 +29,7 @@ import type { DownstreamSession } from '../session/session.js';
 import { encodeSseEvent } from '../util/sse.js';
 import { GATEWAY_NAME, GATEWAY_VERSION } from '../version.js';
 import type { HttpInput } from './input.js';
-import { SseConnection } from './sse-connection.js';
+import { droppableMethod, SseConnection, type QueueBounds } from './sse-connection.js';
 
 /** How long a client may reuse a list or discovery result (server/utilities/caching.mdx). */
 export const LIST_TTL_MS = 30_000;
@@ -122,6 +122,8 @@ export function discover(session: DownstreamSession): JsonObject {
 export interface ModernDeps {
   stateless: StatelessSessions;
   keepAliveMs: number;
+  /** What may wait for a client that does not read: a request's stream, or a subscriptions/listen one. */
+  bounds?: (kind: 'request' | 'standalone') => QueueBounds | undefined;
 }
 
 /** Runs a validated request and answers it as JSON, or as SSE once a notification must go first. */
@@ -139,13 +141,13 @@ export async function serveModern(deps: ModernDeps, input: HttpInput, request: S
     const sink: Sink = {
       notify(message) {
         if (!connection) {
-          connection = new SseConnection({}, deps.keepAliveMs);
+          connection = new SseConnection({}, deps.keepAliveMs, deps.bounds?.('request'));
           connection.onclose = () => {
             if (exchange.answers(sink)) exchange.abandon('the client closed the stream');
           };
           resolve(connection.response);
         }
-        connection.write(encodeSseEvent(JSON.stringify(message)));
+        connection.write(encodeSseEvent(JSON.stringify(message)), droppableMethod(message));
       },
       finish(response) {
         const shaped = shape(response);
@@ -179,9 +181,9 @@ export async function serveModern(deps: ModernDeps, input: HttpInput, request: S
 async function listen(deps: ModernDeps, input: HttpInput, session: DownstreamSession, request: StatelessRequest, context: RequestContext): Promise<Response> {
   const filter = isObject(request.params.notifications) ? request.params.notifications : undefined;
   if (!filter) return rpcError(400, ErrorCode.InvalidParams, 'Invalid params: notifications is required', request.id);
-  const connection = new SseConnection({}, deps.keepAliveMs);
+  const connection = new SseConnection({}, deps.keepAliveMs, deps.bounds?.('standalone'));
   const sink: Sink = {
-    notify: (message) => connection.write(encodeSseEvent(JSON.stringify(message))),
+    notify: (message) => connection.write(encodeSseEvent(JSON.stringify(message)), droppableMethod(message)),
     finish(response) {
       connection.write(encodeSseEvent(JSON.stringify(response)));
       connection.close();

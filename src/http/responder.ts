@@ -8,7 +8,7 @@ import type { JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.js';
 import type { RequestChannel } from '../router/router.js';
 import type { DownstreamSession } from '../session/session.js';
 import type { SessionStream } from '../session/streams.js';
-import { SSE_HEADERS, SseConnection } from './sse-connection.js';
+import { SSE_HEADERS, SseConnection, type QueueBounds } from './sse-connection.js';
 import { JsonReply, type Reply } from './reply.js';
 
 /** A request still running after this long is answered over SSE, which a client can resume. */
@@ -17,6 +17,17 @@ export const STREAM_AFTER_MS = 250;
 export interface StreamSettings {
   keepAliveMs: number;
   retryMs: number;
+  /** What may wait for a client that does not read, per connection. */
+  queue?: QueueBounds;
+  /** A connection of this kind of stream was closed because its client did not read. */
+  onoverflow?: (kind: 'request' | 'standalone') => void;
+}
+
+/** The queue bounds of a connection of `stream`, reporting an overflow by the stream's kind. */
+export function boundsFor(settings: StreamSettings, kind: 'request' | 'standalone'): QueueBounds | undefined {
+  const { queue, onoverflow } = settings;
+  if (!queue) return undefined;
+  return onoverflow ? { ...queue, onoverflow: () => onoverflow(kind) } : queue;
 }
 
 /** Priming events and retry hints are for clients of 2025-11-25 and later (transports.mdx). */
@@ -26,7 +37,7 @@ export function primes(session: DownstreamSession): boolean {
 
 /** Attaches a new SSE connection to `stream`, detaching it again when the client goes away. */
 export function connect(session: DownstreamSession, stream: SessionStream, settings: StreamSettings, after?: number): SseConnection | undefined {
-  const connection = new SseConnection({}, settings.keepAliveMs);
+  const connection = new SseConnection({}, settings.keepAliveMs, boundsFor(settings, stream.kind));
   const options = after !== undefined ? { after } : primes(session) ? { primeRetryMs: settings.retryMs } : {};
   if (!stream.attach(connection, options)) {
     connection.close();

@@ -237,6 +237,7 @@ export class DownstreamSession {
     this.clientRequests.rejectAll(reason);
     for (const stream of this.#streams.values()) stream.finish();
     this.#standalone?.finish();
+    this.#log?.release();
     for (const release of this.shared.values()) release();
     await Promise.allSettled([...this.upstreams].filter(([name]) => !this.shared.has(name)).map(([, client]) => client.close()));
   }

@@ -9,13 +9,79 @@ import { encodeSseEvent } from '../util/sse.js';
 
 /** One HTTP response carrying SSE (implemented by the HTTP layer). */
 export interface StreamConnection {
-  write(chunk: string): void;
+  /** `droppable`: the method of a notification the connection may drop for a client that does not read. */
+  write(chunk: string, droppable?: string): void;
   close(): void;
+}
+
+/** Server-to-client notifications a server may drop (progress and log messages are best effort). */
+const DROPPABLE = new Set(['notifications/progress', 'notifications/message']);
+
+/** The method of a message that may be dropped for a slow reader, else undefined. */
+export function droppableMethod(message: JsonRpcMessage): string | undefined {
+  return 'method' in message && !('id' in message) && DROPPABLE.has(message.method) ? message.method : undefined;
 }
 
 export interface LogLimits {
   events: number;
   bytes: number;
+  /** What every session's log may hold together (sessions.replayTotalBytes). */
+  budget?: ReplayBudget;
+}
+
+/**
+ * The bytes all sessions' replay logs hold together, bounded: when an append takes the total
+ * over the limit, logs holding more than their fair share (the limit over the logs alive) give
+ * back their oldest events, round-robin, until the total fits again. An idle session's stale
+ * buffer thus shrinks before an active session loses what it just sent.
+ */
+export class ReplayBudget {
+  readonly limit: number;
+  #used = 0;
+  readonly #logs: EventLog[] = [];
+  #next = 0;
+
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+
+  get used(): number {
+    return this.#used;
+  }
+
+  get logs(): number {
+    return this.#logs.length;
+  }
+
+  /** @internal (EventLog) */
+  join(log: EventLog): number {
+    this.#logs.push(log);
+    return this.#logs.length - 1;
+  }
+
+  /** @internal (EventLog): the log at `index` is gone; the last one takes its place. */
+  leave(index: number, bytes: number): void {
+    this.#used -= bytes;
+    const last = this.#logs.pop()!;
+    if (index < this.#logs.length) {
+      this.#logs[index] = last;
+      last.budgetIndex = index;
+    }
+  }
+
+  /** @internal (EventLog) */
+  add(bytes: number): void {
+    this.#used += bytes;
+  }
+
+  /** Brings the total back under the limit (a log may lose every event it holds: replay is best effort). */
+  reclaim(): void {
+    const share = this.limit / Math.max(1, this.#logs.length);
+    for (let scanned = 0; this.#used > this.limit && scanned < this.#logs.length; scanned++) {
+      if (this.#next >= this.#logs.length) this.#next = 0;
+      this.#logs[this.#next++]!.trimTo(share);
+    }
+  }
 }
 
 interface LoggedEvent {
@@ -36,22 +102,62 @@ export class EventLog {
   #head = 0;
   #bytes = 0;
   readonly #droppedUpTo = new Map<string, number>();
+  /** @internal (ReplayBudget): this log's place in the budget's list. */
+  budgetIndex = -1;
+  #released = false;
 
   constructor(limits: LogLimits) {
     this.#limits = limits;
+    if (limits.budget) this.budgetIndex = limits.budget.join(this);
+  }
+
+  /** Bytes held. */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   append(key: string, seq: number, data: string): void {
+    if (this.#released) return;
     const bytes = Buffer.byteLength(data);
     this.#events.push({ key, seq, data, bytes });
     this.#bytes += bytes;
-    while (this.#events.length - this.#head > this.#limits.events || (this.#bytes > this.#limits.bytes && this.#events.length - this.#head > 1)) {
-      const dropped = this.#events[this.#head++]!;
-      this.#bytes -= dropped.bytes;
-      this.#droppedUpTo.set(dropped.key, dropped.seq);
-    }
+    const { budget } = this.#limits;
+    budget?.add(bytes);
+    while (this.#events.length - this.#head > this.#limits.events || (this.#bytes > this.#limits.bytes && this.#events.length - this.#head > 1)) this.#dropOldest();
+    if (budget && budget.used > budget.limit) budget.reclaim();
+    this.#compact();
+  }
+
+  /** Drops the oldest events until this log holds at most `bytes` (the budget's fair share). */
+  trimTo(bytes: number): void {
+    while (this.#bytes > bytes && this.#events.length - this.#head > 0) this.#dropOldest();
+    this.#compact();
+  }
+
+  /** The session ended: its bytes go back to the budget. Idempotent. */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    if (this.#limits.budget && this.budgetIndex >= 0) this.#limits.budget.leave(this.budgetIndex, this.#bytes);
+    this.budgetIndex = -1;
+    this.#events = [];
+    this.#head = 0;
+    this.#bytes = 0;
+  }
+
+  #dropOldest(): void {
+    const dropped = this.#events[this.#head++]!;
+    this.#bytes -= dropped.bytes;
+    this.#limits.budget?.add(-dropped.bytes);
+    this.#droppedUpTo.set(dropped.key, dropped.seq);
+  }
+
+  #compact(): void {
     if (this.#head > 1_024 && this.#head * 2 > this.#events.length) {
       this.#events = this.#events.slice(this.#head);
+      this.#head = 0;
+    } else if (this.#head === this.#events.length && this.#head > 0) {
+      this.#events = [];
       this.#head = 0;
     }
   }
@@ -117,7 +223,7 @@ export class SessionStream {
     const data = JSON.stringify(message);
     this.#log.append(this.key, seq, data);
     if (this.#connection) {
-      this.#connection.write(encodeSseEvent(data, `${this.key}.${seq}`));
+      this.#connection.write(encodeSseEvent(data, `${this.key}.${seq}`), droppableMethod(message));
       this.#written = seq;
     }
   }

@@ -475,3 +475,25 @@ describe('parseEventId', () => {
     expect(parseEventId(value)).toBeUndefined();
   });
 });
+
+describe('ReplayBudget', () => {
+  it('keeps every log together under the limit, taking first from logs over their fair share', async () => {
+    const { EventLog, ReplayBudget } = await import('../../src/session/streams.js');
+    const budget = new ReplayBudget(10_000);
+    const idle = new EventLog({ events: 1_000, bytes: 1_000_000, budget });
+    const busy = new EventLog({ events: 1_000, bytes: 1_000_000, budget });
+    for (let i = 1; i <= 8; i++) idle.append('aaaaaaaaaaaa', i, 'x'.repeat(1_000));
+    expect(budget.used).toBe(8_000);
+    for (let i = 1; i <= 8; i++) busy.append('bbbbbbbbbbbb', i, 'y'.repeat(1_000));
+    expect(budget.used).toBeLessThanOrEqual(10_000);
+    // The idle log held more than half: it gave back its oldest events; the busy one kept its newest.
+    expect(idle.bytes).toBeLessThanOrEqual(5_000);
+    expect(busy.after('bbbbbbbbbbbb', 7, true)?.map((e) => e.seq)).toEqual([8]);
+    // A resumption that would skip what was given back is refused, not silently incomplete.
+    expect(idle.after('aaaaaaaaaaaa', 0)).toBeUndefined();
+    idle.release();
+    busy.release();
+    expect(budget.used).toBe(0);
+    expect(budget.logs).toBe(0);
+  });
+});
