@@ -7,7 +7,7 @@
 //                                        the seconds of each)
 //                      [--profile DIR]   (gateway started with --cpu-prof, profiles written there)
 //                      [--build-dir DIR] (where the gateway is compiled to; default .tmp/bench-dist)
-//                      [--only http,latency,stdio,init,idle] (run only these sections; targets
+//                      [--only http,latency,stdio,init,idle,catalog] (run only these sections; targets
 //                                        are judged only where their figures were measured)
 //                      [--only inplace]  (opt-in: the steps of a call timed in an instrumented
 //                                        copy of the build, bench/inplace.mjs)
@@ -17,6 +17,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { catalogStall } from './catalog-stall.mjs';
 import { instrument, STEPS } from './inplace.mjs';
 import { authServer, build, gatewayConfig, here, loadgen, median, renewable, root, start, stopAll } from './parts.mjs';
 import { cpuSeconds, rssBytes } from './proc.mjs';
@@ -43,7 +44,7 @@ const SLICES = Number(values.slices ?? (quick ? 2 : 10));
 const SLICE = Number(values.slice ?? (quick ? 0.25 : 0.5));
 const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
 const INITS = quick ? 20 : 300;
-const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle'];
+const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'catalog'];
 /** Sections run only when named: diagnostics, not targets. */
 const OPT_IN = ['inplace'];
 const only = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : SECTIONS);
@@ -272,6 +273,20 @@ try {
     report.figures.idle = idle;
   }
 
+  // 6. Another session's ping while one session lists an upstream of 100,000 tools.
+  let catalog;
+  if (only.has('catalog')) {
+    const tools = quick ? 20_000 : 100_000;
+    say(`\nCatalog: another session's ping while one lists ${tools} tools (pages of 1,000), ${quick ? 1 : 3} round(s) (ms):`);
+    catalog = await catalogStall({ buildDir, dir, rounds: quick ? 1 : 3, tools });
+    const each = (key, digits = 1) => catalog.map((r) => fmt(r[key], digits)).join(', ');
+    say(`  ping p50 ${fmt(median(catalog.map((r) => r.p50)), 1)}   (${each('p50')})`);
+    say(`  ping p99 ${fmt(median(catalog.map((r) => r.p99)), 1)}   (${each('p99')})`);
+    say(`  ping max ${fmt(median(catalog.map((r) => r.max)), 1)}   (${each('max')})`);
+    say(`  the list took ${each('listSeconds', 2)} s for ${catalog[0].listed} tools; ${each('pings', 0)} pings answered meanwhile`);
+    report.figures.catalog = catalog;
+  }
+
   if (only.has('inplace')) {
     const inplaceDir = `${buildDir}-inplace`;
     await rm(inplaceDir, { recursive: true, force: true });
@@ -338,6 +353,10 @@ try {
       const gInit = median(init[initNames[variant]].map((r) => r.p50));
       say(`  initialize (3) / hop's (1)      ${fmt(gInit / hopInit)} ≤ 1.50  ${verdict(check('initialize', gInit / hopInit, 1.5, '<=', variant))}`);
     }
+  }
+  if (catalog) {
+    const p99 = median(catalog.map((r) => r.p99));
+    say(` catalog:\n  ping p99 during a ${catalog[0].listed}-tool list (ms) ${fmt(p99, 1)} ≤ 50  ${verdict(check('catalog-ping-p99', p99, 50, '<=', 'catalog'))}`);
   }
   if (tp) say(`\nDirect reaches ${fmt(median(tp[direct.name].map((r) => r.throughput)), 0)} calls/s; the naive hop ${fmt(pairedRatio(tp, hop.name, direct.name, sliceThroughput))} × direct.`);
   say(`Took ${fmt((performance.now() - started) / 1000, 0)} s.`);

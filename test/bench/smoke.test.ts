@@ -52,7 +52,12 @@ describe('npm run bench', () => {
   it('runs a quick pass and reports throughput, latency, CPU, idle memory, initialize and every target', async () => {
     await inTempDir(async (dir) => {
       const report = await runBench(dir, ['--quick', '--idle', '100']);
-      expect(Object.keys(report.figures).sort()).toEqual(['idle', 'initialize', 'latency', 'stdio', 'throughput']);
+      expect(Object.keys(report.figures).sort()).toEqual(['catalog', 'idle', 'initialize', 'latency', 'stdio', 'throughput']);
+      // Another session's ping while one lists a big catalog (20,000 tools in --quick).
+      expect(report.targets.filter((t) => t.variant === 'catalog').map((t) => t.name)).toEqual(['catalog-ping-p99']);
+      const catalog = report.figures.catalog as { listed: number; pings: number }[];
+      expect(catalog[0]).toMatchObject({ listed: 20_001 });
+      expect(catalog[0]!.pings).toBeGreaterThan(0);
       const names = ['http-throughput', 'added-latency', 'stdio-throughput', 'cpu-per-call', 'idle-session-rss', 'initialize'];
       for (const variant of ['plain', 'jwt+metrics']) {
         expect(report.targets.filter((t) => t.variant === variant).map((t) => t.name)).toEqual(names);
