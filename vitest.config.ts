@@ -1,8 +1,10 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The benchmark's smoke run is `npm run test:bench` (vitest.bench.config.ts), not `npm test`.
+    exclude: [...configDefaults.exclude, 'test/bench/**'],
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 30_000,
