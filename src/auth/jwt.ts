@@ -6,8 +6,9 @@
 // A token that verified is remembered (bounded, the oldest dropped first) so the signature is
 // not checked again on every request of a session: the memory holds only while the same fetch
 // of the key set is current and fresh (a reload, which is how a removed key stops working,
-// forgets every token verified under the old one) and never past the token's exp.
-import { createRemoteJWKSet, errors, jwksCache, jwtVerify, type ExportedJWKSCache, type JWTPayload, type RemoteJWKSet } from 'jose';
+// forgets every token verified under the old one) and never past the token's exp, nor past
+// MAX_REMEMBER_MS (a bound that holds whatever the token says).
+import { createRemoteJWKSet, customFetch, errors, jwksCache, jwtVerify, type ExportedJWKSCache, type FetchImplementation, type JWTPayload, type RemoteJWKSet } from 'jose';
 import { AuthError, type Principal } from './principal.js';
 
 export interface JwtVerifierOptions {
@@ -25,8 +26,57 @@ export interface JwtVerifierOptions {
   jwksMaxAgeMs: number;
 }
 
-/** The key set could not be read (down, an HTTP error, not JSON): not the token's fault. */
+/** The key set could not be read (down, an HTTP error, not JSON, too large): not the token's fault. */
 class KeysUnavailable extends Error {}
+
+/** A JWKS answer is read up to this many bytes; a real key set is a few KiB (jose alone reads any size). */
+export const MAX_JWKS_BYTES = 1024 * 1024;
+/**
+ * An exp further ahead than this is refused: access tokens are short-lived, a year is far beyond
+ * any issuer's lifetime, and it still catches exp: 1e309 (Infinity after JSON.parse) and its
+ * finite cousins, which would otherwise never expire.
+ */
+export const MAX_TOKEN_LIFETIME_MS = 366 * 24 * 60 * 60 * 1_000;
+/** A verified token is remembered at most this long, then its signature is checked again. */
+export const MAX_REMEMBER_MS = 60 * 60 * 1_000;
+
+/** The JWKS answer went past MAX_JWKS_BYTES. */
+class KeySetTooLarge extends Error {}
+
+/**
+ * A fetch for jose that reads the body itself, stopping (and dropping the connection) past
+ * `maxBytes`, declared or streamed, so an oversized or endless key set costs a bounded buffer.
+ */
+export function boundedFetch(maxBytes: number, fetchImpl: typeof fetch = fetch): FetchImplementation {
+  return async function boundedJwksFetch(url, options) {
+    const response = await fetchImpl(url, options);
+    // jose refuses anything but 200 without reading it.
+    if (response.status !== 200) {
+      await response.body?.cancel();
+      return new Response(null, { status: response.status });
+    }
+    if (Number(response.headers.get('content-length') ?? 0) > maxBytes) {
+      await response.body?.cancel();
+      throw new KeySetTooLarge(`the key set declares more than ${maxBytes} bytes`);
+    }
+    const chunks: Uint8Array[] = [];
+    let length = 0;
+    if (response.body) {
+      const reader = response.body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        length += value.byteLength;
+        if (length > maxBytes) {
+          await reader.cancel();
+          throw new KeySetTooLarge(`the key set is larger than ${maxBytes} bytes`);
+        }
+        chunks.push(value);
+      }
+    }
+    return new Response(Buffer.concat(chunks), { status: 200, headers: { 'content-type': 'application/json' } });
+  };
+}
 
 interface Verified {
   principal: Principal;
@@ -96,6 +146,7 @@ export class JwtVerifier {
       cacheMaxAge: options.jwksMaxAgeMs,
       timeoutDuration: 5_000,
       [jwksCache]: this.#fetched as ExportedJWKSCache,
+      [customFetch]: boundedFetch(MAX_JWKS_BYTES),
     });
   }
 
@@ -138,13 +189,30 @@ export class JwtVerifier {
     } catch (err) {
       throw toAuthError(err);
     }
+    const badTime = timeClaimProblem(payload, this.#now());
+    if (badTime) throw new AuthError('claims', badTime);
     const subject = payload[principalClaim];
     if (typeof subject !== 'string' || subject === '') throw new AuthError('claims', `the token has no ${principalClaim} claim`);
     const principal: Principal = { id: `${issuer}|${subject}`, kind: 'oauth', scopes: scopesOf(payload), claims: payload };
     const keysFetchedAt = this.#fetched.uat;
-    if (keysFetchedAt !== undefined && typeof payload.exp === 'number') this.#verified.set(token, { principal, keysFetchedAt, expiresAt: payload.exp * 1_000 });
+    if (keysFetchedAt !== undefined && typeof payload.exp === 'number') {
+      this.#verified.set(token, { principal, keysFetchedAt, expiresAt: Math.min(payload.exp * 1_000, this.#now() + MAX_REMEMBER_MS) });
+    }
     return principal;
   }
+}
+
+/**
+ * Why the token's time claims are unusable, or undefined. jose checks they are numbers, but
+ * Infinity (1e309 in the token's JSON) is one; exp is required (requiredClaims) and present.
+ */
+function timeClaimProblem(payload: JWTPayload, now: number): string | undefined {
+  for (const claim of ['exp', 'nbf', 'iat'] as const) {
+    const value = payload[claim];
+    if (value !== undefined && !Number.isFinite(value)) return `the token's ${claim} claim is not a finite number`;
+  }
+  if (payload.exp! * 1_000 > now + MAX_TOKEN_LIFETIME_MS) return "the token's exp claim is too far in the future";
+  return undefined;
 }
 
 /** Scopes of a token: the space-separated `scope` claim (RFC 9068) or an `scp` array. */

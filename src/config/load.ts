@@ -20,6 +20,20 @@ export class ConfigError extends Error {
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
+/** A value taken from the environment by ${VAR}, and the key path it went into. */
+export interface Substitution {
+  readonly path: readonly (string | number)[];
+  readonly value: string;
+}
+
+/** Where a loaded config keeps its substitutions: not enumerable, so it is no part of comparing or printing configs. */
+const SUBSTITUTIONS = Symbol('substitutions');
+
+/** The environment values substituted into `config` (empty for a config not made by this loader). */
+export function substitutionsOf(config: Config): readonly Substitution[] {
+  return (config as Config & { [SUBSTITUTIONS]?: readonly Substitution[] })[SUBSTITUTIONS] ?? [];
+}
+
 export async function loadConfig(file: string, env: Env): Promise<Config> {
   let text: string;
   try {
@@ -45,7 +59,8 @@ export function parseConfig(text: string, options: { file: string; env: Env }): 
 
 /** Validates an already-parsed config object (what tests and embedders pass). */
 export function configFromObject(raw: unknown, options: { file: string; env: Env }): Config {
-  const substituted = substitute(raw, [], options);
+  const substitutions: Substitution[] = [];
+  const substituted = substitute(raw, [], options, substitutions);
   const parsed = configSchema.safeParse(substituted, { reportInput: true });
   if (!parsed.success) throw fromZod(options.file, parsed.error);
   const baseDir = dirname(options.file);
@@ -58,27 +73,31 @@ export function configFromObject(raw: unknown, options: { file: string; env: Env
     tls.key = resolve(baseDir, tls.key);
     if (tls.ca) tls.ca = resolve(baseDir, tls.ca);
   }
+  // The redactor needs them (config/secrets.ts): a secret's value is known only here.
+  Object.defineProperty(parsed.data, SUBSTITUTIONS, { value: Object.freeze(substitutions), enumerable: false });
   return deepFreeze(parsed.data);
 }
 
 // ${NAME} and ${NAME:-default}; "$${" is a literal "${".
 const reference = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
-function substitute(value: unknown, path: (string | number)[], options: { file: string; env: Env }): unknown {
+/** Replaces ${VAR} references; each value taken from the environment is recorded in `found` (a fallback is the file's own text). */
+function substitute(value: unknown, path: (string | number)[], options: { file: string; env: Env }, found: Substitution[]): unknown {
   if (typeof value === 'string') {
     return value.replace(reference, (match, name: string | undefined, fallback: string | undefined) => {
       if (name === undefined) return '${';
       // Shell semantics: ${VAR} may be empty; ${VAR:-default} replaces unset or empty.
-      const found = options.env[name];
-      if (fallback !== undefined) return found === undefined || found === '' ? fallback : found;
-      if (found !== undefined) return found;
-      throw new ConfigError(options.file, formatPath(path), `environment variable ${name} is not set`);
+      const given = options.env[name];
+      if (fallback !== undefined && (given === undefined || given === '')) return fallback;
+      if (given === undefined) throw new ConfigError(options.file, formatPath(path), `environment variable ${name} is not set`);
+      found.push({ path, value: given });
+      return given;
     });
   }
-  if (Array.isArray(value)) return value.map((item, i) => substitute(item, [...path, i], options));
+  if (Array.isArray(value)) return value.map((item, i) => substitute(item, [...path, i], options, found));
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) out[key] = substitute(item, [...path, key], options);
+    for (const [key, item] of Object.entries(value)) out[key] = substitute(item, [...path, key], options, found);
     return out;
   }
   return value;

@@ -1,9 +1,29 @@
 // The secret values a config holds, for the log redactor: every upstream header value (and
-// the credential inside a "Bearer ..." value), every stdio env value, every client secret.
+// the credential inside a "Bearer ..." value), every stdio env value, every client secret, and
+// every value ${VAR} put into a secret-bearing place (below), whatever its length.
+import type { Secret } from '../util/redact.js';
+import { substitutionsOf } from './load.js';
 import type { Config } from './schema.js';
 
-export function secretsOf(config: Config): string[] {
-  const secrets: string[] = [];
+/**
+ * Key paths whose substituted values are secrets ("*" is any one key): credentials travel in
+ * headers, client secrets and child environments, and inside URLs (userinfo, query keys).
+ */
+const SECRET_BEARING: readonly (readonly string[])[] = [
+  ['upstreams', '*', 'http', 'url'],
+  ['upstreams', '*', 'http', 'headers', '*'],
+  ['upstreams', '*', 'http', 'oauth', 'clientSecret'],
+  ['upstreams', '*', 'stdio', 'env', '*'],
+  ['rateLimits', 'store', 'redis', 'url'],
+  ['sessions', 'keys', '*'],
+];
+
+function secretBearing(path: readonly (string | number)[]): boolean {
+  return SECRET_BEARING.some((pattern) => pattern.length === path.length && pattern.every((part, i) => part === '*' || part === path[i]));
+}
+
+export function secretsOf(config: Config): Secret[] {
+  const secrets: Secret[] = [];
   for (const upstream of Object.values(config.upstreams)) {
     for (const value of Object.values(upstream.http?.headers ?? {})) {
       secrets.push(value);
@@ -14,5 +34,6 @@ export function secretsOf(config: Config): string[] {
   }
   secrets.push(...(config.sessions.keys ?? []));
   for (const upstream of Object.values(config.upstreams)) if (upstream.http?.oauth) secrets.push(upstream.http.oauth.clientSecret);
+  for (const { path, value } of substitutionsOf(config)) if (value !== '' && secretBearing(path)) secrets.push({ value, fromEnv: true });
   return secrets;
 }

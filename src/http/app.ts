@@ -129,6 +129,8 @@ export function createApp(deps: AppDeps): HttpApp {
     if (refusedOrigin) return refusedOrigin;
     const origin = input.header('origin');
     if (origin !== undefined && input.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders(origin, true) });
+    // Before anything decodes the target (the query's access_token check, Hono's routing).
+    if (!input.wellEncoded) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: the URL has malformed percent-encoding');
     if (!operational.has(input.path)) {
       const refused = checkHost(input, allowedHosts);
       if (refused) return refused;

@@ -11,6 +11,11 @@ export interface HttpInput {
   readonly path: string;
   /** Whether the query string has a parameter of this name (case-insensitive). */
   hasQueryParam(name: string): boolean;
+  /**
+   * Whether every percent-escape in the request target decodes (RFC 3986 §2.1, as UTF-8): a
+   * target that does not is the client's fault, refused at the edge, never a decoder's throw.
+   */
+  readonly wellEncoded: boolean;
   /** The Host, lower-case, without port or IPv6 brackets. */
   hostname(): string;
   /**
@@ -31,13 +36,28 @@ function bareHost(host: string): string {
   return (hasPort ? host.slice(0, digits - 1) : host).toLowerCase();
 }
 
+/** Whether `text` holds no percent-escape, or only ones that decode; cheap when there is none (the usual case). */
+export function decodesCleanly(text: string): boolean {
+  if (text.indexOf('%') === -1) return true;
+  try {
+    decodeURIComponent(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function queryHas(search: string, name: string): boolean {
   if (search === '') return false;
   const wanted = name.toLowerCase();
   return search
     .slice(1)
     .split('&')
-    .some((pair) => decodeURIComponent(pair.split('=', 1)[0]!.replace(/\+/g, ' ')).toLowerCase() === wanted);
+    .some((pair) => {
+      const key = pair.split('=', 1)[0]!.replace(/\+/g, ' ');
+      // The edge refuses such targets first; should one get here, a key that does not decode is not `name`.
+      return decodesCleanly(key) && decodeURIComponent(key).toLowerCase() === wanted;
+    });
 }
 
 /** A request served by @hono/node-server, read from the IncomingMessage itself. */
@@ -47,6 +67,7 @@ class NodeInput implements HttpInput {
   readonly #search: string;
   readonly method: string;
   readonly path: string;
+  readonly wellEncoded: boolean;
 
   constructor(incoming: IncomingMessage, outgoing: ServerResponse | undefined) {
     this.#incoming = incoming;
@@ -55,6 +76,7 @@ class NodeInput implements HttpInput {
     const q = target.indexOf('?');
     this.path = q === -1 ? target : target.slice(0, q);
     this.#search = q === -1 ? '' : target.slice(q);
+    this.wellEncoded = decodesCleanly(target);
     this.method = incoming.method ?? 'GET';
   }
 
@@ -136,6 +158,8 @@ export function fromRequest(request: Request): HttpInput {
     path: url.pathname,
     header: (name) => request.headers.get(name) ?? undefined,
     hasQueryParam: (name) => queryHas(url.search, name),
+    // The URL parser keeps a malformed escape as it came ("%" stays "%").
+    wellEncoded: decodesCleanly(url.pathname + url.search),
     hostname: () => url.hostname.replace(/^\[|\]$/g, '').toLowerCase(),
     onGone: (listener) => (request.signal.aborted ? queueMicrotask(listener) : request.signal.addEventListener('abort', listener, { once: true })),
     readBody(max, done, failed) {

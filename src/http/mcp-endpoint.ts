@@ -4,8 +4,9 @@
 // session, 405 other methods, 406/415 wrong headers, 409 a second GET stream, 413 too large.
 import { ErrorCode, toJsonRpcError } from '../mcp/errors.js';
 import {
+  answerableId,
   failure,
-  isObject,
+  idProblem,
   isRequest,
   isResponse,
   parseMessage,
@@ -118,10 +119,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (Array.isArray(body)) return void postBatch(request, body, context).then(reply, fail);
 
     const message = parseMessage(body);
-    if (!message) {
-      const id = isObject(body) && (typeof body.id === 'string' || typeof body.id === 'number') ? body.id : null;
-      return reply(rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message', id));
-    }
+    if (!message) return reply(rpcErrorResponse(400, ErrorCode.InvalidRequest, `Invalid Request: ${idProblem(body) ?? 'not a JSON-RPC 2.0 message'}`, answerableId(body)));
     if (isRequest(message) && message.method === 'initialize') return void initialize(request, message, context).then(reply, fail);
 
     if (request.header(SESSION_HEADER) === undefined && isRequest(message) && message.method === 'ping') {
@@ -159,7 +157,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
   async function postModern(request: HttpInput, body: unknown, context: RequestContext): Promise<Response> {
     if (Array.isArray(body)) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: batches are not part of protocol 2026-07-28');
     const message = parseMessage(body);
-    if (!message) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
+    if (!message) return rpcErrorResponse(400, ErrorCode.InvalidRequest, `Invalid Request: ${idProblem(body) ?? 'not a JSON-RPC 2.0 message'}`);
     // No client notification is defined over HTTP in this era (cancelling is closing the stream).
     if ('method' in message && !isRequest(message)) return new Response(null, { status: 202 });
     const validated = validateModern(request, message);
@@ -191,8 +189,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     const requests: JsonRpcRequest[] = [];
     for (const item of items) {
       const message = parseMessage(item);
-      if (!message) invalid.push(failure(null, { code: ErrorCode.InvalidRequest, message: 'Invalid Request' }));
-      else if (isRequest(message) && message.method === 'initialize') {
+      if (!message) {
+        const problem = idProblem(item);
+        invalid.push(failure(null, { code: ErrorCode.InvalidRequest, message: problem ? `Invalid Request: ${problem}` : 'Invalid Request' }));
+      } else if (isRequest(message) && message.method === 'initialize') {
         invalid.push(failure(message.id, { code: ErrorCode.InvalidRequest, message: 'initialize must not be part of a batch' }));
       } else if (isRequest(message)) requests.push(message);
       else accept(session, message);

@@ -42,9 +42,22 @@ export function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-// MCP: request ids MUST be a string or an integer, never null.
+// MCP: request ids MUST be a string or an integer, never null. An integer beyond 2^53 - 1 has
+// already lost digits in JSON.parse, so its answer would carry another id: it is refused.
 function isId(value: unknown): value is JsonRpcId {
-  return typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value));
+  return typeof value === 'string' || Number.isSafeInteger(value);
+}
+
+/** Why a message's id cannot be used as sent, or undefined (no id, or a valid one). */
+export function idProblem(value: unknown): string | undefined {
+  if (!isObject(value) || !('id' in value) || value.id === null || isId(value.id)) return undefined;
+  if (typeof value.id === 'number' && Number.isInteger(value.id)) return 'a numeric id must be a safe integer (at most 2^53 - 1 in magnitude); send larger ids as strings';
+  return 'the id must be a string or an integer';
+}
+
+/** The id to answer a message that failed validation with: its own when valid, else null (JSON-RPC 2.0 §5). */
+export function answerableId(value: unknown): JsonRpcId | null {
+  return isObject(value) && isId(value.id) ? value.id : null;
 }
 
 function isErrorObject(value: unknown): value is JsonRpcErrorObject {

@@ -379,6 +379,12 @@ export class Router {
    * (an unknown tool, invalid arguments, a full upstream) is answered before this returns.
    */
   answer(session: DownstreamSession, request: JsonRpcRequest, channel: RequestChannel, context: RequestContext, done: (response: JsonRpcResponse | undefined) => void): void {
+    if (session.isInFlight(request.id)) {
+      // Request ids MUST NOT be reused within a session (basic/index.mdx): the second one is
+      // refused and the first runs on; replacing it would cancel it and end its POST empty.
+      const message = `Request id ${JSON.stringify(request.id)} is already in use by a request in flight`;
+      return guarded(surface, () => done(failure(request.id, { code: ErrorCode.InvalidRequest, message })));
+    }
     const signal = session.begin(request.id);
     const call: Call = { session, channel, signal, context, record: { started: performance.now() } };
     const settled: Settled = (outcome) => {

@@ -152,6 +152,11 @@ export class DownstreamSession {
     return this.#standalone?.attached ? undefined : this.#lastActive;
   }
 
+  /** Whether a client request of this id is in flight (a second one of it is refused: ids MUST NOT be reused, basic/index.mdx). */
+  isInFlight(id: JsonRpcId): boolean {
+    return this.#inflight.has(id);
+  }
+
   /** Registers a client request; the signal aborts when the client cancels it or the session ends. */
   begin(id: JsonRpcId): CancelSignal {
     const controller = new Cancellation();
