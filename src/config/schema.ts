@@ -98,6 +98,12 @@ const upstream = z
     /** tools/call requests to this upstream in flight at once, across sessions (this replica). */
     maxConcurrent: z.number().int().positive().optional(),
     /**
+     * Server-initiated requests (sampling, elicitation, roots) from one upstream session waiting
+     * for the client at once; more are refused to the upstream, so an upstream cannot make a
+     * client that never answers cost the gateway unbounded memory.
+     */
+    maxClientRequests: z.number().int().positive().default(64),
+    /**
      * The most tools listed from this upstream, and the most bytes of their definitions: past
      * either the rest of its list is left out (logged once, counted in
      * switchyard_catalog_truncated_total), so a hostile or runaway catalog cannot stall the gateway.

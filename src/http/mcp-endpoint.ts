@@ -275,6 +275,11 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       const event = parseEventId(lastEventId);
       const stream = event && session.stream(event.key);
       if (!event || !stream) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: unknown Last-Event-ID');
+      // A stream that ended with nothing left to replay (a cancelled request's, which carries
+      // no response) is over: 204 is how SSE tells a client to stop reconnecting (WHATWG HTML
+      // "Server-sent events"). An empty 200 would read as a dropped connection, and the SDK
+      // client would then retry with a plain GET, which meets 409 while the GET stream is open.
+      if (stream.exhaustedAfter(event.seq)) return new Response(null, { status: 204 });
       const connection = connect(session, stream, deps.streams, event.seq);
       if (!connection) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: Last-Event-ID is too old; later events were dropped');
       return connection.response;

@@ -33,6 +33,8 @@ export interface RelayDeps {
   logger: Logger;
   /** How long the gateway waits for the client to answer a request relayed from `upstream`. */
   clientRequestTimeoutMs: (upstream: string) => number;
+  /** How many requests from one session of `upstream` may wait for the client at once. */
+  maxClientRequests: (upstream: string) => number;
   metrics: Metrics;
   /** Told when an upstream says its tools changed. */
   onToolsChanged?: (upstream: string) => void;
@@ -59,6 +61,10 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
     else deps.logger.debug('upstream notification not forwarded', { upstream: client.name, method: message.method });
   };
 
+  // Requests of this upstream session waiting for the client. Each holds a pending entry, a
+  // timer and a logged SSE event until answered or timed out, so an upstream flooding a client
+  // that never answers would grow the gateway without bound: past the cap they are refused.
+  let waiting = 0;
   client.onrequest = async (request, context) => {
     const method = metrics.serverRequest(request.method);
     if (session.closed || !clientSupports(session.info.clientCapabilities, request.method)) {
@@ -70,6 +76,11 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
       // A 2026-07-28 client is asked for input only within a request it made (mrtr.mdx).
       metrics.serverRequests.inc({ method, outcome: 'refused' });
       throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (the client can answer it only within one of its requests)` });
+    }
+    const cap = deps.maxClientRequests(client.name);
+    if (waiting >= cap) {
+      metrics.serverRequests.inc({ method, outcome: 'limited' });
+      throw new RpcError({ code: ErrorCode.RateLimited, message: `Too many requests to the client in flight (${cap} from this server); retry once one is answered` });
     }
     const upstreamToken = metaOf(request.params)?.progressToken;
     const localTask = relatedTaskId(request.params);
@@ -91,10 +102,18 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
       },
     );
     send({ jsonrpc: '2.0', id, method: request.method, params: toClientParams(client.name, request, id, deps.naming.codec) }, context);
-    const answer = await result.catch((err: unknown) => {
+    // The slot is held until the entry settles: an answer, its deadline, a cancellation or the
+    // session's end all settle it, so none is held forever.
+    waiting++;
+    let answer: JsonObject;
+    try {
+      answer = await result;
+    } catch (err) {
       metrics.serverRequests.inc({ method, outcome: 'failed' });
       throw err;
-    });
+    } finally {
+      waiting--;
+    }
     metrics.serverRequests.inc({ method, outcome: 'answered' });
     // A task the client created for this request: its status notifications go back here.
     const taskId = createdTaskId(answer);

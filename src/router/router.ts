@@ -579,6 +579,7 @@ export class Router {
       naming: catalog,
       logger,
       clientRequestTimeoutMs: (upstream) => pool.config(upstream)?.maxTotalTimeoutMs ?? 600_000,
+      maxClientRequests: (upstream) => pool.config(upstream)?.maxClientRequests ?? 64,
       metrics: this.#deps.metrics,
       // The next unknown name reads the new list at once.
       onToolsChanged: (upstream) => forgetNames(session, upstream, 'tools'),

@@ -218,6 +218,14 @@ export class SessionStream {
     return this.#done;
   }
 
+  /**
+   * Whether a resumption after `seq` has nothing left to give: the stream ended and the client
+   * saw every event of it (a cancelled request's stream ends with no response at all).
+   */
+  exhaustedAfter(seq: number): boolean {
+    return this.#done && this.#log.after(this.key, seq)?.length === 0;
+  }
+
   send(message: JsonRpcMessage): void {
     const seq = this.#nextSeq++;
     const data = JSON.stringify(message);
