@@ -89,6 +89,12 @@ const upstream = z
     logLevel: z.enum(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']).optional(),
     /** A message from the upstream larger than this is treated like a crash. */
     maxMessageBytes: z.number().int().min(1_024).default(16 * 1024 * 1024),
+    /**
+     * What may wait to be written to a stdio child that stops reading its stdin, in bytes and
+     * messages: past either a request fails at once (-32002) and the child stays up.
+     */
+    maxQueuedBytes: z.number().int().min(1_024).default(16 * 1024 * 1024),
+    maxQueuedMessages: z.number().int().min(1).default(10_000),
     /** Restarting crashed stdio children (and reconnecting legacy SSE streams). */
     restart: restart.prefault({}),
     /** Failing fast on an HTTP upstream that keeps failing. */

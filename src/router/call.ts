@@ -6,7 +6,7 @@ import type { DownstreamSession } from '../session/session.js';
 import type { RequestOptions, UpstreamClient } from '../upstream/client.js';
 import { promiseOf, type Settled } from '../mcp/pending.js';
 import { later } from '../util/callbacks.js';
-import { childTraceparent, parseTraceparent } from '../util/trace.js';
+import { childTraceparent, parseTraceparent, parseTracestate } from '../util/trace.js';
 import type { CallRecord, RequestContext } from './call-log.js';
 import type { RequestChannel } from './relay.js';
 import type { CancelSignal } from '../util/cancel.js';
@@ -35,15 +35,19 @@ export function forwardThen(call: Call, client: UpstreamClient, method: string, 
 
 /**
  * Continues the caller's trace (from `_meta.traceparent`, else the HTTP header) into the
- * upstream request as a child span; HTTP upstreams also get it as a header.
+ * upstream request as a child span; HTTP upstreams also get it as a header. A tracestate goes
+ * with the traceparent it came with, and only when valid; invalid trace fields in `_meta` are
+ * dropped, never forwarded and never an error for the client.
  */
 function withTraceContext(params: JsonObject, context: RequestContext): JsonObject {
   const meta = isObject(params._meta) ? params._meta : undefined;
-  const parent = parseTraceparent(meta?.traceparent) ?? context.traceparent;
-  if (parent === undefined) return params;
-  const tracestate = typeof meta?.tracestate === 'string' ? meta.tracestate : context.tracestate;
-  const next: JsonObject = { ...meta, traceparent: childTraceparent(parent) };
-  if (tracestate !== undefined) next.tracestate = tracestate;
+  const own = parseTraceparent(meta?.traceparent);
+  const parent = own ?? parseTraceparent(context.traceparent);
+  const tracestate = own !== undefined ? parseTracestate(meta?.tracestate) : parent !== undefined ? parseTracestate(context.tracestate) : undefined;
+  if (parent === undefined && meta?.traceparent === undefined && meta?.tracestate === undefined) return params;
+  const { traceparent: _traceparent, tracestate: _tracestate, ...rest } = meta ?? {};
+  const next: JsonObject = parent === undefined ? rest : { ...rest, traceparent: childTraceparent(parent) };
+  if (parent !== undefined && tracestate !== undefined) next.tracestate = tracestate;
   return { ...params, _meta: next };
 }
 

@@ -92,6 +92,23 @@ export interface InFlightEntry {
 /** Thrown (wrapped by the caller) for failures before the response's headers arrived. */
 export class BeforeResponseError extends Error {}
 
+/**
+ * A failure before the response that undici raised locally, before any byte reached the
+ * upstream: a header value or name it refuses (CR/LF, control characters), an option it does
+ * not support, its own dispatcher closed. It says nothing about the upstream's health.
+ */
+export class NotSentError extends BeforeResponseError {}
+
+/** undici's codes for requests it refused to send (undici/lib/core/errors.js). */
+const LOCAL_CODES = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED', 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', 'UND_ERR_DESTROYED', 'UND_ERR_CLOSED']);
+
+function isLocalRefusal(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  // Node's own header validation (http.validateHeaderValue), should a dispatcher use it.
+  return (typeof code === 'string' && LOCAL_CODES.has(code)) || code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN';
+}
+
 type Request = Pick<Dispatcher.DispatchOptions, 'origin' | 'path' | 'method' | 'headers' | 'body'>;
 
 /** Told once how an exchange ended: with its result, or (result undefined) with why it failed. */
@@ -101,8 +118,9 @@ export type ExchangeDone = (err: unknown, result?: ExchangeResult) => void;
  * Sends `request` and tells `done` once the whole response is in; never before this returns.
  * `plan` runs when the headers arrive. A failure before them is a BeforeResponseError whose
  * cause is the error; one while reading the body is the error itself. `signal` aborting cuts
- * the exchange, and so does `inflight.cutAll` (with its own error). No promise: `done` runs in
- * undici's last callback, the turn the last byte arrives.
+ * the exchange, and so does `inflight.cutAll` (with its own error). A request undici refused
+ * locally fails with a NotSentError. No promise: `done` runs in undici's last callback, the
+ * turn the last byte arrives.
  */
 export function exchange(
   dispatcher: Dispatcher,
@@ -130,7 +148,7 @@ export function exchange(
     settled = true;
     signal?.removeEventListener('abort', onAbort);
     inflight.delete(registered);
-    const failure = result ? undefined : body === undefined ? new BeforeResponseError(err instanceof Error ? err.message : String(err), { cause: err }) : err;
+    const failure = result ? undefined : body === undefined ? beforeResponse(err) : err;
     if (dispatched) done(failure, result);
     else queueMicrotask(() => done(failure, result));
   };
@@ -212,4 +230,9 @@ export function exchange(
     settle(err);
   }
   dispatched = true;
+}
+
+function beforeResponse(err: unknown): BeforeResponseError {
+  const message = err instanceof Error ? err.message : String(err);
+  return isLocalRefusal(err) ? new NotSentError(message, { cause: err }) : new BeforeResponseError(message, { cause: err });
 }

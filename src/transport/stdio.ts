@@ -2,9 +2,11 @@
 // newline-delimited JSON-RPC on stdin/stdout, drains stderr into the log, and stops the whole
 // group (grandchildren included) on close (spec: basic/transports.mdx "stdio", lifecycle.mdx "Shutdown").
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { parseMessage, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { isRequest, parseMessage, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { later } from '../util/callbacks.js';
+import type { CancelSignal } from '../util/cancel.js';
 import { truncate, type Logger } from '../util/log.js';
-import { TransportError, type Transport } from './types.js';
+import { sendByPost, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
 
 export interface StdioTransportOptions {
   command: string;
@@ -17,10 +19,42 @@ export interface StdioTransportOptions {
   maxMessageBytes?: number;
   /** How long to wait after closing stdin, and again after SIGTERM, before escalating. */
   stopGraceMs?: number;
+  /**
+   * The most bytes waiting for a child that reads slowly or not at all (queued here and in
+   * stdin's own buffer); a send beyond it fails at once with `queue_full`. Default 16 MiB.
+   */
+  maxQueuedBytes?: number;
+  /** The most messages waiting likewise. Default 10,000. */
+  maxQueuedMessages?: number;
 }
 
 const NEWLINE = 0x0a;
 const STDERR_LINE_MAX = 8 * 1024;
+/**
+ * Defaults for what may wait for a child (not yet from config): far more than a child that
+ * reads keeps queued, small enough that a child that stopped reading cannot grow the gateway.
+ */
+export const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
+export const MAX_QUEUED_MESSAGES = 10_000;
+/**
+ * What one write hands to stdin at most (one line always goes, whatever its size). Lines still
+ * in the outbox can be withdrawn when their request is given up on; lines handed over cannot.
+ */
+const WRITE_BATCH_BYTES = 64 * 1024;
+
+/** Ids of withdrawn requests remembered, so their notifications/cancelled can be dropped too. */
+const MAX_WITHDRAWN_IDS = 1_000;
+
+/** A line waiting to be written, and the send that wants it. */
+interface Outgoing {
+  line: string;
+  bytes: number;
+  /** The request's id, if the line is a request. */
+  id: JsonRpcId | undefined;
+  done: SendDone;
+  signal: CancelSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
 
 export class StdioTransport implements Transport {
   readonly #options: StdioTransportOptions;
@@ -32,8 +66,22 @@ export class StdioTransport implements Transport {
   #exited: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
   #ended = false;
-  /** Lines waiting for the next write (see send). */
-  #outbox: { line: string; resolve: () => void; reject: (err: Error) => void }[] = [];
+  readonly #maxQueuedBytes: number;
+  readonly #maxQueuedMessages: number;
+  /** Lines waiting for the next write (see post), in order. */
+  #outbox: Outgoing[] = [];
+  #outboxBytes = 0;
+  /** Lines handed to stdin whose write has not called back yet. */
+  #writing = 0;
+  /** A flush is scheduled (setImmediate). */
+  #scheduled = false;
+  /** stdin's buffer is past its high-water mark: nothing more is handed to it until 'drain'. */
+  #blocked = false;
+  /**
+   * Requests withdrawn unwritten: the child never saw them, so the notifications/cancelled the
+   * client sends next is dropped (cancellation.mdx: only reference requests previously issued).
+   */
+  readonly #withdrawn = new Set<JsonRpcId>();
 
   onmessage?: Transport['onmessage'];
   onerror?: Transport['onerror'];
@@ -42,6 +90,8 @@ export class StdioTransport implements Transport {
   constructor(options: StdioTransportOptions) {
     this.#options = options;
     this.#maxMessage = options.maxMessageBytes ?? 16 * 1024 * 1024;
+    this.#maxQueuedBytes = options.maxQueuedBytes ?? MAX_QUEUED_BYTES;
+    this.#maxQueuedMessages = options.maxQueuedMessages ?? MAX_QUEUED_MESSAGES;
   }
 
   /** The child's pid once started (its process group id too). */
@@ -81,38 +131,121 @@ export class StdioTransport implements Transport {
     child.stderr.on('data', (chunk: string) => this.#onStderr(chunk));
   }
 
+  send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
+    return sendByPost(this, message, options);
+  }
+
   /**
    * Queues the message; everything queued while the event loop handles one round of I/O goes
    * out in a single write (setImmediate runs after the poll phase). Under load that is one
    * pipe write, and one wake-up of the child, for many calls instead of one each.
+   *
+   * Writes honour backpressure: once stdin's buffer is full, lines wait here until 'drain',
+   * within a bound (bytes and messages); a send past it fails at once with `queue_full`, and
+   * the child stays up. A line whose exchange is aborted (its request timed out or was
+   * cancelled) while it waits here is withdrawn and never written.
    */
-  send(message: JsonRpcMessage): Promise<void> {
+  post(message: JsonRpcMessage, options: SendOptions | undefined, done: SendDone): void {
     const stdin = this.#child?.stdin;
-    if (!stdin || this.#ended || this.#closing || !stdin.writable) {
-      return Promise.reject(new TransportError('closed', 'upstream process is not running'));
+    if (!stdin || this.#ended || this.#closing || !stdin.writable) return later(done, new TransportError('closed', 'upstream process is not running'));
+    const signal = options?.exchange;
+    if (signal?.aborted) return later(done, new TransportError('closed', 'request abandoned before it was sent'));
+    if (this.#withdrawn.size > 0 && this.#forgetWithdrawn(message)) return queueMicrotask(() => done());
+    const line = `${JSON.stringify(message)}\n`;
+    const bytes = Buffer.byteLength(line);
+    // stdin.writableLength: what it holds that the child has not taken yet.
+    const queuedBytes = this.#outboxBytes + stdin.writableLength;
+    if (queuedBytes + bytes > this.#maxQueuedBytes || this.#outbox.length + this.#writing >= this.#maxQueuedMessages) {
+      return later(done, new TransportError('queue_full', `upstream process is not reading its input (${queuedBytes} bytes waiting); try again later`));
     }
-    return new Promise((resolve, reject) => {
-      if (this.#outbox.length === 0) setImmediate(() => this.#flush());
-      this.#outbox.push({ line: `${JSON.stringify(message)}\n`, resolve, reject });
-    });
+    const entry: Outgoing = { line, bytes, id: isRequest(message) ? message.id : undefined, done, signal, onAbort: undefined };
+    if (signal) {
+      entry.onAbort = () => this.#withdraw(entry);
+      signal.addEventListener('abort', entry.onAbort);
+    }
+    this.#outbox.push(entry);
+    this.#outboxBytes += bytes;
+    if (!this.#scheduled && !this.#blocked) {
+      this.#scheduled = true;
+      setImmediate(() => {
+        this.#scheduled = false;
+        this.#flush();
+      });
+    }
   }
 
-  #flush(): void {
-    const batch = this.#outbox;
-    this.#outbox = [];
-    if (batch.length === 0) return;
-    const stdin = this.#child?.stdin;
-    if (!stdin || !stdin.writable) {
-      for (const entry of batch) entry.reject(new TransportError('closed', 'upstream process is not running'));
-      return;
+  /** Takes a line out of the outbox before it was written: its request was given up on. */
+  #withdraw(entry: Outgoing): void {
+    const i = this.#outbox.indexOf(entry);
+    if (i === -1) return; // already handed to stdin
+    this.#outbox.splice(i, 1);
+    this.#outboxBytes -= entry.bytes;
+    if (entry.id !== undefined) {
+      if (this.#withdrawn.size >= MAX_WITHDRAWN_IDS) this.#withdrawn.delete(this.#withdrawn.values().next().value!);
+      this.#withdrawn.add(entry.id);
     }
-    const text = batch.length === 1 ? batch[0]!.line : batch.map((entry) => entry.line).join('');
-    stdin.write(text, (err) => {
-      for (const entry of batch) {
-        if (err) entry.reject(new TransportError('closed', 'cannot write to upstream process', undefined, { cause: err }));
-        else entry.resolve();
+    entry.done(new TransportError('closed', 'request abandoned before it was sent'));
+  }
+
+  /** Whether `message` cancels a request that was withdrawn unwritten (and forgets that request). */
+  #forgetWithdrawn(message: JsonRpcMessage): boolean {
+    if (!('method' in message) || 'id' in message || message.method !== 'notifications/cancelled') return false;
+    const id = message.params?.requestId;
+    return (typeof id === 'string' || typeof id === 'number') && this.#withdrawn.delete(id);
+  }
+
+  /**
+   * Hands queued lines to stdin, a batch at a time, until it says its buffer is full; 'drain'
+   * brings the rest. `all` (closing) hands over everything: stdin is about to end.
+   */
+  #flush(all = false): void {
+    const stdin = this.#child?.stdin;
+    if (!stdin || !stdin.writable) return this.#failQueued(new TransportError('closed', 'upstream process is not running'));
+    while (this.#outbox.length > 0 && (all || !this.#blocked)) {
+      const batch = this.#takeBatch(all);
+      const text = batch.length === 1 ? batch[0]!.line : batch.map((entry) => entry.line).join('');
+      this.#writing += batch.length;
+      const more = stdin.write(text, (err) => {
+        this.#writing -= batch.length;
+        for (const entry of batch) {
+          if (err) entry.done(new TransportError('closed', 'cannot write to upstream process', undefined, { cause: err }));
+          else entry.done();
+        }
+      });
+      if (!more && !this.#blocked) {
+        this.#blocked = true;
+        stdin.once('drain', () => {
+          this.#blocked = false;
+          this.#flush();
+        });
       }
-    });
+    }
+  }
+
+  /** The next lines to write, at most WRITE_BATCH_BYTES (but at least one), out of the outbox for good. */
+  #takeBatch(all: boolean): Outgoing[] {
+    let count = 0;
+    let bytes = 0;
+    while (count < this.#outbox.length && (all || count === 0 || bytes + this.#outbox[count]!.bytes <= WRITE_BATCH_BYTES)) {
+      bytes += this.#outbox[count]!.bytes;
+      count++;
+    }
+    const batch = count === this.#outbox.length ? this.#outbox : this.#outbox.slice(0, count);
+    this.#outbox = count === this.#outbox.length ? [] : this.#outbox.slice(count);
+    this.#outboxBytes -= bytes;
+    for (const entry of batch) if (entry.onAbort) entry.signal!.removeEventListener('abort', entry.onAbort);
+    return batch;
+  }
+
+  /** Fails every line still waiting (the child is gone): no send is left unanswered. */
+  #failQueued(err: TransportError): void {
+    const queued = this.#outbox;
+    this.#outbox = [];
+    this.#outboxBytes = 0;
+    for (const entry of queued) {
+      if (entry.onAbort) entry.signal!.removeEventListener('abort', entry.onAbort);
+      entry.done(err);
+    }
   }
 
   close(): Promise<void> {
@@ -125,7 +258,7 @@ export class StdioTransport implements Transport {
     if (!child || !this.#exited) return this.#end(undefined);
     const grace = this.#options.stopGraceMs ?? 2_000;
     if (child.exitCode === null && child.signalCode === null) {
-      this.#flush(); // what was sent before close goes out before stdin ends
+      this.#flush(true); // what was sent before close goes out before stdin ends
       child.stdin.end();
       if (!(await settlesWithin(this.#exited, grace))) {
         this.#killGroup('SIGTERM');
@@ -151,6 +284,8 @@ export class StdioTransport implements Transport {
   #end(reason: Error | undefined): void {
     if (this.#ended) return;
     this.#ended = true;
+    // A child that exited never drains: what waits for it fails now rather than never.
+    this.#failQueued(new TransportError('closed', 'upstream process is not running'));
     this.onclose?.(reason);
   }
 

@@ -11,7 +11,8 @@ import { SseParser } from '../util/sse.js';
 import { after, asError, later } from '../util/callbacks.js';
 import type { CircuitBreaker } from './circuit.js';
 import type { CancelSignal } from '../util/cancel.js';
-import { BeforeResponseError, exchange, InFlight, type BodyPlan, type ExchangeDone } from './exchange.js';
+import { BeforeResponseError, exchange, InFlight, NotSentError, type BodyPlan, type ExchangeDone } from './exchange.js';
+import { parseTraceparent, parseTracestate } from '../util/trace.js';
 
 export interface StreamableHttpOptions {
   url: string;
@@ -189,6 +190,12 @@ export class StreamableHttpTransport implements Transport {
     };
     const ended: ExchangeDone = (err, response) => {
       if (!response) {
+        // undici refused the request before sending a byte: our fault, not the upstream's, so
+        // the shared circuit is not told (one client's request must not open it for everyone).
+        if (err instanceof NotSentError) {
+          this.#options.logger.warn('request refused locally before it was sent upstream', { err: err.cause });
+          return done(new TransportError('unsendable', 'the gateway could not send this request upstream', undefined, { cause: err.cause }));
+        }
         if (err instanceof BeforeResponseError) {
           if (!signal?.aborted && !this.#closed) judge(false);
           return done(networkError(err.cause));
@@ -212,11 +219,17 @@ export class StreamableHttpTransport implements Transport {
       }
       done(answered ? undefined : new TransportError('stream_ended', 'upstream ended the response without answering'));
     };
+    // Failures here are the gateway's, before any byte left: the breaker is never judged.
     let request: { origin: string; path: string; method: 'POST'; headers: Record<string, string>; body: string };
     try {
       request = { origin: this.#origin, path: this.#path, method: 'POST', headers: this.#headersOfPost(message, authorization), body: JSON.stringify(message) };
     } catch (err) {
-      return later(done, asError(err));
+      this.#options.logger.warn('cannot serialise a request for the upstream', { err });
+      return later(done, new TransportError('unsendable', 'the gateway could not send this request upstream', undefined, { cause: asError(err) }));
+    }
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: most bodies are cleared without counting.
+    if (request.body.length * 3 > this.#max && Buffer.byteLength(request.body) > this.#max) {
+      return later(done, new TransportError('request_too_large', `request exceeds the ${this.#max}-byte message limit of this upstream`));
     }
     exchange(this.#options.dispatcher, request, signal, plan, this.#inflight, ended);
   }
@@ -339,10 +352,17 @@ export class StreamableHttpTransport implements Transport {
 /** W3C trace context of a request's `_meta`, mirrored in HTTP headers for tracing proxies. */
 const NO_HEADERS: Readonly<Record<string, string>> = {};
 
+/**
+ * Validated again here, whoever built the message: a header value comes from a client's `_meta`
+ * and must never carry CR/LF or control characters; an invalid one is left out.
+ */
 function traceHeaders(message: JsonRpcMessage): Readonly<Record<string, string>> {
   const meta = 'params' in message ? message.params?._meta : undefined;
-  if (!isObject(meta) || typeof meta.traceparent !== 'string') return NO_HEADERS;
-  return typeof meta.tracestate === 'string' ? { traceparent: meta.traceparent, tracestate: meta.tracestate } : { traceparent: meta.traceparent };
+  if (!isObject(meta)) return NO_HEADERS;
+  const traceparent = parseTraceparent(meta.traceparent);
+  if (traceparent === undefined) return NO_HEADERS;
+  const tracestate = parseTracestate(meta.tracestate);
+  return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -15,7 +15,8 @@ export interface SendOptions {
   /**
    * The exchange carrying this message: the caller aborts it when the request timed out or was
    * cancelled, the transport when it closes. One controller per request, nothing derived from it
-   * (AbortSignal.any per call costs more than the rest of the hop).
+   * (AbortSignal.any per call costs more than the rest of the hop). A transport that queues
+   * messages (stdio, behind a child that reads slowly) withdraws one aborted before it was written.
    */
   exchange?: Cancellation;
 }
@@ -67,11 +68,29 @@ export interface Transport {
   onreconnect?: (result: JsonObject) => void;
 }
 
-/** A failure of the transport itself (process exit, HTTP status, stream cut). */
+/**
+ * A failure of the transport itself (process exit, HTTP status, stream cut), or a message it
+ * could not send: `unsendable` (refused locally: a header, serialisation), `request_too_large`
+ * (over the message limit) and `queue_full` (a stdio child not reading) never reached the
+ * upstream and say nothing about its health.
+ */
+export type TransportErrorCode =
+  | 'closed'
+  | 'spawn_failed'
+  | 'http_status'
+  | 'session_expired'
+  | 'stream_ended'
+  | 'oversized'
+  | 'network'
+  | 'circuit_open'
+  | 'unsendable'
+  | 'request_too_large'
+  | 'queue_full';
+
 export class TransportError extends Error {
   override readonly name = 'TransportError';
   constructor(
-    readonly code: 'closed' | 'spawn_failed' | 'http_status' | 'session_expired' | 'stream_ended' | 'oversized' | 'network' | 'circuit_open',
+    readonly code: TransportErrorCode,
     message: string,
     readonly status?: number,
     options?: { cause?: unknown },

@@ -385,7 +385,16 @@ export class UpstreamPool {
       Object.assign(env, config.stdio.env);
       const stdio = config.stdio;
       const make = (): Transport =>
-        new StdioTransport({ command: stdio.command, args: stdio.args, env, cwd: stdio.cwd ?? '.', logger, maxMessageBytes: config.maxMessageBytes });
+        new StdioTransport({
+          command: stdio.command,
+          args: stdio.args,
+          env,
+          cwd: stdio.cwd ?? '.',
+          logger,
+          maxMessageBytes: config.maxMessageBytes,
+          maxQueuedBytes: config.maxQueuedBytes,
+          maxQueuedMessages: config.maxQueuedMessages,
+        });
       return new ReconnectingTransport(make, { policy, logger, restartOnCrash: true });
     }
     const http = config.http!;
