@@ -33,7 +33,7 @@ const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q 
 /** Runs `rounds` rounds against a fresh gateway of `buildDir`; returns the figures of each. */
 export async function catalogStall({ buildDir, dir, rounds = 3, tools = 100_000, limits = true }) {
   const file = join(dir, 'catalog.yaml');
-  const big = { stdio: { command: process.execPath, args: [join(here, 'upstream-big-catalog.mjs')], env: { TOOLS: String(tools) } }, ...(limits ? { maxTools: tools, maxToolBytes: 1024 * 1024 * 1024 } : {}) };
+  const big = { stdio: { command: process.execPath, args: [join(here, 'upstream-stdio.mjs')], env: { TOOLS: String(tools) } }, ...(limits ? { maxTools: tools + 1, maxToolBytes: 1024 * 1024 * 1024 } : {}) };
   const small = { stdio: { command: process.execPath, args: [join(here, 'upstream-stdio.mjs')] } };
   await writeFile(file, gatewayConfig({ big, small }, { sessions: 100 }));
   const results = [];

@@ -7,6 +7,7 @@ import { CompactSign, exportJWK, generateKeyPair, type CryptoKey, type JWK } fro
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { boundedFetch, JwtVerifier, MAX_JWKS_BYTES, MAX_REMEMBER_MS, MAX_TOKEN_LIFETIME_MS } from '../../src/auth/jwt.js';
 import { AuthError } from '../../src/auth/principal.js';
+import { endlessJwks } from '../helpers/endless.js';
 
 const ISSUER = 'https://issuer.example.test';
 const AUDIENCE = 'https://mcp.example.test/mcp';
@@ -24,20 +25,7 @@ let mode: JwksMode = 'good';
 const endlessWritten: number[] = [];
 
 function endless(res: ServerResponse): void {
-  res.writeHead(200, { 'content-type': 'application/json' });
-  let written = 0;
-  const chunk = Buffer.alloc(64 * 1024, 0x20);
-  res.write('{"keys":[],"pad":"');
-  // Writes whenever the socket drains, until the reader goes away: that is the only end.
-  const pump = (): void => {
-    while (!res.destroyed) {
-      written += chunk.length;
-      if (!res.write(chunk)) return;
-    }
-  };
-  res.on('drain', pump);
-  res.on('close', () => endlessWritten.push(written));
-  pump();
+  endlessJwks(res, (written) => endlessWritten.push(written));
 }
 
 beforeAll(async () => {

@@ -11,6 +11,7 @@ import { hashApiKey } from '../../src/auth/api-keys.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { startAuthServer, type AuthServer } from '../helpers/oauth.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
+import { endlessJwks } from '../helpers/endless.js';
 
 const RESOURCE = 'https://mcp.example.test/mcp';
 const API_KEY = 'sk-switchyard-hostile-6b1f0c2e9d7a4358';
@@ -192,20 +193,7 @@ describe('a JWKS too large to read', () => {
   const endlessWritten: number[] = [];
 
   function endless(res: ServerResponse): void {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.write('{"keys":[],"pad":"');
-    const chunk = Buffer.alloc(64 * 1024, 0x20);
-    let written = 0;
-    // Writes whenever the socket drains, until the reader goes away.
-    const pump = (): void => {
-      while (!res.destroyed) {
-        written += chunk.length;
-        if (!res.write(chunk)) return;
-      }
-    };
-    res.on('drain', pump);
-    res.on('close', () => endlessWritten.push(written));
-    pump();
+    endlessJwks(res, (written) => endlessWritten.push(written));
   }
 
   beforeAll(async () => {
