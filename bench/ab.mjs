@@ -6,6 +6,8 @@
 //   KIND: hop[:token] | direct[:token] (:token: sent the JWT gateways' Authorization header too)
 //         | gateway[:plain|jwt|metrics|jwt+metrics][@BUILD_DIR]
 //         | lean[:NAME=VALUE,…] (lean-forwarder.mjs with those LEAN_* knobs, e.g. lean:LEAN_TIMERS=1)
+//         | floor[:NAME=VALUE,…] (lean-floor.mjs with those FLOOR_* knobs, e.g. floor:FLOOR_API=request)
+//   The ratios are to the first hop or floor target named.
 //   e.g.  npm run bench:ab -- --rounds 4 hop=hop a=gateway:jwt+metrics b=gateway:jwt+metrics@.tmp/old-dist
 //   [--rounds 4] [--slices 10] [--slice 0.5] (turns per target and round, seconds each)
 //   [--warm-up 2] (seconds of load per target before each round's turns)
@@ -29,6 +31,8 @@ const FEATURES = { plain: {}, jwt: { jwt: true }, metrics: { metrics: true }, 'j
 function parseTarget(text) {
   const lean = /^([\w.+-]+)=lean(?::((?:LEAN_\w+=\w+,?)+))?$/.exec(text);
   if (lean) return { name: lean[1], kind: 'lean', env: Object.fromEntries((lean[2] ?? '').split(',').filter(Boolean).map((pair) => pair.split('='))) };
+  const floor = /^([\w.+-]+)=floor(?::((?:FLOOR_\w+=\w+,?)+))?$/.exec(text);
+  if (floor) return { name: floor[1], kind: 'floor', env: Object.fromEntries((floor[2] ?? '').split(',').filter(Boolean).map((pair) => pair.split('='))) };
   const match = /^([\w.+-]+)=(hop|direct|gateway)(?::([\w+]+))?(?:@(.+))?$/.exec(text);
   if (!match) throw new Error(`not a target: ${text} (NAME=hop, NAME=direct, NAME=lean[:LEAN_X=1,…] or NAME=gateway[:plain|jwt|metrics|jwt+metrics][@BUILD_DIR])`);
   const [, name, kind, variant = kind === 'gateway' ? 'jwt+metrics' : undefined, buildDir] = match;
@@ -50,8 +54,8 @@ const flagsOf = new Map(
     return [entry.slice(0, at), entry.slice(at + 1).split(' ').filter(Boolean)];
   }),
 );
-const base = specs.find((s) => s.kind === 'hop');
-if (!base) throw new Error('name a hop target (NAME=hop): the ratios are to it');
+const base = specs.find((s) => s.kind === 'hop' || s.kind === 'floor');
+if (!base) throw new Error('name a hop or floor target (NAME=hop, NAME=floor): the ratios are to the first');
 if (new Set(specs.map((s) => s.name)).size !== specs.length) throw new Error('target names must differ');
 const ownBuild = resolve(root, values['build-dir'] ?? join('.tmp', 'bench-dist'));
 if (specs.some((s) => s.kind === 'gateway' && !s.build)) await build(ownBuild);
@@ -67,6 +71,7 @@ try {
     const flags = flagsOf.get(spec.name) ?? [];
     if (spec.kind === 'direct') targets.push({ name: spec.name, url: upstream.url, tool: 'echo', ...token });
     else if (spec.kind === 'lean') targets.push(await renewable(() => start(spec.name, process.execPath, [...flags, join(here, 'lean-forwarder.mjs')], { UPSTREAM: upstream.url, ...spec.env }), { tool: 'b__echo' }));
+    else if (spec.kind === 'floor') targets.push(await renewable(() => start(spec.name, process.execPath, [...flags, join(here, 'lean-floor.mjs')], { UPSTREAM: upstream.url, ...spec.env }), { tool: 'echo' }));
     else if (spec.kind === 'hop') targets.push(await renewable(() => start(spec.name, process.execPath, [...flags, join(here, 'naive-hop.mjs')], { UPSTREAM: upstream.url }), { tool: 'echo', ...token }));
     else {
       const file = join(dir, `${spec.name}.yaml`);

@@ -3,7 +3,8 @@
 // upstream session by the client's, strip the `b__` prefix from the tool name, give the request
 // an id of its own, JSON.stringify, dispatch on an undici pool; then parse the answer, restore
 // the client's id, stringify and write it with its length. initialize gets a session of its own,
-// notifications a 202. Knobs to price one mechanism at a time (bench/README.md, "Sixth pass"):
+// notifications a 202. An upstream that issues no session id gets none; an answer that comes as
+// an SSE stream is read for its one response (the shapes section, bench/shapes.mjs). Knobs to price one mechanism at a time (bench/README.md, "Sixth pass"):
 //   LEAN_PROMISES=n  n promise turns between the upstream's answer and the reply
 //   LEAN_TIMERS=1    two timers set and cleared per call (a deadline and a streaming timer)
 //   LEAN_AGENT=1     an undici Agent with onRequestStart … onResponseEnd hooks instead of a Pool
@@ -25,11 +26,12 @@ let nextId = 0;
 
 const textOf = (chunks) => (chunks.length === 1 ? chunks[0].toString() : Buffer.concat(chunks).toString());
 
-/** POSTs `body`; `done(status, sessionId, text)` once the answer is in (502 and '' on failure). */
+/** POSTs `body`; `done(status, sessionId, text, sse)` once the answer is in (502 and '' on failure). */
 function post(headers, body, done) {
   const chunks = [];
   let status = 0;
   let sessionId;
+  let sse = false;
   if (AGENT) {
     agent.dispatch(
       { origin: upstream.origin, path: upstream.pathname, method: 'POST', headers, body },
@@ -38,11 +40,12 @@ function post(headers, body, done) {
         onResponseStart(_controller, statusCode, responseHeaders) {
           status = statusCode;
           sessionId = responseHeaders['mcp-session-id'];
+          sse = String(responseHeaders['content-type'] ?? '').startsWith('text/event-stream');
         },
         onResponseData(_controller, chunk) {
           chunks.push(chunk);
         },
-        onResponseEnd: () => done(status, sessionId, textOf(chunks)),
+        onResponseEnd: () => done(status, sessionId, textOf(chunks), sse),
         onResponseError: () => done(502, undefined, ''),
       },
     );
@@ -54,17 +57,28 @@ function post(headers, body, done) {
       onConnect() {},
       onHeaders(statusCode, raw) {
         status = statusCode;
-        for (let i = 0; i < raw.length; i += 2) if (raw[i].toString('latin1').toLowerCase() === 'mcp-session-id') sessionId = raw[i + 1].toString('latin1');
+        for (let i = 0; i < raw.length; i += 2) {
+          const name = raw[i].toString('latin1').toLowerCase();
+          if (name === 'mcp-session-id') sessionId = raw[i + 1].toString('latin1');
+          else if (name === 'content-type') sse = raw[i + 1].toString('latin1').startsWith('text/event-stream');
+        }
         return true;
       },
       onData(chunk) {
         chunks.push(chunk);
         return true;
       },
-      onComplete: () => done(status, sessionId, textOf(chunks)),
+      onComplete: () => done(status, sessionId, textOf(chunks), sse),
       onError: () => done(502, undefined, ''),
     },
   );
+}
+
+/** The data of the SSE stream's event that answers a request (one without a method). */
+function sseAnswer(text) {
+  let found = '';
+  for (const line of text.split('\n')) if (line.startsWith('data: ') && !line.includes('"method"')) found = line.slice(6);
+  return found;
 }
 
 const turns = async (n, value) => (n === 0 ? value : await turns(n - 1, value));
@@ -83,7 +97,8 @@ const server = http.createServer((req, res) => {
       });
       return;
     }
-    const headers = { ...base, 'mcp-session-id': sessions.get(req.headers['mcp-session-id']), 'mcp-protocol-version': req.headers['mcp-protocol-version'] };
+    const upstreamSession = sessions.get(req.headers['mcp-session-id']);
+    const headers = upstreamSession === undefined ? { ...base, 'mcp-protocol-version': req.headers['mcp-protocol-version'] } : { ...base, 'mcp-session-id': upstreamSession, 'mcp-protocol-version': req.headers['mcp-protocol-version'] };
     if (message.id === undefined) {
       post(headers, JSON.stringify(message), () => res.writeHead(202, { 'content-length': '0' }).end());
       return;
@@ -98,8 +113,9 @@ const server = http.createServer((req, res) => {
       const body = JSON.stringify('error' in answer ? { jsonrpc: '2.0', id: message.id, error: answer.error } : { jsonrpc: '2.0', id: message.id, result: answer.result });
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }).end(body);
     };
-    post(headers, JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method: message.method, params }), (status, _session, text) => {
+    post(headers, JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method: message.method, params }), (status, _session, raw, sse) => {
       if (status !== 200) return void res.writeHead(502, { 'content-length': '0' }).end();
+      const text = sse ? sseAnswer(raw) : raw;
       if (PROMISES > 0) void turns(PROMISES, text).then(reply);
       else reply(text);
     });

@@ -13,12 +13,18 @@
 //                                        copy of the build, bench/inplace.mjs)
 //                      [--keep-processes] (one process per target for the whole run, instead of
 //                                        fresh ones each round; what --profile wants)
+//                      [--shapes]        (opt-in, also `--only shapes`: the gateway, the lean
+//                                        forwarder and the naive hop against the lean floor
+//                                        across upstream shapes, bench/shapes.mjs; 2 rounds of
+//                                        8 turns unless --rounds/--slices say otherwise)
+//                      [--shape-names base,tools-1000,…] (only these shapes)
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { catalogStall } from './catalog-stall.mjs';
 import { instrument, STEPS } from './inplace.mjs';
+import { runShapes, shapeHeading } from './shapes.mjs';
 import { authServer, build, gatewayConfig, here, loadgen, median, renewable, root, start, stopAll } from './parts.mjs';
 import { cpuSeconds, rssBytes } from './proc.mjs';
 const { values } = parseArgs({
@@ -34,6 +40,9 @@ const { values } = parseArgs({
     'build-dir': { type: 'string' },
     only: { type: 'string' },
     'keep-processes': { type: 'boolean', default: false },
+    shapes: { type: 'boolean', default: false },
+    'shape-names': { type: 'string' },
+
   },
 });
 const quick = values.quick;
@@ -46,8 +55,9 @@ const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
 const INITS = quick ? 20 : 300;
 const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'catalog'];
 /** Sections run only when named: diagnostics, not targets. */
-const OPT_IN = ['inplace'];
+const OPT_IN = ['inplace', 'shapes'];
 const only = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : SECTIONS);
+if (values.shapes) only.add('shapes');
 for (const name of only) if (![...SECTIONS, ...OPT_IN].includes(name)) throw new Error(`--only: unknown section ${name} (one of ${[...SECTIONS, ...OPT_IN].join(', ')})`);
 const C = 16;
 const RATE = 1000;
@@ -321,6 +331,17 @@ try {
       say(`  ${(within ? `  · ${name}` : name).padEnd(36)} ${µs(a).padStart(8)} ${µs(b).padStart(12)}   (${each})`);
     }
     report.figures.inplace = inplace;
+  }
+
+  if (only.has('shapes')) {
+    const rounds = values.rounds ? ROUNDS : quick ? 1 : 2;
+    const slices = values.slices ? SLICES : quick ? 1 : 8;
+    say(`\nShapes: C=${C}, ${rounds} round(s) of ${slices} turns of ${SLICE} s per target, fresh processes each round; ratios to the lean floor (bench/lean-floor.mjs), turn by turn, then their median:`);
+    say(shapeHeading());
+    const shapes = await runShapes({ buildDir, dir, auth, rounds, slices, slice: SLICE, warmUp: quick ? 0.3 : 2, profile: values.profile, names: values['shape-names']?.split(',').map((s) => s.trim()), say });
+    const over = Object.entries(shapes).filter(([, s]) => Math.max(s.gatewayOverLean, s.prodOverLean) > 1.3).map(([name]) => name);
+    say(`  gateway CPU per call over 1.3 × the lean forwarder's (to be profiled): ${over.length ? over.join(', ') : 'none'}`);
+    report.figures.shapes = shapes;
   }
 
   // Targets, judged only where their figures were measured in this run.

@@ -94,6 +94,26 @@ describe('npm run bench', () => {
     });
   }, 180_000);
 
+  it('prints a row per upstream shape, ratios to the lean floor for every target (--shapes)', async () => {
+    await inTempDir(async (dir) => {
+      const report = await runBench(dir, ['--quick', '--shapes', '--only', 'shapes']);
+      expect(Object.keys(report.figures)).toEqual(['shapes']);
+      const shapes = report.figures.shapes as Record<string, { ratios: Record<string, { throughput: number; cpu: number }>; gatewayOverLean: number }>;
+      const names = ['base', 'no-session-ids', 'get-stream', 'tools-50', 'tools-1000', 'one-session', 'sse', 'real'];
+      expect(Object.keys(shapes)).toEqual(names);
+      for (const [name, shape] of Object.entries(shapes)) {
+        expect(Object.keys(shape.ratios)).toEqual(['naive hop', 'lean', 'gateway', 'gateway+jwt+metrics']);
+        for (const [target, { throughput, cpu }] of Object.entries(shape.ratios)) {
+          expect(Number.isFinite(throughput) && throughput > 0 && Number.isFinite(cpu) && cpu > 0, `${name} ${target}`).toBe(true);
+        }
+        expect(Number.isFinite(shape.gatewayOverLean)).toBe(true);
+        // The table printed a row for the shape.
+        expect(report.summary.some((line) => line.trimStart().startsWith(`${name} `)), name).toBe(true);
+      }
+      expect(report.targets).toEqual([]); // a diagnostic: it judges no target
+    });
+  }, 180_000);
+
   it('compares gateways, the lean forwarder and a hop sent the token in turns with the naive hop (npm run bench:ab), a ratio for each', async () => {
     await inTempDir(async (dir) => {
       const args = ['--rounds', '1', '--slices', '1', '--slice', '0.2', '--warm-up', '0.3', '--build-dir', join(dir, 'dist'), '--flags', 'l=--max-semi-space-size=32', 'hop=hop', 'd=direct', 't=hop:token', 'l=lean:LEAN_TIMERS=1', 'g=gateway:jwt+metrics'];

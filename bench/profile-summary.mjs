@@ -1,0 +1,139 @@
+// Summarises V8 .cpuprofile files (from `--cpu-prof`, e.g. `npm run bench -- --shapes --profile DIR`):
+// self time by function and by file or package, and the time spent under each of the gateway's
+// own files (inclusive: any frame of that file on the stack), as shares of the busy (non-idle)
+// samples. Only the samples after the profile's longest idle stretch count: in a bench run that
+// is the wait for its turn after startup and the handshakes, so what is left is the load (the
+// warm-up and the turns). A file named FILE:US (US the process's CPU µs per call, from the same
+// run) gets µs per call beside each share. With --diff A:US B:US: per file or package, and per
+// function, where A's µs per call exceed B's. A diagnostic; the bench's figures come from /proc.
+//   node bench/profile-summary.mjs [--top 25] FILE.cpuprofile[:US] [FILE2 …]
+//   node bench/profile-summary.mjs --diff [--top 25] A.cpuprofile:US B.cpuprofile:US
+//   node bench/profile-summary.mjs --callers NAME FILE.cpuprofile[:US]  (the stacks under which a
+//                                        function named NAME spends its self time, 4 frames up)
+import { readFile } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, diff: { type: 'boolean', default: false }, callers: { type: 'string' } } });
+const TOP = Number(values.top);
+
+/** Where a frame's code lives: a package, a Node internal, the gateway's file (under dist), or a V8 category. */
+function fileOf(url, name) {
+  if (!url) return name.startsWith('(') ? name : '(native)';
+  const path = url.replace(/^file:\/\//, '');
+  const nm = path.lastIndexOf('/node_modules/');
+  if (nm >= 0) {
+    const rest = path.slice(nm + 14).split('/');
+    return `npm:${rest[0].startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]}`;
+  }
+  if (path.startsWith('node:')) return path;
+  const dist = /\/(?:bench-dist|shapes-dist|dist)[^/]*\/(.*)$/.exec(path);
+  if (dist) return `gateway:${dist[1]}`;
+  return basename(path);
+}
+
+/** FILE[:US] as { file, usPerCall }. */
+function named(arg) {
+  const match = /^(.*\.cpuprofile):([\d.]+)$/.exec(arg);
+  return match ? { file: match[1], usPerCall: Number(match[2]) } : { file: arg, usPerCall: undefined };
+}
+
+/** Self time (µs) by function and by file, the gateway's inclusive time by file, over the load's samples. */
+async function load(file) {
+  const profile = JSON.parse(await readFile(file, 'utf8'));
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parent = new Map();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const self = new Map();
+  const isIdle = (i) => byId.get(profile.samples[i]).callFrame.functionName === '(idle)';
+  // The longest idle stretch; the load is what comes after it.
+  let from = 0;
+  let longest = 0;
+  for (let i = 0, start = 0, run = 0; i < profile.samples.length; i++) {
+    if (!isIdle(i)) {
+      run = 0;
+      continue;
+    }
+    if (run === 0) start = i;
+    run += profile.timeDeltas[i + 1] ?? 0;
+    if (run > longest) [longest, from] = [run, start];
+  }
+  // A sample's time is the gap to the next one (how DevTools attributes it).
+  for (let i = from; i < profile.samples.length; i++) {
+    const dt = profile.timeDeltas[i + 1] ?? 0;
+    self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + dt);
+  }
+  const fn = new Map();
+  const callers = new Map();
+  const files = new Map();
+  const inclusive = new Map();
+  let busy = 0;
+  let idle = 0;
+  for (const [id, us] of self) {
+    const node = byId.get(id);
+    const { functionName, url, lineNumber } = node.callFrame;
+    if (functionName === '(idle)') {
+      idle += us;
+      continue;
+    }
+    busy += us;
+    const where = fileOf(url, functionName);
+    const key = `${functionName || '(anonymous)'}  ${where}${url ? `:${lineNumber + 1}` : ''}`;
+    fn.set(key, (fn.get(key) ?? 0) + us);
+    if (values.callers && functionName === values.callers) {
+      const stack = [];
+      for (let at = parent.get(id); at !== undefined && stack.length < 4; at = parent.get(at)) {
+        const frame = byId.get(at).callFrame;
+        stack.push(`${frame.functionName || '(anonymous)'} ${fileOf(frame.url, frame.functionName)}:${frame.lineNumber + 1}`);
+      }
+      const where = stack.join(' < ');
+      callers.set(where, (callers.get(where) ?? 0) + us);
+    }
+    files.set(where, (files.get(where) ?? 0) + us);
+    // Inclusive per gateway file: each file counted once per sample however deep it recurs.
+    const seen = new Set();
+    for (let at = id; at !== undefined; at = parent.get(at)) {
+      const frame = byId.get(at).callFrame;
+      const f = fileOf(frame.url, frame.functionName);
+      if (f.startsWith('gateway:') && !seen.has(f)) {
+        seen.add(f);
+        inclusive.set(f, (inclusive.get(f) ?? 0) + us);
+      }
+    }
+  }
+  return { fn, files, inclusive, callers, busy, idle };
+}
+
+async function summarise({ file, usPerCall }) {
+  const { fn, files, inclusive, callers, busy, idle } = await load(file);
+  const share = (us) => `${((100 * us) / busy).toFixed(1).padStart(5)}%${usPerCall ? ` ${((usPerCall * us) / busy).toFixed(2).padStart(6)} µs/call` : ''}`;
+  const top = (map, n = TOP) => [...map].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, us]) => `  ${share(us)}  ${k}`);
+  const group = (prefix) => [...files].filter(([k]) => k.startsWith(prefix)).reduce((t, [, us]) => t + us, 0);
+  const lines = [`${file}: ${(busy / 1e6).toFixed(2)} s busy, ${(idle / 1e6).toFixed(2)} s idle, after its longest idle stretch`];
+  if (values.callers) return [...lines, `${values.callers}, by caller:`, ...top(callers)].join('\n');
+  lines.push(`  by kind: gateway code ${share(group('gateway:')).trim()}, node: internals ${share(group('node:')).trim()}, npm packages ${share(group('npm:')).trim()}, native/V8 ${share(group('(')).trim()}`);
+  lines.push('self time by file or package:', ...top(files, 20));
+  lines.push('self time by function:', ...top(fn));
+  if (inclusive.size) lines.push('inclusive time by gateway file (any frame of it on the stack):', ...top(inclusive, 20));
+  return lines.join('\n');
+}
+
+/** Where A's µs per call exceed B's, per file or package and per function. */
+async function diff(a, b) {
+  if (!a?.usPerCall || !b?.usPerCall) throw new Error('--diff A.cpuprofile:US B.cpuprofile:US');
+  const [pa, pb] = await Promise.all([load(a.file), load(b.file)]);
+  const perCall = (p, us, map) => new Map([...map].map(([k, t]) => [k, (us * t) / p.busy]));
+  const lines = [`${a.file} (${a.usPerCall} µs/call) over ${b.file} (${b.usPerCall} µs/call): ${(a.usPerCall - b.usPerCall).toFixed(1)} µs/call more`];
+  for (const [title, key] of [['by file or package', 'files'], ['by function', 'fn']]) {
+    const ma = perCall(pa, a.usPerCall, pa[key]);
+    const mb = perCall(pb, b.usPerCall, pb[key]);
+    const keys = new Set([...ma.keys(), ...mb.keys()]);
+    const rows = [...keys].map((k) => [k, ma.get(k) ?? 0, mb.get(k) ?? 0]).sort((x, y) => y[1] - y[2] - (x[1] - x[2]));
+    lines.push(`${title} (µs/call: A, B, A − B):`);
+    for (const [k, x, y] of rows.slice(0, TOP)) lines.push(`  ${x.toFixed(2).padStart(6)} ${y.toFixed(2).padStart(6)} ${(x - y).toFixed(2).padStart(6)}  ${k}`);
+  }
+  return lines.join('\n');
+}
+
+if (values.diff) process.stdout.write(`${await diff(named(positionals[0]), named(positionals[1]))}\n`);
+else for (const arg of positionals) process.stdout.write(`${await summarise(named(arg))}\n\n`);
