@@ -20,7 +20,7 @@ export const MAX_SCHEMA_BYTES = 64 * 1024;
 /** Distinct facts interned (a fact dropped here stays alive where a session still holds it). */
 const MAX_FACTS = 50_000;
 const MAX_FACT_BYTES = 64 * 1024 * 1024;
-/** Compiled validators kept, by schema text (a dropped one is compiled again on the next call). */
+/** Compiled validators kept, by fact key (a dropped one is compiled again on the next call). */
 const MAX_VALIDATORS = 2_000;
 const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-0[4-7]\/schema#?$/;
 
@@ -33,6 +33,7 @@ export class ToolFacts {
   readonly #draft07: Ajv;
   /** Interned facts by content (destructiveness and schema text). */
   readonly #facts = new LRUCache<string, ToolFact>({ max: MAX_FACTS, maxSize: MAX_FACT_BYTES, sizeCalculation: (fact) => fact.key.length + 64 });
+  /** By fact key (destructiveness and schema text). */
   readonly #validators = new LRUCache<string, ValidateFunction | typeof UNCHECKED>({ max: MAX_VALIDATORS });
   readonly #oncompile: (() => void) | undefined;
 
@@ -74,8 +75,8 @@ export class ToolFacts {
   #validator(fact: ToolFact): ValidateFunction | undefined {
     const { schema } = fact;
     if (!schema) return undefined;
-    const text = fact.key.slice(1);
-    const cached = this.#validators.get(text);
+    // By the fact's own key (its hash is kept with the string): no new string on every call.
+    const cached = this.#validators.get(fact.key);
     if (cached !== undefined) return cached === UNCHECKED ? undefined : cached;
     const ajv = typeof schema.$schema === 'string' && DRAFT_07.test(schema.$schema) ? this.#draft07 : this.#draft2020;
     let validate: ValidateFunction | typeof UNCHECKED = UNCHECKED;
@@ -88,7 +89,7 @@ export class ToolFacts {
       // Ajv caches every schema object it compiled; the validator is all that is needed.
       ajv.removeSchema(schema);
     }
-    this.#validators.set(text, validate);
+    this.#validators.set(fact.key, validate);
     return validate === UNCHECKED ? undefined : validate;
   }
 }
