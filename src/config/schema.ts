@@ -18,110 +18,110 @@ const duration = z.union([z.number(), z.string()]).transform((value, ctx) => {
 const stringMap = z.record(z.string(), z.string());
 
 const stdio = z.strictObject({
-  command: z.string().min(1),
-  args: z.array(z.string()).default([]),
+  command: z.string().min(1).describe('The program to run.'),
+  args: z.array(z.string()).default([]).describe('Its arguments.'),
   /** The child's whole environment besides PATH and HOME: nothing of the gateway's leaks in. */
-  env: stringMap.default({}),
+  env: stringMap.default({}).describe("The child's whole environment besides PATH and HOME: nothing of the gateway's leaks in."),
   /** Relative to the config file's directory; defaults to it. */
-  cwd: z.string().min(1).optional(),
+  cwd: z.string().min(1).optional().describe("Its working directory, relative to the config file's directory (the default)."),
 });
 
 const clientCredentials = z.strictObject({
   /** The upstream's authorization server token endpoint. */
-  tokenUrl: z.url({ protocol: /^https?$/ }),
-  clientId: z.string().min(1),
-  clientSecret: z.string().min(1),
-  scope: z.string().min(1).optional(),
+  tokenUrl: z.url({ protocol: /^https?$/ }).describe("The upstream's authorization server token endpoint."),
+  clientId: z.string().min(1).describe("The gateway's client id at that authorization server."),
+  clientSecret: z.string().min(1).describe("The gateway's client secret there."),
+  scope: z.string().min(1).optional().describe('The scope to ask for.'),
   /** RFC 8707 resource indicator for the upstream, when its server wants one. */
-  resource: z.string().min(1).optional(),
-  audience: z.string().min(1).optional(),
+  resource: z.string().min(1).optional().describe('RFC 8707 resource indicator for the upstream, when its server wants one.'),
+  audience: z.string().min(1).optional().describe('The audience to ask for, when its server wants one.'),
 });
 
 const http = z.strictObject({
-  url: z.url({ protocol: /^https?$/ }),
-  headers: stringMap.default({}),
+  url: z.url({ protocol: /^https?$/ }).describe("The server's MCP endpoint."),
+  headers: stringMap.default({}).describe('Static headers sent with every request to it (`${VAR}` for secrets); they never reach the client.'),
   /** The gateway's own credential for this upstream (OAuth client-credentials grant). */
-  oauth: clientCredentials.optional(),
+  oauth: clientCredentials.optional().describe("The gateway's own credential for this upstream, by the OAuth client-credentials grant (never the client's token)."),
   /** `sse` is the deprecated HTTP+SSE transport of 2024-11-05. */
-  transport: z.enum(['streamable-http', 'sse']).default('streamable-http'),
+  transport: z.enum(['streamable-http', 'sse']).default('streamable-http').describe('`streamable-http`, or `sse`: the deprecated HTTP+SSE transport of 2024-11-05.'),
 });
 
 const restart = z.strictObject({
   /** First delay before restarting a crashed child; doubles per failure, with jitter. */
-  backoff: duration.default(500),
-  maxBackoff: duration.default(30_000),
+  backoff: duration.default(500).describe('First delay before restarting a crashed child; doubles per failure, with jitter, up to `maxBackoff`.'),
+  maxBackoff: duration.default(30_000).describe('The longest delay between restarts.'),
   /** This many crashes within `window` is a crash loop: the upstream is marked down. */
-  maxCrashes: z.number().int().min(1).default(5),
-  window: duration.default(60_000),
+  maxCrashes: z.number().int().min(1).default(5).describe('This many crashes within `window` is a crash loop: the upstream is given up for that session and marked down.'),
+  window: duration.default(60_000).describe('The span `maxCrashes` is counted over.'),
   /** A child that stayed up this long starts its backoff afresh. */
-  resetAfter: duration.default(60_000),
+  resetAfter: duration.default(60_000).describe('A child that stayed up this long starts its backoff afresh.'),
 });
 
 const circuit = z.strictObject({
   /** Consecutive 5xx answers or connection failures that open the circuit. */
-  failures: z.number().int().min(1).default(5),
+  failures: z.number().int().min(1).default(5).describe('Consecutive 5xx answers or connection failures that open the circuit.'),
   /** How long an open circuit fails fast before one probe request goes through. */
-  openFor: duration.default(10_000),
+  openFor: duration.default(10_000).describe('How long an open circuit fails fast (-32002) before one probe request goes through.'),
 });
 
 const upstream = z
   .strictObject({
-    stdio: stdio.optional(),
-    http: http.optional(),
+    stdio: stdio.optional().describe('Spawn the server as a child process over stdio (exactly one of `stdio` or `http`).'),
+    http: http.optional().describe('Reach the server over HTTP (exactly one of `stdio` or `http`).'),
     /** Name prefix; defaults to the upstream's name. "" exposes names unchanged. */
-    prefix: z.union([z.literal(''), z.string().regex(UPSTREAM_NAME, 'must match [a-z0-9][a-z0-9-]{0,31}')]).optional(),
+    prefix: z.union([z.literal(''), z.string().regex(UPSTREAM_NAME, 'must match [a-z0-9][a-z0-9-]{0,31}')]).optional().describe('Name prefix; defaults to the upstream\'s name. "" exposes names unchanged (at most one upstream may be unprefixed).'),
     /** Per-request timeout towards this upstream; progress from the upstream restarts it. */
-    timeoutMs: z.number().int().positive().default(60_000),
+    timeoutMs: z.number().int().positive().default(60_000).describe('Per-request timeout towards this upstream, in ms; progress from the upstream restarts it.'),
     /** The most any one request may take, however much progress arrives. */
-    maxTotalTimeoutMs: z.number().int().positive().default(600_000),
+    maxTotalTimeoutMs: z.number().int().positive().default(600_000).describe('The most any one request may take, in ms, however much progress arrives.'),
     /** How long a session's initialize waits for this upstream before leaving it out. */
-    initTimeoutMs: z.number().int().positive().default(10_000),
+    initTimeoutMs: z.number().int().positive().default(10_000).describe("How long a session's initialize waits for this upstream, in ms, before leaving it out."),
     /**
      * per-session: one upstream session (one child, for stdio) per client session. shared: one
      * child (or `poolSize`) for every session of this replica, for stateless stdio servers.
      */
-    sharing: z.enum(['per-session', 'shared']).default('per-session'),
+    sharing: z.enum(['per-session', 'shared']).default('per-session').describe('per-session: one upstream session (one child, for stdio) per client session; shared: one child (or `poolSize`) for every session of this replica, for stateless stdio servers.'),
     /** Children of a shared upstream (sessions spread over them). */
-    poolSize: z.number().int().min(1).max(64).default(1),
+    poolSize: z.number().int().min(1).max(64).default(1).describe('Children of a shared upstream (sessions spread over them).'),
     /** Children of this stdio upstream at once on this replica; more get a clear error. */
-    maxProcesses: z.number().int().positive().optional(),
+    maxProcesses: z.number().int().positive().optional().describe('Children of this stdio upstream at once on this replica; more get a clear error.'),
     /** The log level set on a shared child (its log messages reach every session using it). */
-    logLevel: z.enum(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']).optional(),
+    logLevel: z.enum(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']).optional().describe('The log level set on a shared child (its log messages reach every session using it).'),
     /** A message from the upstream larger than this is treated like a crash. */
-    maxMessageBytes: z.number().int().min(1_024).default(16 * 1024 * 1024),
+    maxMessageBytes: z.number().int().min(1_024).default(16 * 1024 * 1024).describe('A message from the upstream larger than this is treated like a crash.'),
     /**
      * What may wait to be written to a stdio child that stops reading its stdin, in bytes and
      * messages: past either a request fails at once (-32002) and the child stays up.
      */
-    maxQueuedBytes: z.number().int().min(1_024).default(16 * 1024 * 1024),
-    maxQueuedMessages: z.number().int().min(1).default(10_000),
+    maxQueuedBytes: z.number().int().min(1_024).default(16 * 1024 * 1024).describe('What may wait to be written to a stdio child that stops reading its stdin, in bytes: past it a request fails at once (-32002) and the child stays up.'),
+    maxQueuedMessages: z.number().int().min(1).default(10_000).describe('The same bound in messages: past it a request fails at once (-32002) and the child stays up.'),
     /** Restarting crashed stdio children (and reconnecting legacy SSE streams). */
-    restart: restart.prefault({}),
+    restart: restart.prefault({}).describe('Restarting crashed stdio children (and reconnecting dropped legacy SSE streams).'),
     /** Failing fast on an HTTP upstream that keeps failing. */
-    circuit: circuit.prefault({}),
+    circuit: circuit.prefault({}).describe('Failing fast on a Streamable HTTP upstream that keeps failing (one circuit shared by all sessions).'),
     /** Check tools/call arguments against the tool's inputSchema before forwarding. */
-    validateArguments: z.boolean().default(true),
+    validateArguments: z.boolean().default(true).describe("Check tools/call arguments against the tool's inputSchema before forwarding."),
     /** tools/call requests to this upstream in flight at once, across sessions (this replica). */
-    maxConcurrent: z.number().int().positive().optional(),
+    maxConcurrent: z.number().int().positive().optional().describe('tools/call requests to this upstream in flight at once, across sessions (per replica).'),
     /**
      * Server-initiated requests (sampling, elicitation, roots) from one upstream session waiting
      * for the client at once; more are refused to the upstream, so an upstream cannot make a
      * client that never answers cost the gateway unbounded memory.
      */
-    maxClientRequests: z.number().int().positive().default(64),
+    maxClientRequests: z.number().int().positive().default(64).describe('Server-initiated requests (sampling, elicitation, roots) from one upstream session waiting for the client at once; more are refused to the upstream (-32003).'),
     /**
      * The most tools listed from this upstream, and the most bytes of their definitions: past
      * either the rest of its list is left out (logged once, counted in
      * switchyard_catalog_truncated_total), so a hostile or runaway catalog cannot stall the gateway.
      */
-    maxTools: z.number().int().min(1).default(10_000),
-    maxToolBytes: z.number().int().min(1_024).default(32 * 1024 * 1024),
+    maxTools: z.number().int().min(1).default(10_000).describe('The most tools listed from this upstream: past it the rest of its list is left out (logged once, counted in switchyard_catalog_truncated_total).'),
+    maxToolBytes: z.number().int().min(1_024).default(32 * 1024 * 1024).describe('The most bytes of its tool definitions: past it the rest of its list is left out (logged once, counted in switchyard_catalog_truncated_total).'),
     /**
      * The protocol era the server speaks. auto: probe with server/discover and fall back to
      * initialize (the answer is remembered for the upstream); sessions: initialize only (no
      * probe); stateless: 2026-07-28 only (a server that is not is a connection error).
      */
-    era: z.enum(['auto', 'sessions', 'stateless']).default('auto'),
+    era: z.enum(['auto', 'sessions', 'stateless']).default('auto').describe('The protocol era the server speaks. auto: probe with server/discover and fall back to initialize (remembered for the upstream); sessions: initialize only; stateless: 2026-07-28 only (not with `sse`).'),
   })
   .superRefine((value, ctx) => {
     if ((value.stdio === undefined) === (value.http === undefined)) {
@@ -140,76 +140,76 @@ const JWS_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'E
 
 const tls = z.strictObject({
   /** PEM files; a renewed certificate is picked up without a restart. */
-  cert: z.string().min(1),
-  key: z.string().min(1),
+  cert: z.string().min(1).describe('PEM certificate file; a renewed certificate is picked up without a restart.'),
+  key: z.string().min(1).describe('PEM private key file (renewed with the certificate).'),
   /** PEM CA bundle: when set, clients must present a certificate it signed (mutual TLS). */
-  ca: z.string().min(1).optional(),
+  ca: z.string().min(1).optional().describe('PEM CA bundle: when set, clients must present a certificate it signed (mutual TLS).'),
 });
 
 const listen = z.strictObject({
-  host: z.string().min(1).default('127.0.0.1'),
-  port: z.number().int().min(0).max(65_535).default(8080),
-  path: z.string().regex(/^\/[^\s?#]*$/, 'must be an absolute path such as /mcp').default('/mcp'),
+  host: z.string().min(1).default('127.0.0.1').describe('Bind address; a non-loopback one needs `auth` or `allowUnauthenticated`.'),
+  port: z.number().int().min(0).max(65_535).default(8080).describe('Port; 0 picks a free port; `--port` overrides.'),
+  path: z.string().regex(/^\/[^\s?#]*$/, 'must be an absolute path such as /mcp').default('/mcp').describe("The MCP endpoint's path."),
   /** The URL clients use (behind a proxy or ingress). */
-  publicUrl: z.url().optional(),
+  publicUrl: z.url().optional().describe('The URL clients use (behind a proxy or ingress).'),
   /** Origins allowed to call the endpoint from a browser; any other Origin gets 403. */
-  allowedOrigins: z.array(z.string()).default([]),
+  allowedOrigins: z.array(z.string()).default([]).describe('Browser Origins allowed to call the endpoint; any other Origin gets 403.'),
   /** Largest accepted request body; larger ones get 413. */
-  maxBodyBytes: z.number().int().positive().default(4 * 1024 * 1024),
+  maxBodyBytes: z.number().int().positive().default(4 * 1024 * 1024).describe('Largest accepted request body; larger ones get 413 (enforced while reading).'),
   /** Deepest JSON nesting accepted in a request body; deeper gets 400. */
-  maxJsonDepth: z.number().int().min(4).max(10_000).default(64),
+  maxJsonDepth: z.number().int().min(4).max(10_000).default(64).describe('Deepest JSON nesting accepted in a request body; deeper gets 400.'),
   /** Largest request head (all headers); larger gets 431. */
-  maxHeaderBytes: z.number().int().min(1_024).max(1_048_576).default(16 * 1024),
+  maxHeaderBytes: z.number().int().min(1_024).max(1_048_576).default(16 * 1024).describe('Largest request head (all headers); larger gets 431.'),
   /**
    * How long an idle client connection stays open for its next request. Longer than the 60 s
    * idle timeout common to load balancers (which must not reuse a connection the gateway is
    * closing) and than a model's pause between calls (Node's own default is 5 s).
    */
-  keepAliveTimeout: duration.default(65_000),
+  keepAliveTimeout: duration.default(65_000).describe("How long an idle client connection stays open for its next request; keep it above your load balancer's idle timeout (often 60 s)."),
   /** Host header values accepted besides loopback names, publicUrl's host and a concrete listen.host. */
-  allowedHosts: z.array(z.string().min(1)).default([]),
+  allowedHosts: z.array(z.string().min(1)).default([]).describe("Host header values accepted besides loopback names, publicUrl's host and a concrete listen.host; any other Host gets 403."),
   /** Serve HTTPS. */
-  tls: tls.optional(),
+  tls: tls.optional().describe('Serve HTTPS.'),
   /** Listening on a non-loopback address without auth is refused unless this is true. */
-  allowUnauthenticated: z.boolean().default(false),
+  allowUnauthenticated: z.boolean().default(false).describe('Listening on a non-loopback address without auth is refused unless this is true.'),
 });
 
 const oauth = z.strictObject({
   /** The authorization server's issuer identifier (the token's iss). */
-  issuer: z.string().min(1),
-  jwksUri: z.url(),
+  issuer: z.string().min(1).describe("The authorization server's issuer identifier (the token's iss)."),
+  jwksUri: z.url().describe("Where the issuer's JWKS is read (up to 1 MiB)."),
   /** This MCP endpoint's canonical URL (RFC 8707 resource); defaults to listen.publicUrl. */
-  resource: z.url().optional(),
+  resource: z.url().optional().describe("This MCP endpoint's canonical URL (RFC 8707 resource); tokens must be for it. Defaults to listen.publicUrl; one of the two is required."),
   /** Accepted token audiences; defaults to the resource. */
-  audience: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
+  audience: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional().describe('Accepted token audiences; defaults to the resource.'),
   /** Advertised in the protected resource metadata; defaults to [issuer]. */
-  authorizationServers: z.array(z.string().min(1)).min(1).optional(),
+  authorizationServers: z.array(z.string().min(1)).min(1).optional().describe('Advertised in the protected resource metadata; defaults to [issuer].'),
   /** Scopes every request's token must carry. */
-  scopes: z.array(z.string().min(1)).default([]),
-  algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(['RS256', 'ES256']),
-  clockTolerance: duration.default(30_000),
+  scopes: z.array(z.string().min(1)).default([]).describe("Scopes every request's token must carry."),
+  algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(['RS256', 'ES256']).describe('Accepted JWS algorithms: asymmetric only; HS* and none are never accepted.'),
+  clockTolerance: duration.default(30_000).describe("Clock skew tolerated when checking a token's times."),
   /** Require this JWT typ header, e.g. "at+jwt" (RFC 9068). */
-  typ: z.string().min(1).optional(),
+  typ: z.string().min(1).optional().describe('Require this JWT typ header, e.g. "at+jwt" (RFC 9068).'),
   /** The claim that names the principal within the issuer. */
-  principalClaim: z.string().min(1).default('sub'),
+  principalClaim: z.string().min(1).default('sub').describe('The claim that names the principal within the issuer.'),
   /** An unknown kid refetches the JWKS at most once per this long. */
-  jwksCooldown: duration.default(30_000),
+  jwksCooldown: duration.default(30_000).describe('An unknown kid refetches the JWKS at most once per this long.'),
   /** Fetched keys are trusted this long; then the JWKS is read again (a removed key stops working). */
-  jwksMaxAge: duration.default(10 * 60_000),
+  jwksMaxAge: duration.default(10 * 60_000).describe('Fetched keys are trusted this long; then the JWKS is read again (a removed key stops working).'),
 });
 
 const apiKey = z.strictObject({
-  id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
+  id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).describe("The key's id; its principal is `apikey:<id>`."),
   /** "sha256:<hex>" of the key (see README: making an API key). */
-  hash: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'must be "sha256:" and 64 lowercase hex digits'),
-  team: z.string().min(1).optional(),
-  scopes: z.array(z.string().min(1)).default([]),
+  hash: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'must be "sha256:" and 64 lowercase hex digits').describe('"sha256:" and the hex SHA-256 of the key (docs/security.md shows how to make one).'),
+  team: z.string().min(1).optional().describe("The team of this key's principal (a name in `teams`)."),
+  scopes: z.array(z.string().min(1)).default([]).describe('The scopes the key carries.'),
 });
 
 const auth = z
   .strictObject({
-    oauth: oauth.optional(),
-    apiKeys: z.array(apiKey).default([]),
+    oauth: oauth.optional().describe("OAuth access tokens: JWTs verified against the issuer's JWKS."),
+    apiKeys: z.array(apiKey).default([]).describe('API keys for machine clients, sent as `Authorization: Bearer <key>` or `X-API-Key`.'),
   })
   .superRefine((value, ctx) => {
     if (!value.oauth && value.apiKeys.length === 0) ctx.addIssue({ code: 'custom', message: 'needs `oauth`, `apiKeys`, or both' });
@@ -217,60 +217,71 @@ const auth = z
 
 const teamMatch = z.union([
   /** A JWT claim (dotted path for nested claims) equal to, or an array containing, the value. */
-  z.strictObject({ claim: z.string().min(1), value: z.union([z.string(), z.number(), z.boolean()]) }),
+  z.strictObject({
+    claim: z.string().min(1).describe('A JWT claim (dotted path for nested claims) that must equal, or be an array containing, `value`.'),
+    value: z.union([z.string(), z.number(), z.boolean()]).describe('The value `claim` must equal or contain.'),
+  }),
   /** One principal by id (`<issuer>|<sub>` or `apikey:<id>`). */
-  z.strictObject({ principal: z.string().min(1) }),
+  z.strictObject({ principal: z.string().min(1).describe('One principal by id (`<issuer>|<sub>` or `apikey:<id>`).') }),
 ]);
 
 const toolView = z.strictObject({
   /** The name this team sees the tool under (it shadows any other tool of that name). */
-  name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match ^[A-Za-z0-9_-]{1,64}$').optional(),
-  title: z.string().optional(),
-  description: z.string().optional(),
+  name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match ^[A-Za-z0-9_-]{1,64}$').optional().describe('The name this team sees the tool under (it shadows any other tool of that name).'),
+  title: z.string().optional().describe('The title this team sees.'),
+  description: z.string().optional().describe('The description this team sees.'),
   /** Arguments fixed for this team: clients cannot override them and do not see them. */
-  pin: z.record(z.string(), z.unknown()).default({}),
+  pin: z.record(z.string(), z.unknown()).default({}).describe('Arguments fixed for this team: clients cannot override them and do not see them.'),
 });
 
 const team = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
+  name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).describe("The team's name, unique among the teams."),
   /** Principals in the team: any of these. API keys name their team themselves. */
-  match: z.union([teamMatch, z.array(teamMatch)]).optional(),
+  match: z.union([teamMatch, z.array(teamMatch)]).optional().describe('Principals in the team: any of these (one match or a list). API keys name their team themselves.'),
   /** The team of principals that match no team. */
-  default: z.boolean().default(false),
+  default: z.boolean().default(false).describe('The team of principals that match no team (at most one team).'),
   /** Globs over namespaced tool and prompt names and resource URIs, or `upstream:<name>`. */
-  allow: z.array(z.string().min(1)).default(['*']),
-  deny: z.array(z.string().min(1)).default([]),
+  allow: z.array(z.string().min(1)).default(['*']).describe('Globs over namespaced tool and prompt names and resource URIs, or `upstream:<name>`.'),
+  deny: z.array(z.string().min(1)).default([]).describe('Globs as in `allow`; deny wins over allow.'),
   /** Per-tool renames, descriptions and pinned arguments, by namespaced tool name. */
-  views: z.record(z.string(), toolView).default({}),
+  views: z.record(z.string(), toolView).default({}).describe('Per-tool renames, descriptions and pinned arguments, by namespaced tool name.'),
   /** Ask the user (elicitation) before a destructive tool runs; refuse when they cannot be asked. */
-  confirm: z.boolean().default(false),
+  confirm: z.boolean().default(false).describe('Ask the user (elicitation) before a destructive tool runs; refuse when they cannot be asked.'),
 });
 
 const limit = z.strictObject({
-  rate: z.number().positive(),
-  per: duration,
+  rate: z.number().positive().describe('Requests allowed per `per`.'),
+  per: duration.describe('The span `rate` is counted over.'),
   /** Bucket size: the burst allowed after a quiet spell. Defaults to `rate`. */
-  burst: z.number().int().positive().optional(),
+  burst: z.number().int().positive().optional().describe('Bucket size: the burst allowed after a quiet spell. Defaults to `rate`.'),
 });
 
 const rateLimits = z.strictObject({
   /** Requests per principal (initialize, notifications, ping and the GET stream are free). */
-  perClient: limit.optional(),
+  perClient: limit.optional().describe('Requests per principal (initialize, notifications, ping and the GET stream are free).'),
   /** Calls per (principal, tool), by namespaced tool name or glob. */
-  perTool: z.record(z.string().min(1), limit).default({}),
+  perTool: z.record(z.string().min(1), limit).default({}).describe('Calls per (principal, tool), by namespaced tool name or glob.'),
   store: z
     .union([
       z.literal('memory'),
-      z.strictObject({ redis: z.strictObject({ url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'), prefix: z.string().default('switchyard:') }) }),
+      z.strictObject({
+        redis: z
+          .strictObject({
+            url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').describe('The Redis server, as a redis:// or rediss:// URL.'),
+            prefix: z.string().default('switchyard:').describe("Prefix of the gateway's Redis keys."),
+          })
+          .describe('Buckets in Redis, shared by every replica; while it is unreachable, local buckets (logged once, shown on /healthz).'),
+      }),
     ])
-    .default('memory'),
+    .default('memory')
+    .describe('Where buckets live: `memory` (this replica), or `{ redis: { url, prefix } }`, shared by every replica (a change needs a restart).'),
   /** Buckets kept in memory; while all hold recent activity, new principals wait (never a fresh burst). */
-  maxPrincipals: z.number().int().min(100).default(100_000),
+  maxPrincipals: z.number().int().min(100).default(100_000).describe('Buckets kept in memory; while all hold recent activity, new principals wait (never a fresh burst).'),
 });
 
 const namespacing = z.strictObject({
-  separator: z.string().regex(/^[A-Za-z0-9_.-]{1,4}$/, 'must be 1-4 characters from [A-Za-z0-9_.-]').default('__'),
-  maxNameLength: z.number().int().min(16).max(256).default(64),
+  separator: z.string().regex(/^[A-Za-z0-9_.-]{1,4}$/, 'must be 1-4 characters from [A-Za-z0-9_.-]').default('__').describe("Between an upstream's prefix and a tool or prompt name."),
+  maxNameLength: z.number().int().min(16).max(256).default(64).describe('Longer names (and names with characters outside [A-Za-z0-9_-]) are exposed shortened, with a hash suffix.'),
 });
 
 const sessions = z.strictObject({
@@ -278,58 +289,58 @@ const sessions = z.strictObject({
    * Keys for self-describing session ids that any replica can resume (first encrypts, all
    * decrypt). Each at least 32 characters of secret; omitted: random ids, this replica only.
    */
-  keys: z.array(z.string().min(32, 'a session key needs at least 32 characters')).min(1).optional(),
+  keys: z.array(z.string().min(32, 'a session key needs at least 32 characters')).min(1).optional().describe('Keys for self-describing session ids any replica can resume (the first encrypts, all decrypt; at least 32 characters of secret each); omitted: random ids, this replica only.'),
   /** A session with no request in flight and no open stream is closed after this. */
-  idleTimeout: duration.default(30 * 60_000),
+  idleTimeout: duration.default(30 * 60_000).describe('A session with no request in flight and no open stream is closed after this.'),
   /**
    * A 2026-07-28 client's request that was answered input_required waits this long for the
    * client's retry (with its requestState) before it is cancelled upstream.
    */
-  inputTimeout: duration.default(5 * 60_000),
+  inputTimeout: duration.default(5 * 60_000).describe("A 2026-07-28 request answered input_required waits this long for the client's retry (with its requestState) before it is cancelled upstream."),
   /** Sessions open at once, in all (503 beyond) and per principal (429 beyond). */
-  max: z.number().int().min(1).default(10_000),
-  maxPerPrincipal: z.number().int().min(1).default(100),
+  max: z.number().int().min(1).default(10_000).describe('Sessions open at once, in all (503 beyond).'),
+  maxPerPrincipal: z.number().int().min(1).default(100).describe('Sessions open at once per principal (429 beyond).'),
   /** Per session: how many SSE events are kept for Last-Event-ID resumption... */
-  replayEvents: z.number().int().min(1).max(100_000).default(1_000),
+  replayEvents: z.number().int().min(1).max(100_000).default(1_000).describe('Per session: how many SSE events are kept for Last-Event-ID resumption; the oldest go first.'),
   /** ...and how many bytes of them; the oldest go first when either is exceeded. */
-  replayBytes: z.number().int().min(1_024).default(4 * 1024 * 1024),
+  replayBytes: z.number().int().min(1_024).default(4 * 1024 * 1024).describe('Per session: how many bytes of them are kept; the oldest go first.'),
   /**
    * ...and what every session's replay buffer may hold together on this replica: past it, the
    * buffers holding more than their fair share give back their oldest events first.
    */
-  replayTotalBytes: z.number().int().min(1_024).default(256 * 1024 * 1024),
+  replayTotalBytes: z.number().int().min(1_024).default(256 * 1024 * 1024).describe("What every session's replay buffer may hold together on this replica: past it, the buffers holding more than their fair share give back their oldest events first."),
   /**
    * What may wait for one SSE connection whose client does not read, in bytes and messages: past
    * either, the oldest progress and log notifications are dropped, then the connection is closed
    * (its stream stays resumable with Last-Event-ID from the replay buffer).
    */
-  streamQueueBytes: z.number().int().min(1_024).default(1024 * 1024),
-  streamQueueMessages: z.number().int().min(1).default(1_000),
+  streamQueueBytes: z.number().int().min(1_024).default(1024 * 1024).describe('What may wait for one SSE connection whose client does not read, in bytes: past it the oldest progress and log notifications are dropped, then the connection is closed (its stream stays resumable).'),
+  streamQueueMessages: z.number().int().min(1).default(1_000).describe('The same bound in messages.'),
   /** Interval of keep-alive comments on open SSE streams. */
-  keepAlive: duration.default(15_000),
+  keepAlive: duration.default(15_000).describe('Interval of keep-alive comments on open SSE streams.'),
   /** The reconnect delay suggested to clients in the SSE retry field. */
-  retry: duration.default(1_000),
+  retry: duration.default(1_000).describe('The reconnect delay suggested to clients in the SSE retry field.'),
 });
 
 const logging = z.strictObject({
-  level: z.enum(LOG_LEVELS).default('info'),
+  level: z.enum(LOG_LEVELS).default('info').describe('The lowest level of the JSON log lines written to stderr.'),
   /** Tool arguments in call logs: their shape (keys and types) only, or the values too. */
-  arguments: z.enum(['shape', 'values']).default('shape'),
+  arguments: z.enum(['shape', 'values']).default('shape').describe('Tool arguments in call logs: their shape (keys and types) only, or the values too.'),
 });
 
 const metrics = z.strictObject({
   /** Serve Prometheus metrics. */
-  enabled: z.boolean().default(false),
+  enabled: z.boolean().default(false).describe('Serve Prometheus metrics; off, nothing is counted per call.'),
   /** A separate admin port for /metrics (0 picks one); omitted: on the main listener. */
-  port: z.number().int().min(0).max(65_535).optional(),
+  port: z.number().int().min(0).max(65_535).optional().describe('A separate admin listener for /metrics (0 picks a port); omitted: on the main listener.'),
   /** The admin listener's address (only with `port`). */
-  host: z.string().min(1).default('127.0.0.1'),
-  path: z.string().regex(/^\/[^\s?#]*$/).default('/metrics'),
+  host: z.string().min(1).default('127.0.0.1').describe("The admin listener's address (only with `port`)."),
+  path: z.string().regex(/^\/[^\s?#]*$/).default('/metrics').describe('Where the metrics are served.'),
 });
 
 const shutdown = z.strictObject({
   /** On SIGTERM: how long requests in flight may take to finish before sessions are closed. */
-  gracePeriod: duration.default(25_000),
+  gracePeriod: duration.default(25_000).describe('On SIGTERM, how long requests in flight may take to finish before they are cancelled and sessions closed.'),
 });
 
 const health = z.strictObject({
@@ -337,22 +348,22 @@ const health = z.strictObject({
    * How often each upstream is probed (initialize, then closed) for /readyz. 0 turns probing
    * off, and readiness then no longer waits for an upstream to be up.
    */
-  probeInterval: duration.default(30_000),
+  probeInterval: duration.default(30_000).describe('How often each upstream is probed (initialize, then closed) for /readyz; 0 turns probing off, and readiness then no longer waits for an upstream to be up.'),
 });
 
 export const configSchema = z
   .strictObject({
-    listen: listen.prefault({}),
-    auth: auth.optional(),
-    teams: z.array(team).optional(),
-    rateLimits: rateLimits.optional(),
-    upstreams: z.record(z.string().regex(UPSTREAM_NAME, 'upstream names must match [a-z0-9][a-z0-9-]{0,31}'), upstream),
-    namespacing: namespacing.prefault({}),
-    sessions: sessions.prefault({}),
-    logging: logging.prefault({}),
-    shutdown: shutdown.prefault({}),
-    health: health.prefault({}),
-    metrics: metrics.prefault({}),
+    listen: listen.prefault({}).describe('Where and how the gateway listens (a change needs a restart).'),
+    auth: auth.optional().describe('Authentication of clients: `oauth`, `apiKeys`, or both (a change needs a restart). Omitted: no auth, and only loopback addresses unless listen.allowUnauthenticated.'),
+    teams: z.array(team).optional().describe('Per-team policy over what each principal sees and calls; omitted: every principal sees everything.'),
+    rateLimits: rateLimits.optional().describe('Token buckets per principal and per tool; omitted: no rate limits.'),
+    upstreams: z.record(z.string().regex(UPSTREAM_NAME, 'upstream names must match [a-z0-9][a-z0-9-]{0,31}'), upstream).describe('The MCP servers behind the gateway, by name; each needs exactly one of `stdio` or `http`.'),
+    namespacing: namespacing.prefault({}).describe('How upstream names become the names clients see.'),
+    sessions: sessions.prefault({}).describe('Client sessions, their streams and their replay buffers (a change needs a restart).'),
+    logging: logging.prefault({}).describe('JSON log lines on stderr (a change needs a restart).'),
+    shutdown: shutdown.prefault({}).describe('The drain on SIGTERM or SIGINT.'),
+    health: health.prefault({}).describe('Probing upstreams for /readyz.'),
+    metrics: metrics.prefault({}).describe('Prometheus metrics (a change needs a restart).'),
   })
   .superRefine((config, ctx) => {
     if (config.auth?.oauth && !config.auth.oauth.resource && !config.listen.publicUrl) {
