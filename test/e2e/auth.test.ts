@@ -5,7 +5,6 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import type { JWTPayload } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +13,7 @@ import { startFlakyHttp, type FlakyHttp } from '../helpers/flaky-http.js';
 import { connectClient, journal, startGateway, terminateSession, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
 import { startAuthServer, type AuthServer } from '../helpers/oauth.js';
 import { scrape } from '../helpers/metrics.js';
+import { httpExchange, initializeRaw, postRaw } from '../helpers/raw-http.js';
 
 const RESOURCE = 'https://mcp.example.test/mcp';
 const METADATA_URL = 'https://mcp.example.test/.well-known/oauth-protected-resource/mcp';
@@ -27,7 +27,6 @@ const PROMPT_MS = 5_000;
 
 const INIT = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } };
 const rpc = (id: number, method: string, params: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id, method, params });
-const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 function sleep(ms: number): Promise<void> {
@@ -43,8 +42,9 @@ async function until(check: () => Promise<boolean>, what: string, timeoutMs = PR
   }
 }
 
+/** POSTs a JSON-RPC message with the headers a conforming client sends and `headers`; the body unread. */
 function post(url: URL | string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) });
+  return postRaw(url, body, { headers });
 }
 
 /** A ping without a session: the cheapest request that still passes authentication. */
@@ -96,21 +96,6 @@ function sessionOf(client: Client): string {
   return (client.transport as StreamableHTTPClientTransport).sessionId!;
 }
 
-
-/** A GET with an explicit Host header (fetch does not let a caller choose it). */
-function getWithHost(url: URL, host: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, headers: { host } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.setTimeout(PROMPT_MS, () => req.destroy(new Error('GET timed out')));
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -189,12 +174,13 @@ describe('the protected endpoint', () => {
     for (const path of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
       const url = new URL(path, gw.url);
       for (const host of [url.host, `localhost:${url.port}`, 'mcp.example.test']) {
-        const res = await getWithHost(url, host);
+        // An explicit Host header: fetch does not let a caller choose it.
+        const res = await httpExchange(url, { method: 'GET', headers: { host }, timeoutMs: PROMPT_MS });
         expect(res.status, `${path} with Host ${host}`).toBe(200);
-        expect(JSON.parse(res.body), `${path} with Host ${host}`).toEqual(expected);
+        expect(JSON.parse(res.text), `${path} with Host ${host}`).toEqual(expected);
       }
       // A foreign Host is refused outright; it is never reflected into the document.
-      expect((await getWithHost(url, 'attacker.example')).status).toBe(403);
+      expect((await httpExchange(url, { method: 'GET', headers: { host: 'attacker.example' }, timeoutMs: PROMPT_MS })).status).toBe(403);
     }
   });
 
@@ -308,14 +294,10 @@ describe('the protected endpoint', () => {
 
   it('needs a token on every request, not only on initialize', async () => {
     const auth = bearer(await as.sign(claims()));
-    const init = await post(gw.url, rpc(1, 'initialize', INIT), auth);
-    expect(init.status).toBe(200);
-    await init.json();
-    const session = init.headers.get('mcp-session-id')!;
-    expect(session).toBeTruthy();
+    // initialize and notifications/initialized (202), both with the token.
+    const { id: session } = await initializeRaw(gw.url, { id: 1, headers: auth });
     try {
       const sessionHeaders = { 'mcp-session-id': session, 'mcp-protocol-version': INIT.protocolVersion };
-      expect((await post(gw.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...auth, ...sessionHeaders })).status).toBe(202);
       const missing = { resource_metadata: METADATA_URL, scope: SCOPE };
       await expectRefusal(await post(gw.url, rpc(2, 'tools/list'), sessionHeaders), 401, missing);
       await expectRefusal(await fetch(gw.url, { headers: { ...sessionHeaders, accept: 'text/event-stream' } }), 401, missing);

@@ -6,9 +6,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { watch } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { request as httpRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import type { Socket } from 'node:net';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
@@ -21,15 +19,23 @@ import { alive, poll, startCli, type CliProcess } from '../helpers/cli.js';
 import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
 import { FIXTURES, NODE, ROOT } from '../helpers/paths.js';
 import { stopChild, waitForExit, waitForLine } from '../helpers/processes.js';
+import {
+  expectRpcError,
+  httpExchange as exchange,
+  httpPost as post,
+  initializeHttp,
+  initializeMessage,
+  POST_HEADERS,
+  REQUEST_TIMEOUT_MS,
+  type HttpOptions,
+  type HttpReply,
+  type HttpTransportOptions,
+} from '../helpers/raw-http.js';
 import { certificateAuthority, clientSignedBy, makeTestPki, type Certificate, type TestPki } from '../helpers/tls.js';
 
-// transports.mdx "Sending Messages to the Server": a POST must accept both answer forms.
-const POST_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const LATEST = '2025-11-25';
 // JSON-RPC 2.0 §5.1.
 const INVALID_REQUEST = -32600;
-/** Bounds every single HTTP exchange; the test timeout bounds the whole test. */
-const REQUEST_TIMEOUT_MS = 10_000;
 const MiB = 1024 * 1024;
 
 const strict = () => ({ stdio: { command: NODE, args: [join(FIXTURES, 'strict-server.mjs')] } });
@@ -45,94 +51,24 @@ afterAll(async () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Raw HTTP(S) exchanges: node:http lets a test set Host, stream a body and pick the socket.
-
-interface Reply {
-  status: number;
-  headers: IncomingHttpHeaders;
-  text: string;
-  /** The body parsed as JSON, or undefined when it is empty or not JSON. */
-  json: unknown;
-}
-
-interface ExchangeOptions {
-  method?: string;
-  /** Overrides the URL's path (e.g. /healthz on the gateway's port). */
-  path?: string;
-  headers?: Record<string, string>;
-  body?: string;
-  /** Trust and client identity for https URLs. */
-  tls?: { ca?: string | string[]; cert?: string; key?: string };
-  /** Send over this already open socket instead of a new connection. */
-  socket?: Socket;
-}
-
-/** One request on its own connection (or the given socket), read to the end. */
-function exchange(url: URL, options: ExchangeOptions = {}): Promise<Reply> {
-  const secure = url.protocol === 'https:';
-  const requestOptions: RequestOptions = {
-    hostname: url.hostname,
-    port: url.port,
-    path: options.path ?? url.pathname,
-    method: options.method ?? 'POST',
-    headers: options.headers ?? {},
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    ...(options.socket ? { createConnection: () => options.socket! } : { agent: false }),
-    ...(secure ? options.tls : {}),
-  };
-  // Over a socket already speaking TLS, plain HTTP is written on it.
-  const send = secure && !options.socket ? httpsRequest : httpRequest;
-  return new Promise((resolve, reject) => {
-    const req = send(requestOptions, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('error', reject);
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown;
-        try {
-          json = text === '' ? undefined : JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode!, headers: res.headers, text, json });
-      });
-    });
-    req.on('error', reject);
-    req.end(options.body);
-  });
-}
-
-function post(url: URL, message: unknown, options: Omit<ExchangeOptions, 'body'> = {}): Promise<Reply> {
-  return exchange(url, { ...options, headers: { ...POST_HEADERS, ...options.headers }, body: typeof message === 'string' ? message : JSON.stringify(message) });
-}
+// Raw HTTP(S) exchanges (helpers/raw-http.ts over node:http): a test sets Host, streams a body
+// and picks the socket.
 
 const ping = (id: number | string) => ({ jsonrpc: '2.0', id, method: 'ping' });
 
+const CLIENT_INFO = { name: 'edge-test', version: '1.0.0' };
+
 function initializeRequest(id: number | string = 1) {
-  return { jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: 'edge-test', version: '1.0.0' } } };
+  return initializeMessage({ protocolVersion: LATEST, id, clientInfo: CLIENT_INFO });
 }
 
 /** Opens a session with a raw initialize (and notifications/initialized); returns its id. */
-async function openSession(url: URL, options: Omit<ExchangeOptions, 'body'> = {}): Promise<string> {
-  const reply = await post(url, initializeRequest(), options);
-  expect(reply.status).toBe(200);
-  const session = reply.headers['mcp-session-id'];
-  expect(typeof session).toBe('string');
-  const headers = { ...options.headers, 'mcp-session-id': session as string, 'mcp-protocol-version': LATEST };
-  expect((await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...options, headers })).status).toBe(202);
-  return session as string;
+async function openSession(url: URL, http: HttpTransportOptions = {}): Promise<string> {
+  return (await initializeHttp(url, { protocolVersion: LATEST, id: 1, clientInfo: CLIENT_INFO, http })).id;
 }
 
-function deleteSession(url: URL, session: string, options: ExchangeOptions = {}): Promise<Reply> {
-  return exchange(url, { ...options, method: 'DELETE', headers: { 'mcp-session-id': session, 'mcp-protocol-version': LATEST } });
-}
-
-/** Asserts an HTTP refusal whose body is a JSON-RPC error with this code. */
-function expectRpcError(reply: Reply, status: number, code: number, id: number | string | null = null): void {
-  expect(reply.status, reply.text).toBe(status);
-  expect(reply.headers['content-type']).toMatch(/^application\/json/);
-  expect(reply.json).toMatchObject({ jsonrpc: '2.0', id, error: { code } });
+function deleteSession(url: URL, session: string, options: HttpOptions = {}): Promise<HttpReply> {
+  return exchange(url, { ...options, method: 'DELETE', session, protocolVersion: LATEST });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -442,7 +378,7 @@ describe('Origin validation', () => {
   });
 
   it('refuses a foreign Origin before anything else looks at the request', async () => {
-    const cases: [string, ExchangeOptions][] = [
+    const cases: [string, HttpOptions][] = [
       ['an unknown session', { headers: { ...POST_HEADERS, ...evil, 'mcp-session-id': 'no-such-session' }, body: JSON.stringify(ping(2)) }],
       ['a malformed body', { headers: { ...POST_HEADERS, ...evil }, body: '{"jsonrpc": "2.0", ' }],
       ['a body over the limit', { headers: { ...POST_HEADERS, ...evil }, body: JSON.stringify({ ...ping(3), params: { pad: 'x'.repeat(4096) } }) }],

@@ -4,8 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
-import { SseParser } from '../../src/util/sse.js';
 import { poll } from '../helpers/cli.js';
+import { messagesOf, postRaw, postRpc } from '../helpers/raw-http.js';
+import { SseReader } from '../helpers/sse-reader.js';
 
 const V = '2026-07-28';
 const META = {
@@ -30,23 +31,22 @@ interface Sent {
   messages: Record<string, unknown>[];
 }
 
-/** POSTs one message; reads a JSON body or every SSE event. */
+/**
+ * POSTs one message as a 2026-07-28 client does (MCP-Protocol-Version and Mcp-Method unless
+ * `headers` replace or leave them out); reads a JSON body or every SSE message. Unbounded
+ * unless `signal` ends it.
+ */
 async function send(url: URL, message: Record<string, unknown>, headers: Record<string, string | undefined> = {}, signal?: AbortSignal): Promise<Sent> {
-  const defaults: Record<string, string | undefined> = {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': V,
-    'mcp-method': typeof message.method === 'string' ? message.method : undefined,
-  };
-  const merged = Object.fromEntries(Object.entries({ ...defaults, ...headers }).filter((e): e is [string, string] => e[1] !== undefined));
-  const res = await fetch(url, { method: 'POST', headers: merged, body: JSON.stringify(message), ...(signal ? { signal } : {}) });
-  const text = await res.text();
-  if (res.headers.get('content-type')?.startsWith('text/event-stream')) {
-    const parser = new SseParser();
-    const messages = parser.push(text).map((e) => JSON.parse(e.data) as Record<string, unknown>);
-    return { status: res.status, body: messages.at(-1), messages };
+  const reply = await postRpc(url, message, {
+    protocolVersion: V,
+    headers: { 'mcp-method': typeof message.method === 'string' ? message.method : undefined, ...headers },
+    signal: signal ?? null,
+  });
+  if (reply.sse) {
+    const messages = messagesOf<Record<string, unknown>>(reply);
+    return { status: reply.status, body: messages.at(-1), messages };
   }
-  return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined, messages: [] };
+  return { status: reply.status, body: reply.text ? (JSON.parse(reply.text) as Record<string, unknown>) : undefined, messages: [] };
 }
 
 const request = (id: number | string, method: string, params: Record<string, unknown> = {}, meta: Record<string, unknown> = META) => ({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } });
@@ -103,7 +103,7 @@ describe('validation', () => {
   });
 
   it('refuses a batch and accepts a notification with 202', async () => {
-    const batch = await fetch(gw.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': V }, body: JSON.stringify([request(1, 'tools/list')]) });
+    const batch = await postRaw(gw.url, [request(1, 'tools/list')], { protocolVersion: V, signal: null });
     expect(batch.status).toBe(400);
     const note = await send(gw.url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: META } });
     expect(note.status).toBe(202);
@@ -250,15 +250,14 @@ describe('a request waiting for input', () => {
 });
 
 describe('subscriptions/listen', () => {
+  /** Opens a listen stream, its body unread; `controller` ends it. */
+  const listen = (message: unknown, controller: AbortController): Promise<Response> =>
+    postRaw(gw.url, message, { protocolVersion: V, headers: { 'mcp-method': 'subscriptions/listen' }, signal: controller.signal });
+
   it('acknowledges first, then delivers list changes and resource updates tagged with the subscription id', async () => {
     const controller = new AbortController();
     const filter = { toolsListChanged: true, promptsListChanged: true, resourceSubscriptions: ['everything+demo://resource/static/document/architecture.md'] };
-    const res = await fetch(gw.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': V, 'mcp-method': 'subscriptions/listen' },
-      body: JSON.stringify(request('sub-1', 'subscriptions/listen', { notifications: filter })),
-      signal: controller.signal,
-    });
+    const res = await listen(request('sub-1', 'subscriptions/listen', { notifications: filter }), controller);
     try {
       expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
       const events = readEvents(res);
@@ -286,13 +285,7 @@ describe('subscriptions/listen', () => {
 
   it('keeps a resource subscribed upstream while any listen still wants it', async () => {
     const uri = 'everything+demo://resource/static/document/features.md';
-    const open = (id: string, controller: AbortController) =>
-      fetch(gw.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': V, 'mcp-method': 'subscriptions/listen' },
-        body: JSON.stringify(request(id, 'subscriptions/listen', { notifications: { resourceSubscriptions: [uri] } })),
-        signal: controller.signal,
-      });
+    const open = (id: string, controller: AbortController) => listen(request(id, 'subscriptions/listen', { notifications: { resourceSubscriptions: [uri] } }), controller);
     const first = new AbortController();
     const second = new AbortController();
     try {
@@ -314,12 +307,7 @@ describe('subscriptions/listen', () => {
 
   it('never sends what the filter did not ask for', async () => {
     const controller = new AbortController();
-    const res = await fetch(gw.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': V, 'mcp-method': 'subscriptions/listen' },
-      body: JSON.stringify(request(9, 'subscriptions/listen', { notifications: { promptsListChanged: true } })),
-      signal: controller.signal,
-    });
+    const res = await listen(request(9, 'subscriptions/listen', { notifications: { promptsListChanged: true } }), controller);
     try {
       const events = readEvents(res);
       expect(await events.next()).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { promptsListChanged: true } } });
@@ -418,26 +406,14 @@ describe('sessions-era clients', () => {
   });
 });
 
-/** The SSE events of a response as they arrive; `next` waits (bounded) for the next one. */
+/** The SSE messages of a response as they arrive; `next` waits (bounded) for the next one and rejects if the stream ends. */
 function readEvents(res: Response): { next(): Promise<unknown> } {
-  const reader = res.body!.getReader();
-  const parser = new SseParser();
-  const queue: unknown[] = [];
-  const decoder = new TextDecoder();
+  const reader = new SseReader(res);
   return {
     async next() {
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no event within 15 s')), 15_000)));
-      try {
-        while (queue.length === 0) {
-          const { done, value } = await Promise.race([reader.read(), late]);
-          if (done) throw new Error('the stream ended');
-          for (const event of parser.push(decoder.decode(value, { stream: true }))) queue.push(JSON.parse(event.data));
-        }
-        return queue.shift();
-      } finally {
-        clearTimeout(timer);
-      }
+      const message = await reader.nextMessage(15_000, 'an event within 15 s');
+      if (!message) throw new Error('the stream ended');
+      return message;
     },
   };
 }

@@ -12,10 +12,11 @@ import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { startAuthServer, type AuthServer } from '../helpers/oauth.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { endlessJwks } from '../helpers/endless.js';
+import { exchange, initializeMessage, initializeRaw, messagesOf, POST_HEADERS, readReply, type RawReply } from '../helpers/raw-http.js';
 
 const RESOURCE = 'https://mcp.example.test/mcp';
 const API_KEY = 'sk-switchyard-hostile-6b1f0c2e9d7a4358';
-const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+const JSON_HEADERS = POST_HEADERS;
 const KEY_HEADERS = { ...JSON_HEADERS, 'x-api-key': API_KEY };
 // JSON-RPC 2.0 §5.1.
 const INVALID_REQUEST = -32600;
@@ -25,35 +26,15 @@ const MiB = 1024 * 1024;
 
 const rogue = (env: Record<string, string> = {}) => ({ stdio: { command: NODE, args: [join(FIXTURES, 'rogue-server.mjs')], env } });
 
-interface Reply {
-  status: number;
-  headers: Headers;
-  text: string;
+/** One exchange with exactly `headers` (KEY_HEADERS unless given), read to the end. */
+function send(url: URL | string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawReply> {
+  return exchange(url, { method: init.method, defaults: init.headers ?? KEY_HEADERS, body: init.body, timeoutMs: FETCH_TIMEOUT_MS });
 }
 
-async function send(url: URL | string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
-  const res = await fetch(url, { method: init.method ?? 'POST', headers: init.headers ?? KEY_HEADERS, body: init.body ?? null, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
-  return { status: res.status, headers: res.headers, text: await res.text() };
-}
-
-/** The JSON-RPC messages of a reply: its JSON body, or the data of its SSE events. */
-function messagesOf(reply: Reply): Record<string, unknown>[] {
-  if (reply.text === '') return [];
-  if (!(reply.headers.get('content-type') ?? '').startsWith('text/event-stream')) return ([] as Record<string, unknown>[]).concat(JSON.parse(reply.text) as Record<string, unknown>);
-  return reply.text
-    .split('\n')
-    .filter((line) => line.startsWith('data: ') && line.length > 'data: '.length)
-    .map((line) => JSON.parse(line.slice('data: '.length)) as Record<string, unknown>);
-}
-
-/** A raw session of `protocolVersion`: initialized, with its id. */
+/** A raw session of `protocolVersion`, initialized: the headers its requests carry. */
 async function openSession(url: URL, protocolVersion = '2025-11-25'): Promise<Record<string, string>> {
-  const init = await send(url, { body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }) });
-  expect(init.status).toBe(200);
-  const headers = { ...KEY_HEADERS, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': protocolVersion };
-  const initialized = await send(url, { headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
-  expect(initialized.status).toBe(202);
-  return headers;
+  const session = await initializeRaw(url, { protocolVersion, headers: { 'x-api-key': API_KEY }, timeoutMs: FETCH_TIMEOUT_MS });
+  return { ...JSON_HEADERS, ...session.headers };
 }
 
 let as: AuthServer;
@@ -152,7 +133,7 @@ describe('one gateway with auth and a slow upstream', () => {
     const second = await send(gw.url, { headers, body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list' }) });
     expect(second.status).toBe(200);
     expect(messagesOf(second)).toEqual([{ jsonrpc: '2.0', id: 5, error: { code: INVALID_REQUEST, message: 'Request id 5 is already in use by a request in flight' } }]);
-    const answers = messagesOf({ status: first.status, headers: first.headers, text: await first.text() }).filter((m) => 'id' in m);
+    const answers = (await readReply(first)).messages.filter((m) => 'id' in m);
     expect(answers).toEqual([{ jsonrpc: '2.0', id: 5, result: { content: [{ type: 'text', text: 'slow done' }] } }]);
     // Once answered, the id may be used again.
     const again = await send(gw.url, { headers, body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'ping' }) });
@@ -259,7 +240,8 @@ describe('secrets from ${VAR} in log lines', () => {
     );
     try {
       const headers = { ...JSON_HEADERS };
-      const init = await send(gw.url, { headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }) });
+      // initialize only: this test sends no notifications/initialized.
+      const init = await send(gw.url, { headers, body: JSON.stringify(initializeMessage()) });
       const session = { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
       const marker = `marker-${Date.now()}`;
       const text = `${marker} key=urlsecret42 short=k9x word=k9xyz`;

@@ -11,10 +11,9 @@ import { alive, poll, startCli, type CliProcess } from '../helpers/cli.js';
 import { connectClient, recordNotifications, textOf, type NotificationLog } from '../helpers/gateway.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { waitForExit } from '../helpers/processes.js';
+import { initializeMessage, initializeRaw, openStream, postRaw } from '../helpers/raw-http.js';
 import { SseReader } from '../helpers/sse-reader.js';
 
-// transports.mdx "Sending Messages to the Server": a POST must accept both answer forms.
-const POST_ACCEPT = 'application/json, text/event-stream';
 const LATEST = '2025-11-25';
 const TOOLS_CHANGED = 'notifications/tools/list_changed';
 
@@ -92,29 +91,16 @@ async function inFlight(cli: CliProcess, upstream: string): Promise<void> {
   await poll(async () => ((await health(cli, '/healthz')).body.upstreams[upstream]?.pending ?? 0) > 0 || undefined, `a call in flight to ${upstream}`);
 }
 
-function initializeRequest(): RequestInit {
-  return {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: POST_ACCEPT },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
-    signal: AbortSignal.timeout(5_000),
-  };
+/** A raw initialize, its answer unread: what a new client sends first. */
+function initialize(url: URL): Promise<Response> {
+  return postRaw(url, initializeMessage({ protocolVersion: LATEST, id: 1 }), { timeoutMs: 5_000 });
 }
 
 /** A raw session with its standalone GET stream open, to read exactly what the stream carries. */
 async function rawStream(url: URL): Promise<SseReader> {
-  const init = await fetch(url, initializeRequest());
-  expect(init.status).toBe(200);
-  await init.body?.cancel();
-  const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': LATEST };
-  const initialized = await fetch(url, {
-    method: 'POST',
-    headers: { ...headers, 'content-type': 'application/json', accept: POST_ACCEPT },
-    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
-    signal: AbortSignal.timeout(5_000),
-  });
-  expect(initialized.status).toBe(202);
-  const stream = new SseReader(await fetch(url, { headers: { ...headers, accept: 'text/event-stream' } }));
+  const session = await initializeRaw(url, { protocolVersion: LATEST, id: 1, timeoutMs: 5_000 });
+  // Unbounded: the test holds the stream and reads it to its end.
+  const stream = new SseReader(await openStream(url, { headers: session.headers, signal: null }));
   expect((await stream.next(5_000, 'the priming event'))?.retry).toBeDefined();
   return stream;
 }
@@ -165,7 +151,7 @@ describe('shutdown', () => {
     }, '/readyz to report draining', 2_000, 20);
     expect(draining.status).toBe(503);
     expect(draining.body).toMatchObject({ ready: false, draining: true });
-    const refused = await fetch(cli.url, initializeRequest());
+    const refused = await initialize(cli.url);
     expect(refused.status).toBe(503);
     await refused.body?.cancel();
     expect(callDoneAt).toBe(Infinity); // all that happened while the call was still running
@@ -347,7 +333,7 @@ describe('hot reload', () => {
     expect(cli.child.exitCode).toBeNull();
     // The old endpoint still serves the same session and child; the new path is not served.
     expect(await pidOf(client, 'a__pid')).toBe(childOfA);
-    const moved = await fetch(new URL('/elsewhere', cli.url), initializeRequest());
+    const moved = await initialize(new URL('/elsewhere', cli.url));
     expect(moved.status).toBe(404);
     await moved.body?.cancel();
     expect((await health(cli, '/healthz')).status).toBe(200);

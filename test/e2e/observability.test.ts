@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, journal, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
 import { startFlakyHttp, type FlakyHttp } from '../helpers/flaky-http.js';
 import { scrape } from '../helpers/metrics.js';
+import { initializeRaw, POST_HEADERS, postRaw, rawHeaders } from '../helpers/raw-http.js';
 
 
 const rpc = (id: number, method: string, params: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id, method, params });
@@ -97,7 +98,7 @@ describe('label cardinality', () => {
       const post = async (body: unknown, session?: string): Promise<Response> =>
         gw.gateway.app.request(gw.url.pathname, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(session ? { 'mcp-session-id': session } : {}) },
+          headers: rawHeaders(POST_HEADERS, { session }),
           body: JSON.stringify(body),
         });
       const open = async (name: string): Promise<string> => {
@@ -122,7 +123,7 @@ describe('label cardinality', () => {
         for (let i = 0; i < 10_000; i++) {
           const res = await noUpstreams.gateway.app.request(noUpstreams.url.pathname, {
             method: 'POST',
-            headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+            headers: POST_HEADERS,
             body: JSON.stringify(rpc(0, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: `client-${i}`, version: String(i) } })),
           });
           const id = res.headers.get('mcp-session-id')!;
@@ -197,14 +198,13 @@ describe('logs', () => {
   it('writes one call line per request with the request id the client got back', async () => {
     const gw = await startGateway({ upstreams: { rogue: upstream.rogue() } });
     try {
-      const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-      const init = await fetch(gw.url, { method: 'POST', headers, body: JSON.stringify(rpc(1, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } })) });
-      const session = init.headers.get('mcp-session-id')!;
-      const res = await fetch(gw.url, { method: 'POST', headers: { ...headers, 'mcp-session-id': session }, body: JSON.stringify(rpc(2, 'tools/call', { name: 'rogue__pid', arguments: {} })) });
+      // A raw session whose requests carry no MCP-Protocol-Version.
+      const { id: session } = await initializeRaw(gw.url, { protocolVersion: '2025-06-18', id: 1, versionHeader: false });
+      const res = await postRaw(gw.url, rpc(2, 'tools/call', { name: 'rogue__pid', arguments: {} }), { session });
       const requestId = res.headers.get('x-request-id');
       expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
       await res.json();
-      const chosen = await fetch(gw.url, { method: 'POST', headers: { ...headers, 'mcp-session-id': session, 'x-request-id': 'caller-chosen.42' }, body: JSON.stringify(rpc(3, 'ping')) });
+      const chosen = await postRaw(gw.url, rpc(3, 'ping'), { session, headers: { 'x-request-id': 'caller-chosen.42' } });
       expect(chosen.headers.get('x-request-id')).toBe('caller-chosen.42');
       const lines = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'call');
       expect(lines).toContainEqual(expect.objectContaining({ requestId, method: 'tools/call', upstream: 'rogue', tool: 'pid', outcome: 'ok', durationMs: expect.any(Number) }));

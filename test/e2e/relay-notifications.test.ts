@@ -4,6 +4,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, journal, recordNotifications, startGateway, upstream, type NotificationLog, type TestGateway } from '../helpers/gateway.js';
 import { startEverythingHttp, type EverythingHttp } from '../helpers/processes.js';
+import { initializeRaw, postRaw, postRpc, rawFetch } from '../helpers/raw-http.js';
+import { SseReader, type JsonRpc } from '../helpers/sse-reader.js';
 
 let remote: EverythingHttp;
 let gw: TestGateway;
@@ -115,55 +117,29 @@ describe('isolation between two sessions on the same upstreams', () => {
 });
 
 describe('stream placement', () => {
-  const headers = (session?: string): Record<string, string> => ({
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    ...(session ? { 'mcp-session-id': session } : {}),
-  });
-
   it.each(['remote', 'everything'])('sends a server-initiated request on the stream of the request it belongs to (%s)', async (name) => {
-    const init = await fetch(gw.url, {
-      method: 'POST',
-      headers: headers(),
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: { sampling: {} }, clientInfo: { name: 'raw', version: '1' } } }),
-    });
-    const session = init.headers.get('mcp-session-id')!;
-    await fetch(gw.url, { method: 'POST', headers: headers(session), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
-    const call = await fetch(gw.url, {
-      method: 'POST',
-      headers: headers(session),
-      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: `${name}__trigger-sampling-request`, arguments: { prompt: 'p', maxTokens: 5 } } }),
-      signal: AbortSignal.timeout(15_000),
-    });
+    // A raw session whose requests carry no MCP-Protocol-Version.
+    const { id: session } = await initializeRaw(gw.url, { protocolVersion: '2025-06-18', id: 1, capabilities: { sampling: {} }, versionHeader: false });
+    const call = await postRaw(
+      gw.url,
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: `${name}__trigger-sampling-request`, arguments: { prompt: 'p', maxTokens: 5 } } },
+      { session, timeoutMs: 15_000 },
+    );
     expect(call.headers.get('content-type')).toBe('text/event-stream');
-    const reader = call.body!.getReader();
-    const decoder = new TextDecoder();
-    let text = '';
-    const messages: Record<string, unknown>[] = [];
+    const stream = new SseReader(call);
+    const messages: JsonRpc[] = [];
     while (!messages.some((m) => m.id === 2 && 'result' in m)) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-      const events = text.split('\n\n');
-      text = events.pop()!;
-      for (const event of events) {
-        const data = event.split('\n').find((l) => l.startsWith('data: '))?.slice(6);
-        if (!data) continue;
-        const message = JSON.parse(data) as Record<string, unknown>;
-        messages.push(message);
-        if (message.method === 'sampling/createMessage') {
-          // Answer it in a separate POST; the tool's result then arrives on this same stream.
-          const answered = await fetch(gw.url, {
-            method: 'POST',
-            headers: headers(session),
-            body: JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { model: 'm', role: 'assistant', content: { type: 'text', text: 'raw answer' } } }),
-          });
-          expect(answered.status).toBe(202);
-        }
+      const message = await stream.nextMessage(15_000, 'the tool result');
+      if (!message) break;
+      messages.push(message);
+      if (message.method === 'sampling/createMessage') {
+        // Answer it in a separate POST; the tool's result then arrives on this same stream.
+        const answered = await postRpc(gw.url, { jsonrpc: '2.0', id: message.id, result: { model: 'm', role: 'assistant', content: { type: 'text', text: 'raw answer' } } }, { session });
+        expect(answered.status).toBe(202);
       }
     }
     expect(messages[0]).toMatchObject({ method: 'sampling/createMessage' });
     expect(messages.at(-1)).toMatchObject({ id: 2, result: { content: [{ type: 'text', text: expect.stringContaining('raw answer') }] } });
-    await fetch(gw.url, { method: 'DELETE', headers: headers(session) });
+    await rawFetch(gw.url, { method: 'DELETE', session });
   });
 });

@@ -5,6 +5,7 @@ import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, journal, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
 import { startEverythingHttp, type EverythingHttp } from '../helpers/processes.js';
+import { initializeRaw, postRaw, readReply } from '../helpers/raw-http.js';
 
 let remote: EverythingHttp;
 let gw: TestGateway;
@@ -27,45 +28,17 @@ afterAll(async () => {
   await remote?.close();
 });
 
-const initialize = (protocolVersion = '2025-11-25') => ({
-  jsonrpc: '2.0',
-  id: 0,
-  method: 'initialize',
-  params: { protocolVersion, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-});
-
-async function rawSession(): Promise<string> {
-  const res = await post(initialize());
-  const id = res.headers.get('mcp-session-id')!;
-  await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, id);
-  return id;
-}
-
-function post(body: unknown, session?: string): Promise<Response> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-  if (session) headers['mcp-session-id'] = session;
-  return fetch(gw.url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
-}
-
-/** Every JSON-RPC message in an SSE (or JSON) response body. */
-async function messagesOf(res: Response): Promise<Record<string, unknown>[]> {
-  const text = await res.text();
-  if (res.headers.get('content-type')?.startsWith('application/json')) return [JSON.parse(text) as Record<string, unknown>];
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith('data: ') && line.length > 6)
-    .map((line) => JSON.parse(line.slice(6)) as Record<string, unknown>);
-}
-
 describe('progress', () => {
   it.each(['everything', 'remote'])('comes back on the request\'s own stream with the client\'s token (%s)', async (name) => {
-    const session = await rawSession();
-    const res = await post(
+    // A raw session whose requests carry no MCP-Protocol-Version.
+    const session = (await initializeRaw(gw.url, { versionHeader: false })).id;
+    const res = await postRaw(
+      gw.url,
       { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: `${name}__trigger-long-running-operation`, arguments: { duration: 0.6, steps: 3 }, _meta: { progressToken: 'mine' } } },
-      session,
+      { session, timeoutMs: 15_000 },
     );
     expect(res.headers.get('content-type')).toBe('text/event-stream');
-    const messages = await messagesOf(res);
+    const messages = (await readReply(res)).messages;
     const progress = messages.filter((m) => m.method === 'notifications/progress');
     expect(progress.map((m) => m.params)).toEqual([1, 2, 3].map((p) => ({ progressToken: 'mine', progress: p, total: 3 })));
     expect(messages.at(-1)).toMatchObject({ id: 7, result: { content: [{ type: 'text' }] } });

@@ -7,6 +7,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFlakyHttp, type FlakyHttp, type FlakyStats } from '../helpers/flaky-http.js';
 import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
+import { initializeRaw, messagesOf, rawFetch, sendIn, type RawReply } from '../helpers/raw-http.js';
 
 /** Short enough for a test to wait out, long enough to observe the open circuit. */
 const OPEN_FOR_MS = 500;
@@ -200,32 +201,16 @@ describe('a gateway in front of a flaky Streamable HTTP upstream', () => {
 
   it('turns an upstream 401 into a JSON-RPC error and never relays its WWW-Authenticate challenge', async () => {
     const client = await open();
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     const getsBefore = gets(await flaky.stats());
-    const init = await fetch(gw.url, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
-    });
-    expect(init.status).toBe(200);
-    await init.body?.cancel();
-    const sessionId = init.headers.get('mcp-session-id')!;
-    const sessionHeaders = { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' };
-    const initialized = await fetch(gw.url, { method: 'POST', headers: sessionHeaders, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
-    expect(initialized.status).toBe(202);
+    // initialize (200) and notifications/initialized (202) by hand, in 2025-06-18.
+    const session = await initializeRaw(gw.url, { protocolVersion: '2025-06-18', id: 1 });
     await until(async () => gets(await flaky.stats()) > getsBefore, 'the upstream GET stream of the raw session');
 
     const before = await flaky.stats();
     await flaky.control({ unauthorized: true });
-    let res: Response;
-    let text: string;
+    let res: RawReply;
     try {
-      res = await fetch(gw.url, {
-        method: 'POST',
-        headers: sessionHeaders,
-        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'flaky__echo', arguments: { message: 'raw' } } }),
-      });
-      text = await res.text();
+      res = await sendIn(session, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'flaky__echo', arguments: { message: 'raw' } } });
       const sdkError = await failure(echo(client, 'sdk'));
       expect(sdkError.code).toBe(-32002);
       expect(sdkError.message).toMatch(/upstream flaky: upstream answered HTTP 401/);
@@ -243,13 +228,13 @@ describe('a gateway in front of a flaky Streamable HTTP upstream', () => {
 
     expect(res.status).toBe(200);
     expect(res.headers.get('www-authenticate')).toBeNull();
-    const answer = rpcAnswer(res, text, 2);
+    const answer = rpcAnswer(res, 2);
     expect(answer).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32002 } });
     expect(answer.error?.message).toMatch(/upstream flaky: upstream answered HTTP 401/);
-    expect(text).not.toMatch(/realm|invalid_token|bearer/i);
+    expect(res.text).not.toMatch(/realm|invalid_token|bearer/i);
 
     expect(await echo(client, 'authorized')).toBe('echo: authorized');
-    const ended = await fetch(gw.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' } });
+    const ended = await rawFetch(gw.url, { method: 'DELETE', session: session.id, protocolVersion: session.protocolVersion });
     expect(ended.status).toBe(200);
   });
 
@@ -370,15 +355,8 @@ describe('an upstream that goes away', () => {
 });
 
 /** The JSON-RPC response with `id` in a POST answer, whether it came as JSON or as SSE. */
-function rpcAnswer(res: Response, text: string, id: number): { jsonrpc?: string; id?: unknown; error?: { code: number; message: string } } {
-  if ((res.headers.get('content-type') ?? '').startsWith('application/json')) return JSON.parse(text) as ReturnType<typeof rpcAnswer>;
-  const messages = text
-    .split('\n')
-    .filter((line) => line.startsWith('data:'))
-    .map((line) => line.slice(5).trim())
-    .filter((data) => data !== '')
-    .map((data) => JSON.parse(data) as ReturnType<typeof rpcAnswer>);
-  const answer = messages.find((m) => m.id === id);
-  if (!answer) throw new Error(`no answer with id ${id} in ${text}`);
+function rpcAnswer(reply: RawReply, id: number): { jsonrpc?: string; id?: unknown; error?: { code: number; message: string } } {
+  const answer = messagesOf<ReturnType<typeof rpcAnswer>>(reply).find((m) => m.id === id);
+  if (!answer) throw new Error(`no answer with id ${id} in ${reply.text}`);
   return answer;
 }

@@ -5,10 +5,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
 import { startProxy } from '../helpers/proxy.js';
+import { initializeRaw, openStream, openStreamWhenFree, postRaw, rawFetch, readReply, type RawSession } from '../helpers/raw-http.js';
 import { SseReader, type JsonRpc, type SseEvent } from '../helpers/sse-reader.js';
 
-// transports.mdx "Sending Messages to the Server": a POST must accept both answer forms.
-const POST_ACCEPT = 'application/json, text/event-stream';
 const LATEST = '2025-11-25';
 const PREVIOUS = '2025-06-18';
 /** Bounds every single wait for an event, an end of stream or an HTTP exchange. */
@@ -41,63 +40,29 @@ afterAll(async () => {
 // ---------------------------------------------------------------------------------------------
 // Raw HTTP sessions.
 
-interface RawSession {
-  url: URL;
-  id: string;
-  version: string;
-}
-
 /** Sessions opened by the current test, ended after it so their upstream processes stop. */
 const opened: RawSession[] = [];
 
 afterEach(async () => {
   const sessions = opened.splice(0);
   await Promise.allSettled(
-    sessions.map((s) => fetch(s.url, { method: 'DELETE', headers: { 'mcp-session-id': s.id }, signal: AbortSignal.timeout(WAIT_MS) }).then((r) => r.body?.cancel())),
+    sessions.map((s) => rawFetch(s.url, { method: 'DELETE', session: s.id, timeoutMs: WAIT_MS }).then((r) => r.body?.cancel())),
   );
 });
 
-function headersFor(session: RawSession | undefined, extra: Record<string, string> = {}): Record<string, string> {
-  const headers: Record<string, string> = { ...extra };
-  if (session) {
-    headers['mcp-session-id'] = session.id;
-    headers['mcp-protocol-version'] = session.version;
-  }
-  return headers;
-}
-
 function post(url: URL, session: RawSession | undefined, message: unknown, signal: AbortSignal = AbortSignal.timeout(WAIT_MS)): Promise<Response> {
-  return fetch(url, {
-    method: 'POST',
-    headers: headersFor(session, { 'content-type': 'application/json', accept: POST_ACCEPT }),
-    body: JSON.stringify(message),
-    signal,
-  });
+  return postRaw(url, message, { headers: session?.headers, signal });
 }
 
 /** A GET on the MCP endpoint: the standalone stream, or a resumption with Last-Event-ID. */
 function get(session: RawSession, lastEventId?: string, signal: AbortSignal = AbortSignal.timeout(30_000)): Promise<Response> {
-  const extra: Record<string, string> = { accept: 'text/event-stream' };
-  if (lastEventId !== undefined) extra['last-event-id'] = lastEventId;
-  return fetch(session.url, { method: 'GET', headers: headersFor(session, extra), signal });
+  return openStream(session.url, { headers: session.headers, lastEventId, signal });
 }
 
 /** initialize with `version`, then notifications/initialized, as a client does. */
 async function openSession(url: URL, version: string): Promise<RawSession> {
-  const res = await post(url, undefined, {
-    jsonrpc: '2.0',
-    id: 0,
-    method: 'initialize',
-    params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'resumption-test', version: '1.0.0' } },
-  });
-  expect(res.status).toBe(200);
-  const init = (await res.json()) as JsonRpc;
-  expect(init.result).toMatchObject({ protocolVersion: version });
-  const session = { url, id: res.headers.get('mcp-session-id')!, version };
-  expect(session.id).toBeTruthy();
+  const session = await initializeRaw(url, { protocolVersion: version, clientInfo: { name: 'resumption-test', version: '1.0.0' } });
   opened.push(session);
-  const done = await post(url, session, { jsonrpc: '2.0', method: 'notifications/initialized' });
-  expect(done.status).toBe(202);
   return session;
 }
 
@@ -108,18 +73,11 @@ const toolCall = (id: number, name: string, args: Record<string, unknown>, progr
   params: { name, arguments: args, ...(progressToken === undefined ? {} : { _meta: { progressToken } }) },
 });
 
-/** Every JSON-RPC message of a whole answer, JSON or SSE. */
-async function messagesOf(res: Response): Promise<JsonRpc[]> {
-  if (res.headers.get('content-type')?.startsWith('application/json')) return [(await res.json()) as JsonRpc];
-  const events = await new SseReader(res).rest();
-  return events.filter((e) => e.data !== undefined && e.data !== '').map((e) => JSON.parse(e.data!) as JsonRpc);
-}
-
 /** Calls a tool in `session` and returns its response. */
 async function call(session: RawSession, id: number, name: string, args: Record<string, unknown> = {}): Promise<JsonRpc> {
   const res = await post(session.url, session, toolCall(id, name, args));
   expect(res.status).toBe(200);
-  const response = (await messagesOf(res)).find((m) => m.id === id);
+  const response = (await readReply(res)).messages.find((m) => m.id === id);
   expect(response).toBeDefined();
   return response!;
 }
@@ -147,15 +105,8 @@ const isPriming = (event: SseEvent | undefined): boolean => event !== undefined 
 const progressOf = (message: JsonRpc): number => (message.params as { progress: number }).progress;
 
 /** Opens the standalone stream, retrying while the gateway has not yet noticed an earlier one went away (bounded). */
-async function getWhenFree(session: RawSession): Promise<Response> {
-  const deadline = Date.now() + 2_000;
-  let res = await get(session);
-  while (res.status === 409 && Date.now() < deadline) {
-    await res.body?.cancel();
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    res = await get(session);
-  }
-  return res;
+function getWhenFree(session: RawSession): Promise<Response> {
+  return openStreamWhenFree(session.url, { headers: session.headers, timeoutMs: 30_000 });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -25,10 +25,9 @@ import {
 } from '../helpers/gateway.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { startEverythingHttp, type EverythingHttp } from '../helpers/processes.js';
+import { initializeRaw, messagesOf, postRpc, rawFetch } from '../helpers/raw-http.js';
 
 const LATEST = '2025-11-25';
-// transports.mdx "Sending Messages to the Server": a POST must accept both answer forms.
-const POST_ACCEPT = 'application/json, text/event-stream';
 /** Bounds every single wait for something that should happen soon. */
 const WAIT_MS = 10_000;
 /** What the gateway answers for a session id it does not know (or will not honour). */
@@ -120,40 +119,9 @@ interface Message {
   error?: { code: number; message: string };
 }
 
-function headersFor(session: string | undefined, extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    'content-type': 'application/json',
-    accept: POST_ACCEPT,
-    ...(session === undefined ? {} : { 'mcp-session-id': session, 'mcp-protocol-version': LATEST }),
-    ...extra,
-  };
-}
-
-function post(url: URL, body: unknown, session?: string, extra?: Record<string, string>): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: headersFor(session, extra), body: JSON.stringify(body), signal: AbortSignal.timeout(2 * WAIT_MS) });
-}
-
-/** Every JSON-RPC message of a JSON or SSE answer. */
-async function messagesOf(res: Response): Promise<Message[]> {
-  const text = await res.text();
-  if (text === '') return [];
-  if (res.headers.get('content-type')?.startsWith('application/json')) return [JSON.parse(text) as Message];
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith('data: ') && line.length > 6)
-    .map((line) => JSON.parse(line.slice(6)) as Message);
-}
-
-/** initialize and notifications/initialized over raw HTTP; the session id. */
+/** initialize and notifications/initialized over raw HTTP, `extra` on both; the session id. */
 async function openRaw(url: URL, extra: Record<string, string> = {}): Promise<string> {
-  const init = await post(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: 'scale-test', version: '1' } } }, undefined, extra);
-  expect(init.status).toBe(200);
-  const id = init.headers.get('mcp-session-id');
-  expect((await messagesOf(init))[0]).toMatchObject({ id: 0, result: { protocolVersion: LATEST } });
-  expect(id).toBeTruthy();
-  const initialized = await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, id!, extra);
-  expect(initialized.status).toBe(202);
-  return id!;
+  return (await initializeRaw(url, { protocolVersion: LATEST, clientInfo: { name: 'scale-test', version: '1' }, headers: extra, timeoutMs: 2 * WAIT_MS })).id;
 }
 
 interface Exchange {
@@ -163,8 +131,8 @@ interface Exchange {
 
 /** One request on a session: the HTTP status and every message of the answer. */
 async function request(url: URL, session: string, id: number, method: string, params: Record<string, unknown> = {}, extra?: Record<string, string>): Promise<Exchange> {
-  const res = await post(url, { jsonrpc: '2.0', id, method, params }, session, extra);
-  return { status: res.status, messages: await messagesOf(res) };
+  const reply = await postRpc(url, { jsonrpc: '2.0', id, method, params }, { session, protocolVersion: LATEST, headers: extra, timeoutMs: 2 * WAIT_MS });
+  return { status: reply.status, messages: messagesOf<Message>(reply) };
 }
 
 /** The result of request `id` in an exchange that must have succeeded. */
@@ -182,8 +150,8 @@ function expectUnknown(exchange: Exchange, what: string): void {
 }
 
 async function statusOf(url: URL, method: 'GET' | 'DELETE', session: string, extra: Record<string, string> = {}): Promise<number> {
-  const headers = { 'mcp-session-id': session, 'mcp-protocol-version': LATEST, ...(method === 'GET' ? { accept: 'text/event-stream' } : {}), ...extra };
-  const res = await fetch(url, { method, headers, signal: AbortSignal.timeout(WAIT_MS) });
+  const defaults: Record<string, string> = method === 'GET' ? { accept: 'text/event-stream' } : {};
+  const res = await rawFetch(url, { method, defaults, session, protocolVersion: LATEST, headers: extra, timeoutMs: WAIT_MS });
   await res.body?.cancel();
   return res.status;
 }

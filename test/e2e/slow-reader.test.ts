@@ -11,10 +11,8 @@ import { connectClient, startGateway, textOf, type TestGateway } from '../helper
 import { retainedBytes } from '../helpers/memory.js';
 import { scrape } from '../helpers/metrics.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
+import { initializeRaw, POST_ACCEPT as ACCEPT, postRpc } from '../helpers/raw-http.js';
 import { sendAndNeverRead, type UnreadRequest } from '../helpers/raw-socket.js';
-
-const ACCEPT = 'application/json, text/event-stream';
-
 
 async function metric(gw: TestGateway, name: string, labels = ''): Promise<number> {
   const series = await scrape(new URL('/metrics', gw.url));
@@ -49,32 +47,14 @@ describe('a client that does not read', () => {
 
   /** A raw session: initialize and initialized, over fetch (its answers are read). */
   async function rawSession(): Promise<string> {
-    const init = await fetch(gw.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: ACCEPT },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'slow', version: '1' } } }),
-    });
-    expect(init.status).toBe(200);
-    await init.body?.cancel();
-    const id = init.headers.get('mcp-session-id')!;
-    const done = await fetch(gw.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: ACCEPT, 'mcp-session-id': id, 'mcp-protocol-version': '2025-11-25' }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
-    expect(done.status).toBe(202);
-    return id;
+    // Unbounded, as the calls between floods may wait on a busy gateway.
+    return (await initializeRaw(gw.url, { clientInfo: { name: 'slow', version: '1' }, signal: null })).id;
   }
 
   /** A tools/call in a raw session whose answer is read (JSON, or the SSE stream to its end): the result's text. */
   async function rawCall(session: string, name: string, args: Record<string, unknown>): Promise<string> {
-    const res = await fetch(gw.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: ACCEPT, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
-      signal: AbortSignal.timeout(120_000),
-    });
-    const text = await res.text();
-    const json = res.headers.get('content-type')?.startsWith('text/event-stream')
-      ? text.split('\n').filter((line) => line.startsWith('data: {')).map((line) => JSON.parse(line.slice(6)) as { id?: number; result?: unknown }).find((m) => m.id === 1)
-      : (JSON.parse(text) as { result?: unknown });
-    return textOf(json?.result);
+    const reply = await postRpc(gw.url, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }, { session, protocolVersion: '2025-11-25', timeoutMs: 120_000 });
+    return textOf(reply.messages.find((m) => m.id === 1)?.result);
   }
 
   it('holds a GET stream that is never read to a bounded queue while 5 × 50,000 log messages of 1 KB arrive', async () => {

@@ -1,5 +1,6 @@
 // A small SSE reader over fetch for tests, independent of the gateway's own parser: lines may
-// be split across chunks, comments are kept, every wait is bounded.
+// be split across chunks, comments are kept, every wait is bounded. `parseSseText` and
+// `sseMessages` read a body already read to its end with the same parser.
 import { expect } from 'vitest';
 
 /** Bounds every single wait for an event or the end of a stream. */
@@ -15,17 +16,96 @@ export interface SseEvent {
 
 export type JsonRpc = { jsonrpc: '2.0'; id?: string | number; method?: string; params?: Record<string, unknown>; result?: Record<string, unknown>; error?: unknown };
 
-export class SseReader {
+/**
+ * SSE text in, whole events out (https://html.spec.whatwg.org/multipage/server-sent-events.html):
+ * LF or CRLF line ends, possibly split across pushes; comments kept apart. An event is only
+ * complete at its blank line, so a stream cut short loses its unfinished last event.
+ */
+export class SseTextParser {
   /** Comment lines seen so far, without the colon and its following space. */
   readonly comments: string[] = [];
-  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
-  readonly #decoder = new TextDecoder();
-  readonly #events: SseEvent[] = [];
   #buffer = '';
   #current: SseEvent = {};
   #hasFields = false;
+
+  /** The events completed by `text`. */
+  push(text: string): SseEvent[] {
+    const events: SseEvent[] = [];
+    const all = this.#buffer + text;
+    let start = 0;
+    for (let end = all.indexOf('\n'); end !== -1; end = all.indexOf('\n', start)) {
+      let line = all.slice(start, end);
+      start = end + 1;
+      if (line.endsWith('\r')) line = line.slice(0, -1);
+      const event = this.#line(line);
+      if (event) events.push(event);
+    }
+    this.#buffer = all.slice(start);
+    return events;
+  }
+
+  #line(line: string): SseEvent | undefined {
+    if (line === '') {
+      const event = this.#hasFields ? this.#current : undefined;
+      this.#current = {};
+      this.#hasFields = false;
+      return event;
+    }
+    if (line.startsWith(':')) {
+      this.comments.push(line.slice(1).replace(/^ /, ''));
+      return undefined;
+    }
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    this.#hasFields = true;
+    switch (field) {
+      case 'id':
+        this.#current.id = value;
+        break;
+      case 'event':
+        this.#current.event = value;
+        break;
+      case 'data':
+        this.#current.data = this.#current.data === undefined ? value : `${this.#current.data}\n${value}`;
+        break;
+      case 'retry':
+        this.#current.retry = Number(value);
+        break;
+    }
+    return undefined;
+  }
+}
+
+/** Every whole event of an SSE body read to its end. */
+export function parseSseText(text: string): SseEvent[] {
+  return new SseTextParser().push(text);
+}
+
+/** True for an event that carries a message (not a priming event, a retry hint or an empty one). */
+export function carriesData(event: SseEvent | undefined): boolean {
+  return event !== undefined && event.data !== undefined && event.data !== '';
+}
+
+/** The JSON-RPC message of every event of an SSE body that carries data, in order. */
+export function sseMessages<T = JsonRpc>(text: string): T[] {
+  return parseSseText(text)
+    .filter(carriesData)
+    .map((event) => JSON.parse(event.data!) as T);
+}
+
+export class SseReader {
+  readonly #parser = new SseTextParser();
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #decoder = new TextDecoder();
+  readonly #events: SseEvent[] = [];
   #pending: ReturnType<ReadableStreamDefaultReader<Uint8Array>['read']> | undefined;
   #ended = false;
+
+  /** Comment lines seen so far, without the colon and its following space. */
+  get comments(): readonly string[] {
+    return this.#parser.comments;
+  }
 
   constructor(res: Response) {
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -44,7 +124,7 @@ export class SseReader {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const event = await this.next(Math.max(0, deadline - Date.now()), what);
-      if (!event || (event.data !== undefined && event.data !== '')) return event;
+      if (!event || carriesData(event)) return event;
     }
   }
 
@@ -119,50 +199,9 @@ export class SseReader {
         this.#ended = true;
         return;
       }
-      this.#feed(this.#decoder.decode(result.value, { stream: true }));
+      for (const event of this.#parser.push(this.#decoder.decode(result.value, { stream: true }))) this.#events.push(event);
     } finally {
       clearTimeout(timer);
-    }
-  }
-
-  #feed(text: string): void {
-    this.#buffer += text;
-    for (let end = this.#buffer.indexOf('\n'); end !== -1; end = this.#buffer.indexOf('\n')) {
-      let line = this.#buffer.slice(0, end);
-      this.#buffer = this.#buffer.slice(end + 1);
-      if (line.endsWith('\r')) line = line.slice(0, -1);
-      this.#line(line);
-    }
-  }
-
-  #line(line: string): void {
-    if (line === '') {
-      if (this.#hasFields) this.#events.push(this.#current);
-      this.#current = {};
-      this.#hasFields = false;
-      return;
-    }
-    if (line.startsWith(':')) {
-      this.comments.push(line.slice(1).replace(/^ /, ''));
-      return;
-    }
-    const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
-    this.#hasFields = true;
-    switch (field) {
-      case 'id':
-        this.#current.id = value;
-        break;
-      case 'event':
-        this.#current.event = value;
-        break;
-      case 'data':
-        this.#current.data = this.#current.data === undefined ? value : `${this.#current.data}\n${value}`;
-        break;
-      case 'retry':
-        this.#current.retry = Number(value);
-        break;
     }
   }
 }

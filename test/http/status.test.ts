@@ -3,15 +3,28 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, upstream, type TestGateway } from '../helpers/gateway.js';
+import {
+  exchange as rawExchange,
+  expectRpcError,
+  initializeMessage,
+  initializeRaw,
+  INITIALIZED,
+  LATEST,
+  openStream as openRawStream,
+  openStreamWhenFree as openRawStreamWhenFree,
+  POST_ACCEPT,
+  postRpc,
+  type FetchInit,
+  type FetchOptions,
+  type RawReply,
+} from '../helpers/raw-http.js';
 
-// transports.mdx "Sending Messages to the Server": a POST must accept both answer forms.
-const POST_ACCEPT = 'application/json, text/event-stream';
-const LATEST = '2025-11-25';
 // JSON-RPC 2.0 §5.1 error codes.
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 /** Bounds every single HTTP exchange; the test timeout bounds the whole test. */
 const FETCH_TIMEOUT_MS = 10_000;
+const CLIENT_INFO = { name: 'status-test', version: '1.0.0' };
 
 let gw: TestGateway;
 
@@ -23,49 +36,12 @@ afterAll(async () => {
   await gw?.close();
 });
 
-/** A whole exchange: the status, the headers and the body, read to the end. */
-interface Reply {
-  status: number;
-  headers: Headers;
-  text: string;
-  /** The body parsed as JSON, or undefined when it is empty or not JSON. */
-  json: unknown;
-}
+/** Where a request goes: the shared gateway unless `url` says otherwise. */
+type At = { url?: URL };
 
-interface SendOptions {
-  method?: string;
-  session?: string;
-  headers?: Record<string, string>;
-  body?: string;
-  url?: URL;
-}
-
-function requestHeaders(options: SendOptions, defaults: Record<string, string>): Record<string, string> {
-  const headers: Record<string, string> = { ...defaults };
-  if (options.session !== undefined) headers['mcp-session-id'] = options.session;
-  return { ...headers, ...options.headers };
-}
-
-async function exchange(options: SendOptions, defaults: Record<string, string> = {}): Promise<Reply> {
-  const res = await fetch(options.url ?? gw.url, {
-    method: options.method ?? 'POST',
-    headers: requestHeaders(options, defaults),
-    body: options.body ?? null,
-    signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-  });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, json };
-}
-
-/** POSTs a raw body with the headers a conforming client sends (unless overridden). */
-function postText(body: string, options: Omit<SendOptions, 'body' | 'method'> = {}): Promise<Reply> {
-  return exchange({ ...options, method: 'POST', body }, { 'content-type': 'application/json', accept: POST_ACCEPT });
+/** One request with exactly the headers given (and the session's), read to the end. */
+function exchange({ url, ...init }: FetchInit & At): Promise<RawReply> {
+  return rawExchange(url ?? gw.url, init);
 }
 
 /** POSTs `text` without a Content-Length (chunked), in two chunks split at `splitAt`. */
@@ -86,66 +62,34 @@ function postChunked(url: URL, text: string, headers: Record<string, string>, sp
   });
 }
 
-/** POSTs one JSON-RPC message (or a batch) with the headers a conforming client sends. */
-function post(message: unknown, options: Omit<SendOptions, 'body' | 'method'> = {}): Promise<Reply> {
-  return postText(JSON.stringify(message), options);
+/** POSTs one JSON-RPC message (or a batch; raw text as it is) with the headers a conforming client sends (unless overridden). */
+function post(message: unknown, { url, ...options }: FetchOptions & At = {}): Promise<RawReply> {
+  return postRpc(url ?? gw.url, message, options);
 }
 
-function initializeRequest(protocolVersion: string, id: number | string = 1) {
-  return {
-    jsonrpc: '2.0',
-    id,
-    method: 'initialize',
-    params: { protocolVersion, capabilities: {}, clientInfo: { name: 'status-test', version: '1.0.0' } },
-  };
-}
+const initializeRequest = (protocolVersion: string, id: number | string = 1) => initializeMessage({ protocolVersion, id, clientInfo: CLIENT_INFO });
 
 const ping = (id: number | string) => ({ jsonrpc: '2.0', id, method: 'ping' });
-const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+const initialized = INITIALIZED;
 
-/** Initializes a session as a client would (initialize, then notifications/initialized) and returns its id. */
+/** Initializes a session as a client would (initialize, then notifications/initialized, without MCP-Protocol-Version) and returns its id. */
 async function openSession(protocolVersion = LATEST, url: URL = gw.url): Promise<string> {
-  const reply = await post(initializeRequest(protocolVersion), { url });
-  expect(reply.status).toBe(200);
-  const session = reply.headers.get('mcp-session-id');
-  expect(session).not.toBeNull();
-  const done = await post(initialized, { url, session: session! });
-  expect(done.status).toBe(202);
-  return session!;
+  return (await initializeRaw(url, { protocolVersion, id: 1, clientInfo: CLIENT_INFO, versionHeader: false })).id;
 }
 
-/** Asserts an HTTP refusal whose body is a JSON-RPC error with this code and id. */
-function expectRpcError(reply: Reply, status: number, code: number, id: number | string | null = null): void {
-  expect(reply.status).toBe(status);
-  expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
-  expect(reply.json).toMatchObject({ jsonrpc: '2.0', id, error: { code } });
-}
-
-function expectAcceptedEmpty(reply: Reply): void {
+function expectAcceptedEmpty(reply: RawReply): void {
   expect(reply.status).toBe(202);
   expect(reply.text).toBe('');
 }
 
 /** Opens the session's GET stream, reading only the headers; the caller cancels the body. */
 function openStream(session: string | undefined, accept = 'text/event-stream'): Promise<Response> {
-  const headers: Record<string, string> = { accept };
-  if (session !== undefined) headers['mcp-session-id'] = session;
-  return fetch(gw.url, { method: 'GET', headers, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+  return openRawStream(gw.url, { session, accept });
 }
 
-/**
- * Opens the session's GET stream, retrying while the gateway answers 409: it learns that an
- * earlier stream's client went away asynchronously. Bounded at about 2 s.
- */
-async function openStreamWhenFree(session: string): Promise<Response> {
-  const deadline = Date.now() + 2_000;
-  let res = await openStream(session);
-  while (res.status === 409 && Date.now() < deadline) {
-    await res.body?.cancel();
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    res = await openStream(session);
-  }
-  return res;
+/** openStream, retrying while the gateway answers 409 (bounded at about 2 s). */
+function openStreamWhenFree(session: string): Promise<Response> {
+  return openRawStreamWhenFree(gw.url, { session });
 }
 
 /** A well-formed id that no session has. */
@@ -341,7 +285,7 @@ describe('malformed bodies', () => {
   });
 
   it('refuses malformed JSON with 400 (-32700)', async () => {
-    const reply = await postText('{"jsonrpc":"2.0","id":1,', { session });
+    const reply = await post('{"jsonrpc":"2.0","id":1,', { session });
     expectRpcError(reply, 400, PARSE_ERROR);
   });
 
@@ -447,7 +391,7 @@ describe('body size limit', () => {
       expect(within.status).toBe(200);
 
       const big = JSON.stringify({ ...ping(72), params: { padding: 'x'.repeat(2048) } });
-      expectRpcError(await postText(big, { url: small.url }), 413, INVALID_REQUEST);
+      expectRpcError(await post(big, { url: small.url }), 413, INVALID_REQUEST);
 
       // No Content-Length: the limit must hold while the body is being read.
       const chunked = await postChunked(small.url, big, { 'content-type': 'application/json', accept: POST_ACCEPT }, 800);
