@@ -22,6 +22,7 @@ import { ToolFacts } from './router/tool-facts.js';
 import { NamespaceCodec } from './router/namespace.js';
 import { Router } from './router/router.js';
 import { SessionStore } from './session/store.js';
+import type { UpstreamClient } from './upstream/client.js';
 import { ReplayBudget } from './session/streams.js';
 import { SessionTokens } from './session/token.js';
 import { UpstreamPool } from './upstream/pool.js';
@@ -100,7 +101,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     },
     ontruncate: (upstream) => metrics.catalogTruncated.inc({ upstream: metrics.upstream(upstream) }),
   });
-  const sessions = new SessionStore({
+  const sessions = new SessionStore<UpstreamClient>({
     idleTimeoutMs: config.sessions.idleTimeout,
     replay: { events: config.sessions.replayEvents, bytes: config.sessions.replayBytes, budget: new ReplayBudget(config.sessions.replayTotalBytes) },
     logger,

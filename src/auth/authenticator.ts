@@ -13,10 +13,16 @@ export interface Credentials {
   queryToken: boolean;
 }
 
-export interface Refusal {
-  status: 400 | 401 | 403 | 503;
-  headers: Record<string, string>;
-  message: string;
+/**
+ * Why a request is refused, named as the HTTP layer's table of refusals names it (status and
+ * message are the table's: http/refusals.ts), and what goes with it.
+ */
+export interface AuthRefusal {
+  kind: 'tokenRequired' | 'invalidToken' | 'tokenInQuery' | 'insufficientScope' | 'keysUnavailable';
+  /** What is wrong with the credential, for the message (tokenRequired and keysUnavailable say it alone). */
+  detail: string;
+  /** The WWW-Authenticate challenge; none for keysUnavailable (not the credential's fault). */
+  challenge?: string;
 }
 
 /** The usual spelling of the scheme; others take the parsing path (bearerOf). */
@@ -114,34 +120,35 @@ export class Authenticator {
     return this.#apiKeys.verify(presented);
   }
 
-  /** The HTTP answer for a failed authentication (RFC 6750 §3, MCP authorization "Error Handling"). */
-  refusal(err: AuthError): Refusal {
+  /** Which refusal a failed authentication gets, and its challenge (RFC 6750 §3, MCP authorization "Error Handling"). */
+  refusal(err: AuthError): AuthRefusal {
     const params: string[] = [];
     const add = (name: string, value: string): void => void params.push(`${name}="${value.replace(/["\\]/g, '')}"`);
     const scope = this.#scopes.join(' ');
+    const detail = err.message;
     switch (err.reason) {
       case 'missing':
         if (this.metadataUrl) add('resource_metadata', this.metadataUrl);
         if (scope) add('scope', scope);
-        return { status: 401, headers: { 'www-authenticate': challenge(params) }, message: 'Unauthorized: an access token is required' };
+        return { kind: 'tokenRequired', detail, challenge: challenge(params) };
       case 'query_token':
         add('error', 'invalid_request');
         add('error_description', err.message);
         if (this.metadataUrl) add('resource_metadata', this.metadataUrl);
-        return { status: 400, headers: { 'www-authenticate': challenge(params) }, message: `Bad Request: ${err.message}` };
+        return { kind: 'tokenInQuery', detail, challenge: challenge(params) };
       case 'insufficient_scope':
         add('error', 'insufficient_scope');
         add('scope', scope);
         if (this.metadataUrl) add('resource_metadata', this.metadataUrl);
         add('error_description', err.message);
-        return { status: 403, headers: { 'www-authenticate': challenge(params) }, message: `Forbidden: ${err.message}` };
+        return { kind: 'insufficientScope', detail, challenge: challenge(params) };
       case 'jwks_unavailable':
-        return { status: 503, headers: { 'retry-after': '5' }, message: 'Service Unavailable: tokens cannot be verified right now' };
+        return { kind: 'keysUnavailable', detail };
       default:
         add('error', 'invalid_token');
         add('error_description', err.message);
         if (this.metadataUrl) add('resource_metadata', this.metadataUrl);
-        return { status: 401, headers: { 'www-authenticate': challenge(params) }, message: `Unauthorized: ${err.message}` };
+        return { kind: 'invalidToken', detail, challenge: challenge(params) };
     }
   }
 }

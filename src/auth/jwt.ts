@@ -9,6 +9,7 @@
 // forgets every token verified under the old one) and never past the token's exp, nor past
 // MAX_REMEMBER_MS (a bound that holds whatever the token says).
 import { createRemoteJWKSet, customFetch, errors, jwksCache, jwtVerify, type ExportedJWKSCache, type FetchImplementation, type JWTPayload, type RemoteJWKSet } from 'jose';
+import { LRUCache } from 'lru-cache';
 import { AuthError, type Principal } from './principal.js';
 
 export interface JwtVerifierOptions {
@@ -89,40 +90,32 @@ interface Verified {
 /**
  * Verified tokens in the order they were verified, at most `maxEntries` of them and `maxBytes`
  * in all (a token costs its length and a little). Full, it drops the oldest: a token still in
- * use is then verified once more (one signature check), so a lookup changes nothing.
+ * use is then verified once more (one signature check), so a lookup changes nothing (peek: the
+ * order is the order of verification, not of use).
  */
-export class VerifiedTokens<T> {
-  readonly #entries = new Map<string, T>();
-  readonly #maxEntries: number;
-  readonly #maxBytes: number;
-  #bytes = 0;
+export class VerifiedTokens<T extends {}> {
+  readonly #entries: LRUCache<string, T>;
 
   constructor(limits: { maxEntries: number; maxBytes: number } = { maxEntries: 10_000, maxBytes: 64 * 1024 * 1024 }) {
-    this.#maxEntries = limits.maxEntries;
-    this.#maxBytes = limits.maxBytes;
+    this.#entries = new LRUCache<string, T>({ max: limits.maxEntries, maxSize: limits.maxBytes, sizeCalculation: (_value, token) => costOf(token) });
   }
 
   get(token: string): T | undefined {
-    return this.#entries.get(token);
+    return this.#entries.peek(token);
   }
 
+  /** Held again, a token becomes the newest. */
   set(token: string, value: T): void {
-    this.delete(token);
     this.#entries.set(token, value);
-    this.#bytes += costOf(token);
-    for (const oldest of this.#entries.keys()) {
-      if (this.#entries.size <= this.#maxEntries && this.#bytes <= this.#maxBytes) break;
-      this.delete(oldest);
-    }
   }
 
   delete(token: string): void {
-    if (this.#entries.delete(token)) this.#bytes -= costOf(token);
+    this.#entries.delete(token);
   }
 
   /** The tokens held, oldest first. */
   keys(): IterableIterator<string> {
-    return this.#entries.keys();
+    return this.#entries.rkeys();
   }
 }
 

@@ -8,22 +8,21 @@ import type { Registry } from 'prom-client';
 import type { Authenticator } from '../auth/authenticator.js';
 import { AuthError, type Principal } from '../auth/principal.js';
 import type { Config } from '../config/schema.js';
-import { ErrorCode } from '../mcp/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
-import type { RequestContext, Router } from '../router/router.js';
-import type { SessionStore } from '../session/store.js';
-import type { UpstreamHealth } from '../upstream/pool.js';
+import type { Caller, Router } from '../router/router.js';
+import type { SessionStore } from '../router/session.js';
 import type { Logger } from '../util/log.js';
 import { RequestIds } from '../util/request-ids.js';
 import { parseTraceparent } from '../util/trace.js';
-import { allowedHostsOf, checkHost, checkOrigin, corsHeaders, rpcErrorResponse } from './guards.js';
+import { allowedHostsOf, checkHost, checkOrigin, corsHeaders } from './guards.js';
+import { refuse, refuseAuthentication, refusals } from './refusals.js';
 import { createMcpEndpoint } from './mcp-endpoint.js';
 import { metricsHandler } from './metrics.js';
 import { fromIncoming, fromRequest, type HttpInput } from './input.js';
 import { after } from '../util/callbacks.js';
 import type { StreamSettings } from './responder.js';
-import { isWebResponse, toResponse, writeReply, type Reply } from './reply.js';
+import { isWebResponse, ReplySink, toResponse, writeReply, type Reply } from './reply.js';
 
 export interface Readiness {
   ready: boolean;
@@ -38,7 +37,8 @@ export interface AppDeps {
   sessions: SessionStore;
   logger: Logger;
   metrics: Metrics;
-  health: () => Record<string, UpstreamHealth>;
+  /** Each upstream's health, as the pool reports it (shown as it is on /healthz and /readyz). */
+  health: () => Record<string, object>;
   /** The rate-limit store's state (Redis or local fallback). */
   rateLimitStore: () => { store: string; state?: string; since?: string };
   limiter: () => RateLimiter;
@@ -69,8 +69,8 @@ type AppContext = Context<AppEnv>;
 /** A caller-chosen request id is kept when it is short and plain; otherwise the gateway makes one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
-function contextOf(input: HttpInput, requestId: string, principal: Principal | undefined): RequestContext {
-  const context: RequestContext = { requestId };
+function contextOf(input: HttpInput, requestId: string, principal: Principal | undefined): Caller {
+  const context: Caller = { requestId };
   if (principal) context.principal = principal;
   const traceparent = parseTraceparent(input.header('traceparent'));
   if (traceparent !== undefined) {
@@ -130,7 +130,7 @@ export function createApp(deps: AppDeps): HttpApp {
     const origin = input.header('origin');
     if (origin !== undefined && input.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders(origin, true) });
     // Before anything decodes the target (the query's access_token check, Hono's routing).
-    if (!input.wellEncoded) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: the URL has malformed percent-encoding');
+    if (!input.wellEncoded) return refuse(refusals.malformedTarget);
     if (!operational.has(input.path)) {
       const refused = checkHost(input, allowedHosts);
       if (refused) return refused;
@@ -148,8 +148,7 @@ export function createApp(deps: AppDeps): HttpApp {
       if (!(err instanceof AuthError)) throw err;
       metrics.authFailures.inc({ reason: err.reason });
       deps.logger.debug('request refused', { reason: err.reason, requestId });
-      const refusal = authenticator!.refusal(err);
-      return rpcErrorResponse(refusal.status, ErrorCode.InvalidRequest, refusal.message, null, refusal.headers);
+      return refuseAuthentication(authenticator!.refusal(err));
     };
     try {
       return authenticator!.authenticateNow(credentials) ?? authenticator!.authenticate(credentials).catch(refused);
@@ -197,8 +196,8 @@ export function createApp(deps: AppDeps): HttpApp {
     await next();
   });
 
-  const methodNotAllowed = (): Response => rpcErrorResponse(405, ErrorCode.InvalidRequest, 'Method Not Allowed', null, { allow: 'GET, POST, DELETE' });
-  const contextOfRoute = (c: AppContext): RequestContext => contextOf(c.get('input'), c.get('requestId'), c.get('principal'));
+  const methodNotAllowed = (): Response => refuse(refusals.methodNotAllowed);
+  const contextOfRoute = (c: AppContext): Caller => contextOf(c.get('input'), c.get('requestId'), c.get('principal'));
   app.post(path, async (c) => toResponse(await endpoint.post(c.get('input'), contextOfRoute(c))));
   // Hono serves HEAD through GET handlers and drops the body, which would leave a GET stream
   // attached to the session forever; HEAD is not part of the transport.
@@ -208,24 +207,24 @@ export function createApp(deps: AppDeps): HttpApp {
 
   const internalError = (err: unknown, path: string): Response => {
     deps.logger.error('unhandled error in HTTP handler', { err, path });
-    return rpcErrorResponse(500, ErrorCode.InternalError, 'Internal error');
+    return refuse(refusals.internalError);
   };
   app.onError((err, c) => internalError(err, c.req.path));
 
   /**
    * The same steps as the middleware and route above, without Hono: credential, endpoint (the
-   * edge checks come first, in direct()). No promise of its own: `reply` gets the answer (or
-   * the refusal), `fail` what went wrong.
+   * edge checks come first, in direct()). No promise of its own: `sink` gets the answer (or
+   * the refusal), or what went wrong.
    */
-  function post(input: HttpInput, requestId: string, reply: (reply: Reply) => void, fail: (err: unknown) => void): void {
-    if (!authenticator) return endpoint.postThen(input, contextOf(input, requestId, undefined), reply, fail);
+  function post(input: HttpInput, requestId: string, sink: ReplySink): void {
+    if (!authenticator) return endpoint.post(input, contextOf(input, requestId, undefined), sink);
     const outcome = authenticate(input, requestId);
     const admitted = (principal: Principal | Response): void => {
-      if (isWebResponse(principal)) reply(principal);
-      else endpoint.postThen(input, contextOf(input, requestId, principal), reply, fail);
+      if (isWebResponse(principal)) sink.reply(principal);
+      else endpoint.post(input, contextOf(input, requestId, principal), sink);
     };
     // Run at once, a throw reaches direct()'s own catch; after the verification, `after` guards it.
-    if (outcome instanceof Promise) after(outcome, admitted, fail);
+    if (outcome instanceof Promise) after(outcome, admitted, sink.fail);
     else admitted(outcome);
   }
 
@@ -258,7 +257,7 @@ export function createApp(deps: AppDeps): HttpApp {
           return true;
         }
         edge = admitted.headers;
-        post(input, admitted.requestId, write, failed);
+        post(input, admitted.requestId, new ReplySink(write, failed));
       } catch (err) {
         failed(err);
       }

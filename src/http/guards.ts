@@ -1,24 +1,16 @@
 // Request validators for the MCP endpoint. Each returns a Response when the request must be
 // refused, else undefined, so a handler reads as a flat list of guards (after the MCP SDK).
+import { LRUCache } from 'lru-cache';
 import { isLoopback, type ListenConfig } from '../config/schema.js';
-import { ErrorCode } from '../mcp/errors.js';
-import { failure, type JsonRpcId } from '../mcp/jsonrpc.js';
 import { isSupportedVersion } from '../mcp/versions.js';
 import type { HttpInput } from './input.js';
-
-/** An HTTP error whose body is a JSON-RPC error (without an id unless one is known). */
-export function rpcErrorResponse(status: number, code: number, message: string, id: JsonRpcId | null = null, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(failure(id, { code, message })), {
-    status,
-    headers: { 'content-type': 'application/json', ...headers },
-  });
-}
+import { refuse, refusals } from './refusals.js';
 
 /** Origin validation against DNS rebinding (transports.mdx "Security Warning"): 403 when not allowed. */
 export function checkOrigin(input: HttpInput, allowed: ReadonlySet<string>): Response | undefined {
   const origin = input.header('origin');
   if (origin === undefined || allowed.has(origin)) return undefined;
-  return rpcErrorResponse(403, ErrorCode.InvalidRequest, 'Forbidden: Origin not allowed');
+  return refuse(refusals.originForbidden);
 }
 
 /** Host names (lowercase, without port) a request may name: never derived from the request itself. */
@@ -35,7 +27,7 @@ export function allowedHostsOf(listen: ListenConfig): ReadonlySet<string> {
 export function checkHost(input: HttpInput, allowed: ReadonlySet<string>): Response | undefined {
   const name = input.hostname();
   if (allowed.has(name) || isLoopback(name)) return undefined;
-  return rpcErrorResponse(403, ErrorCode.InvalidRequest, 'Forbidden: Host not allowed');
+  return refuse(refusals.hostForbidden);
 }
 
 /** CORS for an allowed Origin: what a browser client needs to call the endpoint and read its headers. */
@@ -60,39 +52,40 @@ function accepts(accept: string, type: string): boolean {
   });
 }
 
-/** Verdicts on Accept values seen: a client sends the same one on every POST. */
-const postAccepts = new Map<string, boolean>();
+/**
+ * Verdicts on the Accept values a POST carried: a client sends the same one on every POST, so
+ * each is parsed once. One per endpoint; the most recent 256 values are kept.
+ */
+export class PostAccepts {
+  readonly #verdicts = new LRUCache<string, boolean>({ max: 256 });
 
-function acceptsPostAnswers(accept: string): boolean {
-  let verdict = postAccepts.get(accept);
-  if (verdict === undefined) {
-    verdict = accepts(accept, 'application/json') && accepts(accept, 'text/event-stream');
-    if (postAccepts.size >= 256) postAccepts.clear();
-    postAccepts.set(accept, verdict);
+  /** Whether `accept` lists both JSON and SSE answers. */
+  accepts(accept: string): boolean {
+    let verdict = this.#verdicts.get(accept);
+    if (verdict === undefined) {
+      verdict = accepts(accept, 'application/json') && accepts(accept, 'text/event-stream');
+      this.#verdicts.set(accept, verdict);
+    }
+    return verdict;
   }
-  return verdict;
 }
 
 /** A POST must accept both JSON and SSE answers and carry JSON. */
-export function checkPostHeaders(input: HttpInput): Response | undefined {
-  if (!acceptsPostAnswers(input.header('accept') ?? '')) {
-    return rpcErrorResponse(406, ErrorCode.InvalidRequest, 'Not Acceptable: Accept must list application/json and text/event-stream');
-  }
+export function checkPostHeaders(input: HttpInput, verdicts: PostAccepts): Response | undefined {
+  if (!verdicts.accepts(input.header('accept') ?? '')) return refuse(refusals.postNotAcceptable);
   const type = input.header('content-type') ?? '';
-  if (type !== 'application/json' && type.split(';')[0]!.trim().toLowerCase() !== 'application/json') {
-    return rpcErrorResponse(415, ErrorCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json');
-  }
+  if (type !== 'application/json' && type.split(';')[0]!.trim().toLowerCase() !== 'application/json') return refuse(refusals.unsupportedMediaType);
   return undefined;
 }
 
 export function checkGetHeaders(input: HttpInput): Response | undefined {
   if (accepts(input.header('accept') ?? '', 'text/event-stream')) return undefined;
-  return rpcErrorResponse(406, ErrorCode.InvalidRequest, 'Not Acceptable: Accept must list text/event-stream');
+  return refuse(refusals.getNotAcceptable);
 }
 
 /** An MCP-Protocol-Version header, when present, must name a supported revision (400 otherwise). */
 export function checkProtocolVersion(input: HttpInput): Response | undefined {
   const version = input.header('mcp-protocol-version');
   if (version === undefined || isSupportedVersion(version)) return undefined;
-  return rpcErrorResponse(400, ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version ${version}`);
+  return refuse(refusals.unsupportedVersionHeader, version);
 }

@@ -16,21 +16,24 @@ import {
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from '../mcp/jsonrpc.js';
+import { isRateFree } from '../mcp/methods.js';
 import { allowsBatches } from '../mcp/versions.js';
 import { withinDepth } from '../util/json-depth.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { describeLimit, rateLimitHeaders, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
-import type { RequestChannel, RequestContext, Router } from '../router/router.js';
-import type { DownstreamSession } from '../session/session.js';
-import type { SessionStore } from '../session/store.js';
+import { sessionContext, type Caller, type RequestChannel } from '../router/context.js';
+import type { Router } from '../router/router.js';
+import type { DownstreamSession } from '../router/session.js';
+import type { SessionStore } from '../router/session.js';
 import type { Logger } from '../util/log.js';
-import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, rpcErrorResponse } from './guards.js';
+import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, PostAccepts } from './guards.js';
+import { refuse, refusals } from './refusals.js';
 import type { HttpInput } from './input.js';
 import { parseEventId } from '../session/streams.js';
 import { boundsFor, connect, respond, type Answers, type StreamSettings } from './responder.js';
-import { isModernRequest, serveModern, validateModern } from './modern.js';
-import { StatelessSessions } from '../router/stateless.js';
-import { isWebResponse, JsonReply, type Reply } from './reply.js';
+import { isStatelessRequest, serveStateless, validateStateless } from './stateless/endpoint.js';
+import { StatelessSessions } from './stateless/sessions.js';
+import { isWebResponse, JsonReply, ReplySink, type Reply } from './reply.js';
 import { after, guarded } from '../util/callbacks.js';
 
 export interface McpEndpointDeps {
@@ -51,13 +54,6 @@ export interface McpEndpointDeps {
   metrics: Metrics;
 }
 
-/** Requests a principal's bucket does not count: the handshake, liveness, and their 2026-07-28 successors. */
-const FREE_METHODS = new Set(['initialize', 'ping', 'server/discover', 'subscriptions/listen']);
-
-function describe(outcome: LimitOutcome): string {
-  return describeLimit(outcome.limit);
-}
-
 const SESSION_HEADER = 'mcp-session-id';
 /** A notification or response taken (202, no body). */
 const ACCEPTED = JsonReply.empty(202);
@@ -66,14 +62,16 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
   const { router, sessions, logger } = deps;
   const stateless = new StatelessSessions({ router, sessions, logger, inputTimeoutMs: deps.inputTimeoutMs });
 
-  const missingSession = (): Response => rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required');
-  const unknownSession = (): Response => rpcErrorResponse(404, ErrorCode.InvalidRequest, 'Session not found');
+  /** What each POST's Accept header came to, remembered for this endpoint. */
+  const postAccepts = new PostAccepts();
+  const missingSession = (): Response => refuse(refusals.sessionRequired);
+  const unknownSession = (): Response => refuse(refusals.sessionNotFound);
 
   /**
    * The session named by the header, or the refusal to send back. A session id is never a
    * credential: presented by anyone but the principal that opened it, it is unknown.
    */
-  function lookup(request: HttpInput, context: RequestContext): DownstreamSession | Response | Promise<DownstreamSession | Response> {
+  function lookup(request: HttpInput, context: Caller): DownstreamSession | Response | Promise<DownstreamSession | Response> {
     const id = request.header(SESSION_HEADER);
     if (id === undefined) return missingSession();
     const local = sessions.get(id);
@@ -81,45 +79,45 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     return local ? admit(local, context) : router.resume(id, context).then((resumed) => admit(resumed, context));
   }
 
-  function admit(session: DownstreamSession | undefined, context: RequestContext): DownstreamSession | Response {
-    if (!session || session.closed || session.stateless || session.info.principal !== context.principal?.id) return unknownSession();
+  function admit(session: DownstreamSession | undefined, context: Caller): DownstreamSession | Response {
+    if (!session || session.closed || !session.delivery.addressable || session.info.principal !== context.principal?.id) return unknownSession();
     session.touch(sessions.now());
     return session;
   }
 
-  function post(request: HttpInput, context: RequestContext): Promise<Reply> {
-    return new Promise((resolve, reject) => postThen(request, context, resolve, reject));
-  }
-
   /**
-   * post() without a promise, the form every call takes on the direct path: `reply` gets the
-   * answer and `fail` what went wrong, one of them once. From the body's last byte to the answer,
-   * nothing waits that has not something to wait for.
+   * A POST: the answer goes to `sink` (the form every call takes on the direct path), or
+   * without one comes as a promise. From the body's last byte to the answer, nothing waits that
+   * has not something to wait for.
    */
-  function postThen(request: HttpInput, context: RequestContext, reply: (reply: Reply) => void, fail: (err: unknown) => void): void {
-    const refused = checkPostHeaders(request);
-    if (refused) return reply(refused);
-    request.readBody(deps.maxBodyBytes, (text) => guarded(fail, () => received(request, text, context, reply, fail)), fail);
+  function post(request: HttpInput, context: Caller): Promise<Reply>;
+  function post(request: HttpInput, context: Caller, sink: ReplySink): void;
+  function post(request: HttpInput, context: Caller, sink?: ReplySink): Promise<Reply> | void {
+    if (!sink) return new Promise((resolve, reject) => post(request, context, new ReplySink(resolve, reject)));
+    const refused = checkPostHeaders(request, postAccepts);
+    if (refused) return sink.reply(refused);
+    request.readBody(deps.maxBodyBytes, (text) => guarded(sink.fail, () => received(request, text, context, sink)), sink.fail);
   }
 
-  function received(request: HttpInput, text: string | undefined, context: RequestContext, reply: (reply: Reply) => void, fail: (err: unknown) => void): void {
-    if (text === undefined) return reply(rpcErrorResponse(413, ErrorCode.InvalidRequest, `Payload Too Large: the limit is ${deps.maxBodyBytes} bytes`));
+  function received(request: HttpInput, text: string | undefined, context: Caller, sink: ReplySink): void {
+    const { reply, fail } = sink;
+    if (text === undefined) return reply(refuse(refusals.payloadTooLarge, deps.maxBodyBytes));
     if (!withinDepth(text, deps.maxJsonDepth)) {
-      return reply(rpcErrorResponse(400, ErrorCode.InvalidRequest, `Invalid Request: JSON nested deeper than ${deps.maxJsonDepth} levels`));
+      return reply(refuse(refusals.nestedTooDeep, deps.maxJsonDepth));
     }
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      return reply(rpcErrorResponse(400, ErrorCode.ParseError, 'Parse error'));
+      return reply(refuse(refusals.parseError));
     }
-    if (isModernRequest(request, Array.isArray(body) ? body[0] : body, request.header(SESSION_HEADER) !== undefined)) {
-      return void postModern(request, body, context).then(reply, fail);
+    if (isStatelessRequest(request, Array.isArray(body) ? body[0] : body, request.header(SESSION_HEADER) !== undefined)) {
+      return void postStateless(request, body, context).then(reply, fail);
     }
     if (Array.isArray(body)) return void postBatch(request, body, context).then(reply, fail);
 
     const message = parseMessage(body);
-    if (!message) return reply(rpcErrorResponse(400, ErrorCode.InvalidRequest, `Invalid Request: ${idProblem(body) ?? 'not a JSON-RPC 2.0 message'}`, answerableId(body)));
+    if (!message) return reply(refuse(refusals.invalidMessage, idProblem(body), { id: answerableId(body) }));
     if (isRequest(message) && message.method === 'initialize') return void initialize(request, message, context).then(reply, fail);
 
     if (request.header(SESSION_HEADER) === undefined && isRequest(message) && message.method === 'ping') {
@@ -128,18 +126,18 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     }
     // From here on nothing waits that is already known (every call's path).
     const session = lookup(request, context);
-    if (session instanceof Promise) return after(session, (found) => admitted(request, message, found, context, reply, fail), fail);
-    admitted(request, message, session, context, reply, fail);
+    if (session instanceof Promise) return after(session, (found) => admitted(request, message, found, context, sink), fail);
+    admitted(request, message, session, context, sink);
   }
 
   function admitted(
     request: HttpInput,
     message: JsonRpcMessage,
     session: DownstreamSession | Response,
-    context: RequestContext,
-    reply: (reply: Reply) => void,
-    fail: (err: unknown) => void,
+    context: Caller,
+    sink: ReplySink,
   ): void {
+    const { reply, fail } = sink;
     if (isWebResponse(session)) return reply(session);
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return reply(badVersion);
@@ -147,43 +145,43 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       accept(session, message);
       return reply(ACCEPTED);
     }
-    const run = (channel: RequestChannel, done: (answers: Answers) => void): void => router.answer(session, message, channel, context, done);
-    const limiting = limit(context, FREE_METHODS.has(message.method) ? 0 : 1, message.id);
+    const run = (channel: RequestChannel, done: (answers: Answers) => void): void => router.answer(session, message, sessionContext(context, session, channel), done);
+    const limiting = limit(context, isRateFree(message.method) ? 0 : 1, message.id);
     if (limiting) return after(limiting, (limited) => (limited ? reply(limited) : respond(session, run, deps.streams, reply)), fail);
     respond(session, run, deps.streams, reply);
   }
 
-  /** A 2026-07-28 request (modern.ts): no session of the client's, the era's own validation. */
-  async function postModern(request: HttpInput, body: unknown, context: RequestContext): Promise<Response> {
-    if (Array.isArray(body)) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: batches are not part of protocol 2026-07-28');
+  /** A 2026-07-28 request (stateless/endpoint.ts): no session of the client's, the era's own validation. */
+  async function postStateless(request: HttpInput, body: unknown, context: Caller): Promise<Response> {
+    if (Array.isArray(body)) return refuse(refusals.statelessBatch);
     const message = parseMessage(body);
-    if (!message) return rpcErrorResponse(400, ErrorCode.InvalidRequest, `Invalid Request: ${idProblem(body) ?? 'not a JSON-RPC 2.0 message'}`);
+    if (!message) return refuse(refusals.invalidMessage, idProblem(body));
     // No client notification is defined over HTTP in this era (cancelling is closing the stream).
     if ('method' in message && !isRequest(message)) return new Response(null, { status: 202 });
-    const validated = validateModern(request, message);
+    const validated = validateStateless(request, message);
     if (isWebResponse(validated)) return validated;
-    const limited = await limit(context, FREE_METHODS.has(validated.method) ? 0 : 1, validated.id);
+    const limited = await limit(context, isRateFree(validated.method) ? 0 : 1, validated.id);
     if (limited) return limited;
     // From here to the session's creation nothing waits, so concurrent requests cannot all pass
     // the caps before any of them has counted.
     if (!stateless.has(validated, context)) {
-      if (deps.draining()) return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: the gateway is shutting down', validated.id, { 'retry-after': '1' });
-      if (sessions.size >= deps.maxSessions) return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: too many sessions are open', validated.id, { 'retry-after': '30' });
+      if (deps.draining()) return refuse(refusals.shuttingDown, { id: validated.id });
+      if (sessions.size >= deps.maxSessions) return refuse(refusals.tooManySessions, { id: validated.id });
       if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) {
-        return rpcErrorResponse(429, ErrorCode.InvalidRequest, `Too Many Requests: at most ${deps.maxSessionsPerPrincipal} sessions per principal (each distinct client capabilities and info take one)`, validated.id, { 'retry-after': '30' });
+        return refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: validated.id });
       }
     }
-    return serveModern({ stateless, keepAliveMs: deps.streams.keepAliveMs, bounds: (kind) => boundsFor(deps.streams, kind) }, request, validated, context);
+    return serveStateless({ stateless, keepAliveMs: deps.streams.keepAliveMs, bounds: (kind) => boundsFor(deps.streams, kind) }, request, validated, context);
   }
 
-  async function postBatch(request: HttpInput, items: unknown[], context: RequestContext): Promise<Reply> {
-    if (items.length === 0) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Invalid Request: empty batch');
+  async function postBatch(request: HttpInput, items: unknown[], context: Caller): Promise<Reply> {
+    if (items.length === 0) return refuse(refusals.emptyBatch);
     const session = await lookup(request, context);
     if (isWebResponse(session)) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
     if (!allowsBatches(session.info.protocolVersion)) {
-      return rpcErrorResponse(400, ErrorCode.InvalidRequest, `Invalid Request: batches are not supported in protocol ${session.info.protocolVersion}`);
+      return refuse(refusals.batchesUnsupported, session.info.protocolVersion);
     }
     const invalid: JsonRpcResponse[] = [];
     const requests: JsonRpcRequest[] = [];
@@ -198,11 +196,11 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       else accept(session, message);
     }
     if (requests.length === 0 && invalid.length === 0) return ACCEPTED;
-    const limited = await limit(context, requests.filter((r) => !FREE_METHODS.has(r.method)).length, null);
+    const limited = await limit(context, requests.filter((r) => !isRateFree(r.method)).length, null);
     if (limited) return limited;
     // handleRequest never rejects; were it to, each request still gets an answer.
     const run = (channel: RequestChannel, done: (answers: Answers) => void): void =>
-      void Promise.all(requests.map((r) => router.handleRequest(session, r, channel, context))).then(
+      void Promise.all(requests.map((r) => router.answer(session, r, sessionContext(context, session, channel)))).then(
         (answers) => done([...invalid, ...answers]),
         (err: unknown) => done([...invalid, ...requests.map((r) => failure(r.id, toJsonRpcError(err)))]),
       );
@@ -213,7 +211,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
    * The principal's token bucket, taken before anything reaches an upstream: a 429 with
    * Retry-After, RateLimit and RateLimit-Policy headers and the request's id when it is empty.
    */
-  function limit(context: RequestContext, cost: number, id: JsonRpcId | null): Promise<Response | undefined> | undefined {
+  function limit(context: Caller, cost: number, id: JsonRpcId | null): Promise<Response | undefined> | undefined {
     if (cost === 0) return undefined;
     return deps.limiter().client(context.principal?.id ?? 'anonymous', cost)?.then((outcome) => refusal(outcome, cost, id));
   }
@@ -222,11 +220,11 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (outcome.decision.allowed) return undefined;
     if (cost > outcome.limit.burst) {
       // No wait makes room for it: say so rather than promise a retry.
-      return rpcErrorResponse(400, ErrorCode.InvalidRequest, `Bad Request: the batch holds ${cost} counted requests; the rate limit allows ${outcome.limit.burst} at once`, id);
+      return refuse(refusals.batchOverBurst, { cost, burst: outcome.limit.burst }, { id });
     }
     deps.metrics.rateLimited.inc({ kind: 'client' });
     const headers = rateLimitHeaders(outcome);
-    return rpcErrorResponse(429, ErrorCode.RateLimited, `Too Many Requests: the rate limit is ${outcome.limit.burst} requests, refilled at ${describe(outcome)}; retry in ${headers['retry-after']} s`, id, headers);
+    return refuse(refusals.rateLimited, { burst: outcome.limit.burst, refill: describeLimit(outcome.limit), retryAfter: headers['retry-after'] }, { id, headers });
   }
 
   function accept(session: DownstreamSession, message: JsonRpcMessage): void {
@@ -234,20 +232,20 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     else router.handleNotification(session, message);
   }
 
-  async function initialize(request: HttpInput, message: JsonRpcRequest, context: RequestContext): Promise<Reply> {
+  async function initialize(request: HttpInput, message: JsonRpcRequest, context: Caller): Promise<Reply> {
     if (deps.draining()) {
-      return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: the gateway is shutting down', message.id, { 'retry-after': '1' });
+      return refuse(refusals.shuttingDown, { id: message.id });
     }
     if (request.header(SESSION_HEADER) !== undefined) {
       const session = await lookup(request, context);
       if (isWebResponse(session)) return session;
-      return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: session already initialized', message.id);
+      return refuse(refusals.alreadyInitialized, { id: message.id });
     }
     if (sessions.size >= deps.maxSessions) {
-      return rpcErrorResponse(503, ErrorCode.InternalError, 'Service Unavailable: too many sessions are open', message.id, { 'retry-after': '30' });
+      return refuse(refusals.tooManySessions, { id: message.id });
     }
     if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) {
-      return rpcErrorResponse(429, ErrorCode.InvalidRequest, `Too Many Requests: at most ${deps.maxSessionsPerPrincipal} open sessions per principal; end one (DELETE) first`, message.id, { 'retry-after': '30' });
+      return refuse(refusals.sessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: message.id });
     }
     try {
       const { session, response } = await router.initialize(message, context);
@@ -263,7 +261,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
    * first), or with Last-Event-ID resumes the stream that event belongs to, replaying what
    * followed it. An id that is malformed, of another session or too old to replay gets 400.
    */
-  async function get(request: HttpInput, context: RequestContext): Promise<Response> {
+  async function get(request: HttpInput, context: Caller): Promise<Response> {
     const refused = checkGetHeaders(request);
     if (refused) return refused;
     const session = await lookup(request, context);
@@ -274,23 +272,23 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (lastEventId !== undefined) {
       const event = parseEventId(lastEventId);
       const stream = event && session.stream(event.key);
-      if (!event || !stream) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: unknown Last-Event-ID');
+      if (!event || !stream) return refuse(refusals.unknownLastEventId);
       // A stream that ended with nothing left to replay (a cancelled request's, which carries
       // no response) is over: 204 is how SSE tells a client to stop reconnecting (WHATWG HTML
       // "Server-sent events"). An empty 200 would read as a dropped connection, and the SDK
       // client would then retry with a plain GET, which meets 409 while the GET stream is open.
       if (stream.exhaustedAfter(event.seq)) return new Response(null, { status: 204 });
       const connection = connect(session, stream, deps.streams, event.seq);
-      if (!connection) return rpcErrorResponse(400, ErrorCode.InvalidRequest, 'Bad Request: Last-Event-ID is too old; later events were dropped');
+      if (!connection) return refuse(refusals.lastEventIdTooOld);
       return connection.response;
     }
     if (session.standalone.attached) {
-      return rpcErrorResponse(409, ErrorCode.InvalidRequest, 'Conflict: this session already has an open stream');
+      return refuse(refusals.streamConflict);
     }
     return connect(session, session.standalone, deps.streams)!.response;
   }
 
-  async function remove(request: HttpInput, context: RequestContext): Promise<Response> {
+  async function remove(request: HttpInput, context: Caller): Promise<Response> {
     const session = await lookup(request, context);
     if (isWebResponse(session)) return session;
     const badVersion = checkProtocolVersion(request);
@@ -300,6 +298,6 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     return new Response(null, { status: 200 });
   }
 
-  return { post, postThen, get, delete: remove };
+  return { post, get, delete: remove };
 }
 

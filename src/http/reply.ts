@@ -29,6 +29,17 @@ export class JsonReply {
 export type Reply = Response | JsonReply;
 
 /**
+ * Where an HTTP answer goes: the reply, or what went wrong (answered 500 by the caller), one of
+ * them once. One sink is passed down the request's way instead of a pair of callbacks.
+ */
+export class ReplySink {
+  constructor(
+    readonly reply: (reply: Reply) => void,
+    readonly fail: (err: unknown) => void,
+  ) {}
+}
+
+/**
  * @hono/node-server replaces the global Response (when a listener starts) with a lighter class
  * whose `instanceof` runs a hook on every check; the platform's class, taken here before that,
  * answers for both kinds of Response without one. The hot path asks this several times per call.

@@ -1,61 +1,33 @@
-// Which server capability each client-to-server method needs, and the gateway's merged view
-// of its upstreams' capabilities (spec: basic/lifecycle.mdx "Capability Negotiation").
+// Whether a server (or client) declared the capability a method needs (the needs themselves are
+// facts of methods.ts), and the gateway's merged view of its upstreams' capabilities (spec:
+// basic/lifecycle.mdx "Capability Negotiation").
 import { isObject, type JsonObject } from './jsonrpc.js';
+import { methodFacts, type Capability } from './methods.js';
 
 export type ServerCapabilities = JsonObject;
 
-/** A method that needs no capability (ping, initialize) returns true for every server. */
-export function supportsMethod(capabilities: ServerCapabilities, method: string): boolean {
-  switch (method) {
-    case 'tools/list':
-    case 'tools/call':
-      return isObject(capabilities.tools);
-    case 'prompts/list':
-    case 'prompts/get':
-      return isObject(capabilities.prompts);
-    case 'resources/list':
-    case 'resources/templates/list':
-    case 'resources/read':
-      return isObject(capabilities.resources);
-    case 'resources/subscribe':
-    case 'resources/unsubscribe':
-      return isObject(capabilities.resources) && capabilities.resources.subscribe === true;
-    case 'completion/complete':
-      return isObject(capabilities.completions);
-    case 'logging/setLevel':
-      return isObject(capabilities.logging);
-    default:
-      return supportsTaskMethod(capabilities, method);
-  }
+/** Whether `capabilities` declares `need` (methods.ts, Capability). */
+export function declares(capabilities: JsonObject, need: Capability): boolean {
+  const feature = capabilities[need.feature];
+  if (!isObject(feature)) return false;
+  if (need.flag !== undefined) return feature[need.flag] === true;
+  if (need.entry !== undefined) return isObject(feature[need.entry]);
+  return true;
 }
 
-/** The tasks/* methods need `tasks` (and its list or cancel entry); every other method passes. */
-function supportsTaskMethod(capabilities: JsonObject, method: string): boolean {
-  if (!method.startsWith('tasks/')) return true;
-  const tasks = capabilities.tasks;
-  if (!isObject(tasks)) return false;
-  if (method === 'tasks/list') return isObject(tasks.list);
-  if (method === 'tasks/cancel') return isObject(tasks.cancel);
-  return true;
+/** A tasks/* method the table does not list still needs `tasks`, as every tasks/* method does. */
+const ANY_TASK: Capability = { feature: 'tasks' };
+
+/** A method that needs no capability (ping, initialize) returns true for every server. */
+export function supportsMethod(capabilities: ServerCapabilities, method: string): boolean {
+  const need = methodFacts(method)?.needs ?? (method.startsWith('tasks/') ? ANY_TASK : undefined);
+  return need === undefined || declares(capabilities, need);
 }
 
 /** Whether a client that declared `capabilities` accepts a server-initiated request. */
 export function clientSupports(capabilities: JsonObject, method: string): boolean {
-  switch (method) {
-    case 'sampling/createMessage':
-      return isObject(capabilities.sampling);
-    case 'elicitation/create':
-      return isObject(capabilities.elicitation);
-    case 'roots/list':
-      return isObject(capabilities.roots);
-    case 'tasks/get':
-    case 'tasks/result':
-    case 'tasks/list':
-    case 'tasks/cancel':
-      return supportsTaskMethod(capabilities, method);
-    default:
-      return false;
-  }
+  const need = methodFacts(method)?.clientNeeds;
+  return need !== undefined && declares(capabilities, need);
 }
 
 /**

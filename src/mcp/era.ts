@@ -1,14 +1,14 @@
 // The stateless era (2026-07-28, spec/2026-07-28/basic/index.mdx "_meta", basic/versioning.mdx,
 // transports/streamable-http.mdx "Request Metadata"): every request carries its protocol version
 // and the client's capabilities in `_meta`, and HTTP mirrors the method and name in headers.
-import { isObject, type JsonObject, type JsonRpcRequest } from './jsonrpc.js';
+import { isObject, type JsonObject } from './jsonrpc.js';
 import { SESSION_VERSIONS } from './versions.js';
 
-export const MODERN_VERSION = '2026-07-28';
+export const STATELESS_VERSION = '2026-07-28';
 /** Newest first. */
-export const MODERN_VERSIONS = [MODERN_VERSION] as const;
+export const STATELESS_VERSIONS = [STATELESS_VERSION] as const;
 /** Every revision the gateway speaks, newest first (server/discover, -32022's `supported`). */
-export const ALL_VERSIONS: readonly string[] = [...MODERN_VERSIONS, ...SESSION_VERSIONS];
+export const ALL_VERSIONS: readonly string[] = [...STATELESS_VERSIONS, ...SESSION_VERSIONS];
 
 export const META = {
   protocolVersion: 'io.modelcontextprotocol/protocolVersion',
@@ -20,42 +20,18 @@ export const META = {
 } as const;
 
 /** Error codes the 2026-07-28 revision defines (basic/index.mdx "Error Codes"). */
-export const ModernErrorCode = {
+export const StatelessErrorCode = {
   HeaderMismatch: -32020,
   MissingRequiredClientCapability: -32021,
   UnsupportedProtocolVersion: -32022,
 } as const;
 
-export function isModernVersion(value: unknown): value is (typeof MODERN_VERSIONS)[number] {
-  return typeof value === 'string' && (MODERN_VERSIONS as readonly string[]).includes(value);
+export function isStatelessVersion(value: unknown): value is (typeof STATELESS_VERSIONS)[number] {
+  return typeof value === 'string' && (STATELESS_VERSIONS as readonly string[]).includes(value);
 }
 
-/** Methods a 2026-07-28 client may call on the gateway; anything else is 404 / -32601. */
-export const MODERN_METHODS: ReadonlySet<string> = new Set([
-  'server/discover',
-  'subscriptions/listen',
-  'tools/list',
-  'tools/call',
-  'prompts/list',
-  'prompts/get',
-  'resources/list',
-  'resources/templates/list',
-  'resources/read',
-  'completion/complete',
-]);
-
-/** Requests that may answer `resultType: "input_required"` (patterns/mrtr.mdx "Supported Requests"). */
-export const INPUT_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
-
-/** Results of these carry ttlMs and cacheScope (server/utilities/caching.mdx). */
-export const CACHEABLE_METHODS: ReadonlySet<string> = new Set([
-  'server/discover',
-  'tools/list',
-  'prompts/list',
-  'resources/list',
-  'resources/templates/list',
-  'resources/read',
-]);
+// The method facts of this era (which methods exist in it, which may ask for input, which are
+// cacheable, which carry Mcp-Name) are in the table of methods.ts.
 
 /** What a 2026-07-28 request says about itself in `_meta`. */
 export interface RequestMeta {
@@ -86,23 +62,6 @@ export function declaredVersion(params: unknown): string | undefined {
   if (!isObject(params) || !isObject(params._meta)) return undefined;
   const version = params._meta[META.protocolVersion];
   return typeof version === 'string' ? version : undefined;
-}
-
-/** Requests whose HTTP POST carries `Mcp-Name` (streamable-http.mdx "Request Metadata"). */
-export const NAMED_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
-
-/** The body value `Mcp-Name` mirrors: the tool or prompt name, or the resource URI. */
-export function mirroredName(request: Pick<JsonRpcRequest, 'method' | 'params'>): string | undefined {
-  const params = request.params;
-  switch (request.method) {
-    case 'tools/call':
-    case 'prompts/get':
-      return typeof params?.name === 'string' ? params.name : undefined;
-    case 'resources/read':
-      return typeof params?.uri === 'string' ? params.uri : undefined;
-    default:
-      return undefined;
-  }
 }
 
 const SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;

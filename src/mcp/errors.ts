@@ -23,9 +23,11 @@ export type GatewayErrorCode =
   | 'upstream_unavailable' // the upstream is down or was left out of this session
   | 'upstream_protocol' // the upstream broke the protocol (bad initialize result, HTTP error)
   | 'unknown_name' // no tool/prompt/resource by that namespaced name
+  | 'invalid_request' // a request the gateway will not take in this state (a second initialize)
   | 'invalid_params'
   | 'invalid_cursor'
   | 'method_not_found'
+  | 'rate_limited' // too many of something in flight (server requests to one client)
   | 'cancelled'; // the client cancelled; nothing is sent back
 
 export class GatewayError extends Error {
@@ -53,9 +55,11 @@ const gatewayCodes: Record<GatewayErrorCode, number> = {
   upstream_unavailable: ErrorCode.UpstreamUnavailable,
   upstream_protocol: ErrorCode.UpstreamUnavailable,
   unknown_name: ErrorCode.InvalidParams,
+  invalid_request: ErrorCode.InvalidRequest,
   invalid_params: ErrorCode.InvalidParams,
   invalid_cursor: ErrorCode.InvalidParams,
   method_not_found: ErrorCode.MethodNotFound,
+  rate_limited: ErrorCode.RateLimited,
   cancelled: ErrorCode.InternalError,
 };
 

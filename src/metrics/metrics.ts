@@ -1,25 +1,11 @@
 // Every metric the gateway exports, defined once, on a registry of its own (no global state).
-// Label values are bounded: methods and notification kinds come from the spec's lists, upstream
+// Label values are bounded: methods and notification kinds come from the table of MCP methods
+// (mcp/methods.ts: what clients send, what upstreams send that is relayed), upstream
 // names from config, tool names only from what upstreams listed; anything else is "other". A
 // client can never grow the series count, whatever names or ids it sends.
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { isClientRequest, isRelayedNotification, isRelayedRequest } from '../mcp/methods.js';
 import { FastHistogram } from './histogram.js';
-
-/** Client-to-server methods of the MCP revisions the gateway speaks. */
-const METHODS = new Set([
-  'initialize', 'ping', 'tools/list', 'tools/call', 'prompts/list', 'prompts/get', 'resources/list',
-  'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe',
-  'completion/complete', 'logging/setLevel', 'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel',
-  'server/discover', 'subscriptions/listen',
-]);
-
-/** Server-to-client notifications and requests the gateway relays. */
-const NOTIFICATIONS = new Set([
-  'notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed',
-  'notifications/resources/updated', 'notifications/message', 'notifications/progress', 'notifications/cancelled',
-  'notifications/tasks/status',
-]);
-const SERVER_REQUESTS = new Set(['sampling/createMessage', 'elicitation/create', 'roots/list', 'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
 
 /** Tool names remembered per upstream as label values; more than this and the rest are "other". */
 const MAX_TOOLS_PER_UPSTREAM = 500;
@@ -239,7 +225,7 @@ export class Metrics {
   }
 
   method(method: string): string {
-    return METHODS.has(method) ? method : 'other';
+    return isClientRequest(method) ? method : 'other';
   }
 
   upstream(name: string | undefined): string {
@@ -247,11 +233,11 @@ export class Metrics {
   }
 
   notification(method: string): string {
-    return NOTIFICATIONS.has(method) ? method : 'other';
+    return isRelayedNotification(method) ? method : 'other';
   }
 
   serverRequest(method: string): string {
-    return SERVER_REQUESTS.has(method) ? method : 'other';
+    return isRelayedRequest(method) ? method : 'other';
   }
 
   /** Remembers tool names an upstream listed; only those become label values. */

@@ -2,10 +2,22 @@
 // an API key's team, or the default team); each team allows and denies globs over namespaced
 // tool and prompt names and resource URIs, or whole upstreams (`upstream:<name>`). One
 // decision, Access.canSee, both filters every list and guards every call.
-import type { Principal } from '../auth/principal.js';
 import type { TeamConfig } from '../config/schema.js';
+import { globToRegExp } from '../util/glob.js';
+
+export { globToRegExp } from '../util/glob.js';
 
 export type ItemKind = 'tool' | 'prompt' | 'resource';
+
+/** What team rules read of a principal (auth/principal.ts has the whole of it). */
+export interface Subject {
+  /** Stable identity (`match: { principal }` names it). */
+  readonly id: string;
+  /** The team an API key is mapped to, when configured. */
+  readonly team?: string;
+  /** Token claims (for team rules); empty for API keys. */
+  readonly claims: Readonly<Record<string, unknown>>;
+}
 
 export interface ToolView {
   name?: string;
@@ -32,12 +44,6 @@ interface CompiledTeam {
   config: TeamConfig;
   allow: CompiledRules;
   deny: CompiledRules;
-}
-
-/** A glob: `*` any run of characters, `?` one character; everything else literal. */
-export function globToRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${body}$`, 's');
 }
 
 function compileRules(entries: readonly string[]): CompiledRules {
@@ -81,7 +87,7 @@ export class Policy {
   }
 
   /** The teams of a principal: those it matches, its API key's team, else the default team. */
-  teamsOf(principal: Principal | undefined): string[] {
+  teamsOf(principal: Subject | undefined): string[] {
     const names = new Set<string>();
     if (principal?.team !== undefined) names.add(principal.team);
     for (const team of this.#teams) {
@@ -103,7 +109,7 @@ export class Policy {
   }
 
   /** The decision for one principal. */
-  access(principal: Principal | undefined): Access {
+  access(principal: Subject | undefined): Access {
     if (!this.enabled) return new Access(undefined, [], this.#naming);
     return this.accessOfTeams(this.teamsOf(principal));
   }

@@ -1,8 +1,9 @@
-// MCP-aware limits: a token bucket per principal over the requests it makes, one per
-// (principal, tool) where configured, and an upstream's maxConcurrent calls in flight. The
-// buckets live in a store (memory or Redis); concurrency is counted in this process.
+// MCP-aware limits: a token bucket per principal over the requests it makes, and one per
+// (principal, tool) where configured. The buckets live in a store (memory or Redis). An
+// upstream's maxConcurrent is counted in its pool record (upstream/concurrency.ts), so a reload
+// of these limits never resets it.
 import type { LimitConfig, RateLimitsConfig } from '../config/schema.js';
-import { globToRegExp } from '../policy/policy.js';
+import { globToRegExp } from '../util/glob.js';
 import type { BucketLimit, Decision } from './bucket.js';
 import type { BucketStore } from './memory-store.js';
 
@@ -24,15 +25,10 @@ export function describeLimit(limit: BucketLimit): string {
   return `${limit.rate} per ${per}`;
 }
 
-const UNLIMITED = { release: (): void => {} };
-
 export class RateLimiter {
   readonly #store: BucketStore;
   readonly #client: BucketLimit | undefined;
   readonly #tools: { glob: RegExp; pattern: string; limit: BucketLimit }[];
-  readonly #inFlight = new Map<string, number>();
-  /** Smoothed tools/call duration per upstream, for the retry hint of a concurrency refusal. */
-  readonly #latency = new Map<string, number>();
 
   constructor(config: RateLimitsConfig | undefined, store: BucketStore) {
     this.#store = store;
@@ -56,37 +52,6 @@ export class RateLimiter {
     const entry = this.#tools.find((t) => t.glob.test(tool));
     if (!entry) return undefined;
     return this.#store.take(`tool:${principal}:${entry.pattern}:${tool}`, entry.limit).then((decision) => ({ decision, limit: entry.limit, policy: 'per-tool' }));
-  }
-
-  /** Whether all `max` slots of `upstream` are taken now (a look, taking nothing). */
-  busy(upstream: string, max: number | undefined): { retryAfterMs: number; inFlight: number } | undefined {
-    const current = this.#inFlight.get(upstream) ?? 0;
-    if (max === undefined || current < max) return undefined;
-    return { retryAfterMs: Math.max(1_000, Math.ceil((this.#latency.get(upstream) ?? 1_000) / 1_000) * 1_000), inFlight: current };
-  }
-
-  /**
-   * Takes one of `max` slots for a call to `upstream`; the release function, or the suggested
-   * retry delay (ms) when all slots are taken.
-   */
-  acquire(upstream: string, max: number | undefined): { release: () => void } | { retryAfterMs: number; inFlight: number } {
-    // Without a limit nothing is counted (a reload that sets one starts counting from the calls after it).
-    if (max === undefined) return UNLIMITED;
-    const busy = this.busy(upstream, max);
-    if (busy) return busy;
-    const current = this.#inFlight.get(upstream) ?? 0;
-    this.#inFlight.set(upstream, current + 1);
-    const started = Date.now();
-    let released = false;
-    return {
-      release: () => {
-        if (released) return;
-        released = true;
-        this.#inFlight.set(upstream, (this.#inFlight.get(upstream) ?? 1) - 1);
-        const took = Date.now() - started;
-        this.#latency.set(upstream, 0.8 * (this.#latency.get(upstream) ?? took) + 0.2 * took);
-      },
-    };
   }
 
   close(): Promise<void> {

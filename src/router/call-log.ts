@@ -4,21 +4,10 @@
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 import type { Outcome } from '../metrics/metrics.js';
-import type { Principal } from '../auth/principal.js';
-import type { DownstreamSession } from '../session/session.js';
+import type { Caller } from './context.js';
+import type { DownstreamSession } from './session.js';
 import type { LogFields } from '../util/log.js';
 
-/** What a request carries besides its message, however the transport delivered it. */
-export interface RequestContext {
-  /** Also sent back to the client in the x-request-id header. */
-  requestId: string;
-  /** W3C trace context from the HTTP headers, when valid. */
-  traceparent?: string;
-  tracestate?: string;
-  /** Who is calling, when auth is configured. */
-  principal?: Principal;
-  team?: string;
-}
 
 export interface CallRecord {
   started: number;
@@ -45,7 +34,7 @@ export function outcomeOf(record: CallRecord): Outcome {
 export function describeCall(
   request: JsonRpcRequest,
   session: DownstreamSession,
-  context: RequestContext,
+  context: Caller,
   record: CallRecord,
   outcome: Outcome,
   seconds: number,

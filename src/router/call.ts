@@ -2,35 +2,33 @@
 import { supportsMethod } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, notification, type JsonObject } from '../mcp/jsonrpc.js';
-import type { DownstreamSession } from '../session/session.js';
+import type { DownstreamSession } from './session.js';
 import type { RequestOptions, UpstreamClient } from '../upstream/client.js';
 import { promiseOf, type Settled } from '../mcp/pending.js';
 import { later } from '../util/callbacks.js';
 import { childTraceparent, parseTraceparent, parseTracestate } from '../util/trace.js';
-import type { CallRecord, RequestContext } from './call-log.js';
-import type { RequestChannel } from './relay.js';
-import type { CancelSignal } from '../util/cancel.js';
+import type { CallRecord } from './call-log.js';
+import type { ActiveRequest, RequestContext } from './context.js';
 
-export interface Call {
-  session: DownstreamSession;
-  channel: RequestChannel;
-  signal: CancelSignal;
-  context: RequestContext;
-  record: CallRecord;
+/** One client request on its way through the router, with what it turned out to be. */
+export interface Call extends ActiveRequest<DownstreamSession> {
+  readonly record: CallRecord;
 }
 
-/** Sends the request to the upstream that owns it; never a method it did not declare. */
-export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject): Promise<JsonObject> {
-  return promiseOf((done) => forwardThen(call, client, method, params, done));
-}
-
-/** forward() without a promise: `done` hears the upstream's result or the error, never before this returns. */
-export function forwardThen(call: Call, client: UpstreamClient, method: string, params: JsonObject, done: Settled): void {
+/**
+ * Sends the request to the upstream that owns it; never a method it did not declare. `done`
+ * hears the upstream's result or the error (never before this returns); without it, a promise.
+ */
+export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject): Promise<JsonObject>;
+export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject, done: Settled): void;
+export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject, done?: Settled): Promise<JsonObject> | void {
+  if (!done) return promiseOf((settled) => forward(call, client, method, params, settled));
   call.record.upstream = client.name;
   if (!supportsMethod(client.capabilities, method)) return later(done, new GatewayError('method_not_found', `Method not found: ${method}`));
-  const { channel, signal } = call;
-  const options: RequestOptions = { signal, context: channel, onProgress: (progress) => channel.send(notification('notifications/progress', progress)) };
-  client.call(method, withTraceContext(params, call.context), options, done);
+  const { context, signal } = call;
+  const { channel } = context;
+  const options: RequestOptions = { signal, context, onProgress: (progress) => channel.send(notification('notifications/progress', progress)) };
+  client.request(method, withTraceContext(params, context), options, done);
 }
 
 /**

@@ -10,21 +10,26 @@ import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
 import type { NamespaceCodec } from './namespace.js';
 import type { CancelSignal } from '../util/cancel.js';
+import { LRUCache } from 'lru-cache';
+import { listMethodOf, type ListKind } from '../mcp/methods.js';
 
-export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'tasks';
+export type { ListKind } from '../mcp/methods.js';
 
 interface KindInfo {
+  /** The list method (mcp/methods.ts). */
   method: string;
   /** The item field the codec rewrites. */
   field: 'name' | 'uri' | 'uriTemplate' | 'taskId';
 }
 
+const kindInfo = (kind: ListKind, field: KindInfo['field']): KindInfo => ({ method: listMethodOf(kind), field });
+
 export const LIST_KINDS: Record<ListKind, KindInfo> = {
-  tools: { method: 'tools/list', field: 'name' },
-  prompts: { method: 'prompts/list', field: 'name' },
-  resources: { method: 'resources/list', field: 'uri' },
-  resourceTemplates: { method: 'resources/templates/list', field: 'uriTemplate' },
-  tasks: { method: 'tasks/list', field: 'taskId' },
+  tools: kindInfo('tools', 'name'),
+  prompts: kindInfo('prompts', 'name'),
+  resources: kindInfo('resources', 'uri'),
+  resourceTemplates: kindInfo('resourceTemplates', 'uriTemplate'),
+  tasks: kindInfo('tasks', 'taskId'),
 };
 
 export type Upstreams = ReadonlyMap<string, UpstreamClient>;
@@ -78,9 +83,8 @@ type Seen = [number, number];
 export class Catalog {
   #codec: NamespaceCodec;
   readonly #logger: Logger;
-  readonly #aliasLimit: number;
   /** `${kind}:${exposed}` → original name, for shortened names only (deterministic, shared). */
-  readonly #aliases = new Map<string, string>();
+  readonly #aliases: LRUCache<string, string>;
   readonly #toolLimit: CatalogOptions['toolLimit'];
   readonly #ontruncate: CatalogOptions['ontruncate'];
   /** Upstreams whose list was cut short, warned about once. */
@@ -89,7 +93,7 @@ export class Catalog {
   constructor(codec: NamespaceCodec, logger: Logger, options: CatalogOptions = {}) {
     this.#codec = codec;
     this.#logger = logger;
-    this.#aliasLimit = options.aliasLimit ?? 50_000;
+    this.#aliases = new LRUCache({ max: options.aliasLimit ?? 50_000 });
     this.#toolLimit = options.toolLimit;
     this.#ontruncate = options.ontruncate;
   }
@@ -253,7 +257,6 @@ export class Catalog {
     const exposed = this.#codec.exposeName(upstream, original);
     const split = this.#codec.splitName(exposed);
     if (split && split.local !== original) {
-      if (this.#aliases.size >= this.#aliasLimit) this.#aliases.delete(this.#aliases.keys().next().value!);
       this.#aliases.set(`${kind}:${exposed}`, original);
     }
     return exposed;

@@ -2,7 +2,8 @@
 // session read, reading the list again (rarely) for a name not seen yet. The gateway answers
 // unknown names itself, so a name that does not exist and one the policy hides look the same.
 import type { JsonObject } from '../mcp/jsonrpc.js';
-import type { DownstreamSession, ToolFact } from '../session/session.js';
+import type { ToolFact } from '../session/session.js';
+import type { DownstreamSession } from './session.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Catalog, ListedPage } from './catalog.js';
 
@@ -16,11 +17,12 @@ export type FactOf = (item: JsonObject) => ToolFact;
 
 /** Adds a list page to what the session knows its upstream session lists (with each tool's facts). */
 export function rememberNames(session: DownstreamSession, kind: NamedKind, page: ListedPage, factOf?: FactOf): void {
-  const known = session.known[kind];
-  let names = known.get(page.upstream)?.names;
+  const record = session.links.get(page.upstream);
+  if (!record) return;
+  let names = record.known[kind]?.names;
   if (!names || page.first) {
     names = new Map();
-    known.set(page.upstream, { names, readAt: Date.now() });
+    record.known[kind] = { names, readAt: Date.now() };
   }
   addNames(names, page, factOf);
 }
@@ -31,7 +33,9 @@ function addNames(names: Map<string, ToolFact | undefined>, page: ListedPage, fa
 
 /** Forgets what a session knew of an upstream (its list changed, or it was replaced). */
 export function forgetNames(session: DownstreamSession, upstream: string, kind?: NamedKind): void {
-  for (const k of kind ? [kind] : (['tools', 'prompts'] as const)) session.known[k].delete(upstream);
+  const known = session.links.get(upstream)?.known;
+  if (!known) return;
+  for (const k of kind ? [kind] : (['tools', 'prompts'] as const)) delete known[k];
 }
 
 /**
@@ -40,7 +44,7 @@ export function forgetNames(session: DownstreamSession, upstream: string, kind?:
  * be read again (every tools/call asks).
  */
 export function listed(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string, catalog: Catalog, learn?: (page: ListedPage) => void, factOf?: FactOf): boolean | Promise<boolean> {
-  const known = session.known[kind].get(client.name);
+  const known = session.links.get(client.name)?.known[kind];
   if (known?.names?.has(name)) return true;
   if (known && Date.now() - known.readAt < REREAD_INTERVAL_MS) return known.names === undefined;
   return readListed(session, kind, client, name, catalog, learn, factOf);
@@ -48,7 +52,7 @@ export function listed(session: DownstreamSession, kind: NamedKind, client: Upst
 
 /** The facts this session learned of a tool of its upstream session (undefined: nothing known). */
 export function factOfTool(session: DownstreamSession, upstream: string, name: string): ToolFact | undefined {
-  return session.known.tools.get(upstream)?.names?.get(name);
+  return session.links.get(upstream)?.known.tools?.names?.get(name);
 }
 
 async function readListed(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string, catalog: Catalog, learn?: (page: ListedPage) => void, factOf?: FactOf): Promise<boolean> {
@@ -59,9 +63,11 @@ async function readListed(session: DownstreamSession, kind: NamedKind, client: U
       learn?.(page);
     });
   } catch {
-    session.known[kind].set(client.name, { names: undefined, readAt: Date.now() });
+    const known = session.links.get(client.name)?.known;
+    if (known) known[kind] = { names: undefined, readAt: Date.now() };
     return true;
   }
-  session.known[kind].set(client.name, { names, readAt: Date.now() });
+  const known = session.links.get(client.name)?.known;
+  if (known) known[kind] = { names, readAt: Date.now() };
   return names.has(name);
 }

@@ -3,24 +3,17 @@
 // and the subscriptions and log level to renew on the new upstream session.
 import { notification, type JsonObject } from '../mcp/jsonrpc.js';
 import { supportsMethod } from '../mcp/capabilities.js';
-import type { DownstreamSession } from '../session/session.js';
+import { listChangedOf } from '../mcp/methods.js';
+import type { DownstreamSession } from './session.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
 import { extendFingerprint, type Catalog, type ListKind, type PageObserver } from './catalog.js';
 
-const LIST_CHANGED: Record<ListKind, string | undefined> = {
-  tools: 'notifications/tools/list_changed',
-  prompts: 'notifications/prompts/list_changed',
-  resources: 'notifications/resources/list_changed',
-  resourceTemplates: 'notifications/resources/list_changed',
-  tasks: undefined,
-};
-
 /** Records, page by page, what the client is shown of each upstream's list of `kind`. */
 export function listObserver(session: DownstreamSession, kind: ListKind): PageObserver {
   return ({ upstream, items, first, more }) => {
-    let views = session.listViews.get(upstream);
-    if (!views) session.listViews.set(upstream, (views = new Map()));
+    const views = session.links.get(upstream)?.listViews;
+    if (!views) return;
     const previous = first ? '' : (views.get(kind)?.fingerprint ?? '');
     views.set(kind, { fingerprint: extendFingerprint(previous, items), complete: !more });
   };
@@ -28,8 +21,8 @@ export function listObserver(session: DownstreamSession, kind: ListKind): PageOb
 
 /** Keeps the session's record of resource subscriptions in step with a successful (un)subscribe. */
 export function recordSubscription(session: DownstreamSession, upstream: string, uri: string, subscribed: boolean): void {
-  let uris = session.subscriptions.get(upstream);
-  if (!uris) session.subscriptions.set(upstream, (uris = new Set()));
+  const uris = session.links.get(upstream)?.subscriptions;
+  if (!uris) return;
   if (subscribed) uris.add(uri);
   else uris.delete(uri);
 }
@@ -41,16 +34,16 @@ export function recordSubscription(session: DownstreamSession, upstream: string,
  */
 export async function afterRestart(session: DownstreamSession, client: UpstreamClient, catalog: Catalog, logger: Logger): Promise<void> {
   const renewals: Promise<JsonObject>[] = [];
-  for (const uri of session.subscriptions.get(client.name) ?? []) {
+  for (const uri of session.links.get(client.name)?.subscriptions ?? []) {
     if (supportsMethod(client.capabilities, 'resources/subscribe')) renewals.push(client.request('resources/subscribe', { uri }));
   }
   if (session.logLevel !== undefined && supportsMethod(client.capabilities, 'logging/setLevel')) {
     renewals.push(client.request('logging/setLevel', { level: session.logLevel }));
   }
   const sent = new Set<string>();
-  const views = session.listViews.get(client.name);
+  const views = session.links.get(client.name)?.listViews;
   const checks = [...(views ?? [])].map(async ([kind, view]) => {
-    const method = LIST_CHANGED[kind as ListKind];
+    const method = listChangedOf(kind as ListKind);
     if (!method) return;
     const fresh = await catalog.fingerprint(kind as ListKind, client).catch(() => undefined);
     if (view.complete && fresh === view.fingerprint) return;

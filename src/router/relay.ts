@@ -4,7 +4,7 @@
 // one, else on the session's standalone stream; names, URIs and task ids are rewritten on the
 // way. A server-initiated request the client did not declare the capability for is refused.
 import { clientSupports } from '../mcp/capabilities.js';
-import { ErrorCode, GatewayError, RpcError } from '../mcp/errors.js';
+import { GatewayError } from '../mcp/errors.js';
 import {
   metaOf,
   notification,
@@ -17,15 +17,12 @@ import {
 } from '../mcp/jsonrpc.js';
 import { createdTaskId, mapRelatedTask, relatedTaskId } from '../mcp/tasks.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { DownstreamSession } from '../session/session.js';
+import type { DownstreamSession } from './session.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
 import type { NamespaceCodec } from './namespace.js';
+import type { RequestContext } from './context.js';
 
-/** Where messages related to one client request go ahead of its response (its SSE stream). */
-export interface RequestChannel {
-  send(message: JsonRpcMessage): void;
-}
 
 export interface RelayDeps {
   /** Read at each use: a config reload may replace the codec. */
@@ -42,9 +39,10 @@ export interface RelayDeps {
 
 /** Wires an upstream session's notifications and requests to the client session that owns it. */
 export function wireUpstream(session: DownstreamSession, client: UpstreamClient, deps: RelayDeps): void {
+  // The context an upstream client hands back is the one the request was sent with (call.ts).
   const send = (message: JsonRpcMessage, context: unknown): void => {
-    const channel = context as RequestChannel | undefined;
-    if (channel) channel.send(message);
+    const related = context as RequestContext | undefined;
+    if (related) related.channel.send(message);
     else session.deliver(message);
   };
 
@@ -70,17 +68,19 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
     if (session.closed || !clientSupports(session.info.clientCapabilities, request.method)) {
       metrics.serverRequests.inc({ method, outcome: 'refused' });
       if (session.closed) throw new GatewayError('upstream_closed', 'the client session has ended');
-      throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (the client did not declare it)` });
+      throw new GatewayError('method_not_found', `Method not found: ${request.method} (the client did not declare it)`);
     }
-    if (session.stateless && context === undefined) {
-      // A 2026-07-28 client is asked for input only within a request it made (mrtr.mdx).
+    const related = context as RequestContext | undefined;
+    if (related ? related.channel.canAsk === false : !session.delivery.canAsk) {
+      // A 2026-07-28 client is asked for input only within a request that can take it (mrtr.mdx).
       metrics.serverRequests.inc({ method, outcome: 'refused' });
-      throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (the client can answer it only within one of its requests)` });
+      const where = related ? 'within this request' : 'outside one of its requests';
+      throw new GatewayError('method_not_found', `Method not found: ${request.method} (the client cannot be asked for input ${where})`);
     }
     const cap = deps.maxClientRequests(client.name);
     if (waiting >= cap) {
       metrics.serverRequests.inc({ method, outcome: 'limited' });
-      throw new RpcError({ code: ErrorCode.RateLimited, message: `Too many requests to the client in flight (${cap} from this server); retry once one is answered` });
+      throw new GatewayError('rate_limited', `Too many requests to the client in flight (${cap} from this server); retry once one is answered`);
     }
     const upstreamToken = metaOf(request.params)?.progressToken;
     const localTask = relatedTaskId(request.params);
@@ -123,14 +123,14 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
 }
 
 /** The client answered a request the gateway relayed; the answer goes back to its upstream. */
-export function answerFromClient(session: DownstreamSession, id: JsonRpcId | null, outcome: JsonObject | RpcError): boolean {
+export function answerFromClient(session: DownstreamSession, id: JsonRpcId | null, outcome: JsonObject | Error): boolean {
   if (id === null) return false;
   const request = session.clientRequests.get(id);
   if (!request) return false;
   // Only the upstream task id the gateway exposed goes back to its own form; any other id (a
   // task the client runs itself) belongs to the client and passes unchanged.
   const related = request.relatedTask;
-  const mapped = outcome instanceof RpcError || !related ? outcome : mapRelatedTask(outcome, (taskId) => (taskId === related.exposed ? related.local : taskId));
+  const mapped = outcome instanceof Error || !related ? outcome : mapRelatedTask(outcome, (taskId) => (taskId === related.exposed ? related.local : taskId));
   session.clientRequests.settle(id, mapped);
   return true;
 }

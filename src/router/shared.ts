@@ -4,10 +4,10 @@
 // subscriptions are reference-counted and updates fan out to the subscribed sessions only,
 // tasks stay with the session that created them, and the child, told of no client
 // capabilities, gets no sampling, elicitation or roots request relayed.
-import { ErrorCode, RpcError } from '../mcp/errors.js';
+import { GatewayError } from '../mcp/errors.js';
 import { notification, type JsonObject, type JsonRpcNotification } from '../mcp/jsonrpc.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { DownstreamSession } from '../session/session.js';
+import type { DownstreamSession } from './session.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
 import type { NamespaceCodec } from './namespace.js';
@@ -32,7 +32,7 @@ export class SharedHub {
     client.onnotification = (message) => this.#fanOut(message);
     client.onrequest = async (request) => {
       this.#metrics.serverRequests.inc({ method: this.#metrics.serverRequest(request.method), outcome: 'refused' });
-      throw new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method} (a shared upstream has no client to ask)` });
+      throw new GatewayError('method_not_found', `Method not found: ${request.method} (a shared upstream has no client to ask)`);
     };
     client.onreconnect = () => void this.#renew();
   }

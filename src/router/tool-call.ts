@@ -8,13 +8,14 @@ import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import { createdTaskId, withCreatedTaskId } from '../mcp/tasks.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { describeLimit, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
+import type { Busy, ConcurrencySlots } from '../upstream/concurrency.js';
 import type { UpstreamPool } from '../upstream/pool.js';
-import { forwardThen, requireString, toolError, type Call } from './call.js';
+import { forward, requireString, toolError, type Call } from './call.js';
 import type { Catalog, ListedPage, Target } from './catalog.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, surface } from '../util/callbacks.js';
 import { factOfTool, listed, type FactOf } from './existence.js';
-import type { DownstreamSession } from '../session/session.js';
+import type { DownstreamSession } from './session.js';
 import type { ToolFacts } from './tool-facts.js';
 
 export interface ToolCallDeps {
@@ -69,8 +70,8 @@ class ToolCall {
   #exposed = '';
   #target: Target | undefined;
   #args: JsonObject = {};
-  /** The limiter and the upstream's concurrency cap the capacity check saw; the slot is taken from the same. */
-  #limiter: RateLimiter | undefined;
+  /** The upstream's slots and concurrency cap the capacity check saw; the slot is taken from the same. */
+  #slots: ConcurrencySlots | undefined;
   #maxConcurrent: number | undefined;
   #slot: Slot | undefined;
 
@@ -133,12 +134,11 @@ class ToolCall {
       if (invalid) return this.#finish(toolError(invalid));
     }
     // A look at the upstream's capacity before the tool's token is spent on a call that cannot run.
-    const limiter = deps.limiter();
-    this.#limiter = limiter;
+    this.#slots = deps.pool.slots(client.name);
     this.#maxConcurrent = config?.maxConcurrent;
-    const busy = limiter.busy(client.name, this.#maxConcurrent);
+    const busy = this.#slots?.busy(this.#maxConcurrent);
     if (busy) return this.#finish(concurrencyRefusal(deps, this.#requested, busy));
-    this.#then(limiter.tool(principalKey(this.#call), this.#exposed), this.#limited);
+    this.#then(deps.limiter().tool(principalKey(this.#call), this.#exposed), this.#limited);
   }
 
   /** The tool's rate limit; then the user's confirmation of a destructive tool. */
@@ -160,10 +160,10 @@ class ToolCall {
   #confirmed(refusal: string | undefined): void {
     if (refusal) return this.#finish(toolError(refusal));
     const { client, name } = this.#target!;
-    const slot = this.#limiter!.acquire(client.name, this.#maxConcurrent);
+    const slot = this.#slots?.acquire(this.#maxConcurrent) ?? { release: () => {} };
     if ('retryAfterMs' in slot) return this.#finish(concurrencyRefusal(this.#deps, this.#requested, slot));
     this.#slot = slot;
-    forwardThen(this.#call, client, 'tools/call', { ...this.#params, name, arguments: this.#args }, (outcome) => this.#step(this.#answered, outcome));
+    forward(this.#call, client, 'tools/call', { ...this.#params, name, arguments: this.#args }, (outcome) => this.#step(this.#answered, outcome));
   }
 
   #answered(outcome: JsonObject | Error): void {
@@ -212,7 +212,7 @@ class ToolCall {
  * Undefined when they agreed, else the message the model gets.
  */
 async function confirm(call: Call, tool: string): Promise<string | undefined> {
-  const { session, channel } = call;
+  const { session, context: { channel } } = call;
   if (!clientSupports(session.info.clientCapabilities, 'elicitation/create')) {
     return `${tool} is destructive and needs the user's confirmation, but this client cannot ask the user (no elicitation support). It was not run.`;
   }
@@ -235,7 +235,7 @@ async function confirm(call: Call, tool: string): Promise<string | undefined> {
   }
 }
 
-function concurrencyRefusal(deps: ToolCallDeps, tool: string, busy: { retryAfterMs: number; inFlight: number }): JsonObject {
+function concurrencyRefusal(deps: ToolCallDeps, tool: string, busy: Busy): JsonObject {
   deps.metrics.rateLimited.inc({ kind: 'concurrency' });
   const seconds = Math.ceil(busy.retryAfterMs / 1_000);
   return toolError(`${busy.inFlight} ${busy.inFlight === 1 ? 'call' : 'calls'} in flight for ${tool}; retry in ${seconds} s.`, { [RETRY_AFTER_META]: busy.retryAfterMs });

@@ -1,14 +1,18 @@
-// A downstream (client) session: what was negotiated, the upstream sessions opened for it, the
-// client's requests in flight (so a cancellation finds them), the gateway's own requests to the
-// client (server-initiated ones it relays), and the session's SSE streams.
+// A downstream (client) session: what was negotiated, one record per upstream it reaches (its
+// upstream session and what the session learned there), the client's requests in flight (so a
+// cancellation finds them), the gateway's own requests to the client (server-initiated ones it
+// relays), and the session's SSE streams. It knows upstream sessions only as things it closes:
+// the router gives it the client type (`C`).
 import type { JsonObject, JsonRpcId, JsonRpcMessage, ProgressToken } from '../mcp/jsonrpc.js';
 import { PendingRequests, type Deadlines } from '../mcp/pending.js';
 import type { SessionVersion } from '../mcp/versions.js';
 import type { Principal } from '../auth/principal.js';
 import type { Access } from '../policy/policy.js';
-import type { UpstreamClient } from '../upstream/client.js';
 import { EventLog, SessionStream, type LogLimits } from './streams.js';
 import { Cancellation, type CancelSignal } from '../util/cancel.js';
+import { UpstreamRecords, type UpstreamLink } from './upstreams.js';
+
+export type { KnownNames, ListView, SessionUpstream, ToolFact, UpstreamLink } from './upstreams.js';
 
 export interface SessionInfo {
   protocolVersion: SessionVersion;
@@ -16,6 +20,18 @@ export interface SessionInfo {
   clientInfo: JsonObject;
   /** The principal that opened the session; only it may use the session. */
   principal?: string;
+}
+
+/**
+ * Where the session's messages that belong to no request go (list changes, resource updates,
+ * log lines, server requests with no related request), as the edge that opened it decides.
+ */
+export interface Delivery {
+  deliver(message: JsonRpcMessage): void;
+  /** Whether a server-initiated request may go this way (a client can answer it there). */
+  readonly canAsk: boolean;
+  /** Whether the client holds the session's id and its streams (false: a session the gateway keeps for it). */
+  readonly addressable: boolean;
 }
 
 /** A request the gateway sent to the client on an upstream's behalf. */
@@ -30,54 +46,23 @@ export interface ClientRequest {
   relatedTask: { exposed: string; local: string } | undefined;
 }
 
-/** What a session learned of one tool from its upstream session's list (see router/tool-facts.ts). */
-export interface ToolFact {
-  /** The fact's content (destructiveness and schema text): equal keys, equal facts. */
-  readonly key: string;
-  /** The inputSchema, when small enough to be checked. */
-  readonly schema: JsonObject | undefined;
-  readonly destructive: boolean;
-}
-
-/** The names an upstream session lists, with what is known of each (tools: their facts). */
-export interface KnownNames {
-  /** Undefined while the list could not be read (calls then go on; the upstream answers). */
-  names: Map<string, ToolFact | undefined> | undefined;
-  readAt: number;
-}
-
-export interface ListView {
-  /** A hash over the pages seen so far, in order. */
-  fingerprint: string;
-  /** The client followed nextCursor to the end. */
-  complete: boolean;
-}
-
 /** Request streams kept for resumption after their response; older ones are forgotten. */
 const MAX_DONE_STREAMS = 100;
 /** Client-side task ids remembered, to route the client's notifications/tasks/status. */
 const MAX_CLIENT_TASKS = 1_000;
 
-export class DownstreamSession {
+export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
   /** The Mcp-Session-Id (a self-describing token when session keys are configured). */
   id: string;
   readonly info: SessionInfo;
-  /** Upstream sessions that completed their handshake, by upstream name. */
-  readonly upstreams = new Map<string, UpstreamClient>();
-  /** Upstreams that could not be opened for this session, and why (tried again on use). */
-  readonly leftOut = new Map<string, { reason: string; at: number }>();
-  /** Upstreams served by a shared child: released, never closed, when the session ends. */
-  readonly shared = new Map<string, () => void>();
+  /** One record per upstream the session reaches or tried to (see upstreams.ts). */
+  readonly links = new UpstreamRecords<C>();
   /** What the gateway advertised to this client. */
   capabilities: JsonObject = {};
   /** The upstreams' instructions, merged. */
   instructions: string | undefined;
-  /**
-   * The gateway's own session for a 2026-07-28 client: it has no id the client knows and no GET
-   * stream; what would go there reaches `ondeliver` (its subscriptions/listen streams).
-   */
-  stateless = false;
-  ondeliver: ((message: JsonRpcMessage) => void) | undefined;
+  /** Where messages that belong to no request go: the GET stream unless the edge gave another way. */
+  readonly delivery: Delivery;
   /** Who opened the session (with auth configured). */
   principal: Principal | undefined;
   /** What its teams may see and call; set at initialize and on a policy reload. */
@@ -86,21 +71,6 @@ export class DownstreamSession {
   readonly clientRequests = new PendingRequests<ClientRequest>();
   /** Tasks the client created for an upstream's requests: client task id → upstream name. */
   readonly clientTasks = new Map<string, string>();
-  /**
-   * What the client has seen of each upstream's lists (upstream → list kind → fingerprint), so
-   * that after an upstream restarts the client hears list_changed only if something differs.
-   */
-  readonly listViews = new Map<string, Map<string, ListView>>();
-  /**
-   * The tools and prompts each upstream session lists (its own names), learned from the lists
-   * this session read: a name not among them is unknown, exactly like a hidden one. Lists
-   * differ between sessions (servers offer capability-gated tools), so this is per session, and
-   * so are the facts of each tool (its schema, its destructiveness): what one session learned
-   * never decides for another.
-   */
-  readonly known: Record<'tools' | 'prompts', Map<string, KnownNames>> = { tools: new Map(), prompts: new Map() };
-  /** Resource URIs (the upstream's own) the client subscribed to, per upstream: renewed after a restart. */
-  readonly subscriptions = new Map<string, Set<string>>();
   /** The level the client set with logging/setLevel: renewed after a restart. */
   logLevel: string | undefined;
   readonly #inflight = new Map<JsonRpcId, Cancellation>();
@@ -112,11 +82,17 @@ export class DownstreamSession {
   #lastActive: number;
   #closed = false;
 
-  constructor(id: string, info: SessionInfo, now: number, limits: LogLimits) {
+  constructor(id: string, info: SessionInfo, now: number, limits: LogLimits, delivery?: Delivery) {
     this.id = id;
     this.info = info;
     this.#lastActive = now;
     this.#limits = limits;
+    this.delivery = delivery ?? { deliver: (message) => this.standalone.send(message), canAsk: true, addressable: true };
+  }
+
+  /** The upstream sessions opened for this session, by upstream name. */
+  get upstreams(): ReadonlyMap<string, C> {
+    return this.links.clients;
   }
 
   get closed(): boolean {
@@ -215,11 +191,10 @@ export class DownstreamSession {
     return this.#streams.get(key);
   }
 
-  /** Sends a message on the standalone stream (delivered now, or when the client attaches). */
+  /** Sends a message that belongs to no request (on the standalone stream, unless the edge said otherwise). */
   deliver(message: JsonRpcMessage): void {
     if (this.#closed) return;
-    if (this.stateless) this.ondeliver?.(message);
-    else this.standalone.send(message);
+    this.delivery.deliver(message);
   }
 
   /** Registers a request to the client and returns the id to send it with. */
@@ -243,8 +218,7 @@ export class DownstreamSession {
     for (const stream of this.#streams.values()) stream.finish();
     this.#standalone?.finish();
     this.#log?.release();
-    for (const release of this.shared.values()) release();
-    await Promise.allSettled([...this.upstreams].filter(([name]) => !this.shared.has(name)).map(([, client]) => client.close()));
+    await this.links.closeAll();
   }
 
   #eventLog(): EventLog {

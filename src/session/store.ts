@@ -3,7 +3,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from '../util/log.js';
 import { GatewayError } from '../mcp/errors.js';
-import { DownstreamSession, type SessionInfo } from './session.js';
+import { DownstreamSession, type Delivery, type SessionInfo, type UpstreamLink } from './session.js';
 import type { LogLimits } from './streams.js';
 
 const MAX_ENDED = 100_000;
@@ -20,8 +20,8 @@ export interface SessionStoreOptions {
   now?: () => number;
 }
 
-export class SessionStore {
-  readonly #sessions = new Map<string, DownstreamSession>();
+export class SessionStore<C extends UpstreamLink = UpstreamLink> {
+  readonly #sessions = new Map<string, DownstreamSession<C>>();
   readonly #perPrincipal = new Map<string, number>();
   /**
    * Ids of sessions that ended here (by hash), kept at least an idle timeout: a self-describing
@@ -46,15 +46,15 @@ export class SessionStore {
   }
 
   /** A new session, under `id` (a resumed one) or a fresh random id. */
-  create(info: SessionInfo, id = randomBytes(24).toString('base64url')): DownstreamSession {
-    const session = new DownstreamSession(id, info, this.#now(), this.#options.replay);
+  create(info: SessionInfo, id = randomBytes(24).toString('base64url'), delivery?: Delivery): DownstreamSession<C> {
+    const session = new DownstreamSession<C>(id, info, this.#now(), this.#options.replay, delivery);
     this.#sessions.set(session.id, session);
     const key = info.principal ?? '';
     this.#perPrincipal.set(key, (this.#perPrincipal.get(key) ?? 0) + 1);
     return session;
   }
 
-  all(): IterableIterator<DownstreamSession> {
+  all(): IterableIterator<DownstreamSession<C>> {
     return this.#sessions.values();
   }
 
@@ -93,7 +93,7 @@ export class SessionStore {
   }
 
   /** Gives a session its final id (the sealed token, known once its upstreams are open). */
-  assignId(session: DownstreamSession, id: string): void {
+  assignId(session: DownstreamSession<C>, id: string): void {
     if (this.#sessions.get(session.id) !== session) return;
     this.#sessions.delete(session.id);
     session.id = id;
@@ -105,7 +105,7 @@ export class SessionStore {
     return this.#perPrincipal.get(principal ?? '') ?? 0;
   }
 
-  get(id: string): DownstreamSession | undefined {
+  get(id: string): DownstreamSession<C> | undefined {
     return this.#sessions.get(id);
   }
 

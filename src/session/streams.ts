@@ -5,6 +5,7 @@
 // and is replayed when the client comes back with Last-Event-ID, never on another stream.
 import { randomBytes } from 'node:crypto';
 import type { JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { isDroppable } from '../mcp/methods.js';
 import { encodeSseEvent } from '../util/sse.js';
 
 /** One HTTP response carrying SSE (implemented by the HTTP layer). */
@@ -14,12 +15,9 @@ export interface StreamConnection {
   close(): void;
 }
 
-/** Server-to-client notifications a server may drop (progress and log messages are best effort). */
-const DROPPABLE = new Set(['notifications/progress', 'notifications/message']);
-
 /** The method of a message that may be dropped for a slow reader, else undefined. */
 export function droppableMethod(message: JsonRpcMessage): string | undefined {
-  return 'method' in message && !('id' in message) && DROPPABLE.has(message.method) ? message.method : undefined;
+  return 'method' in message && !('id' in message) && isDroppable(message.method) ? message.method : undefined;
 }
 
 export interface LogLimits {

@@ -6,13 +6,9 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import { isSupportedVersion, type SessionVersion } from '../mcp/versions.js';
+import type { UpstreamSessionState } from '../mcp/upstream-session.js';
 
-export interface UpstreamState {
-  /** The upstream's Mcp-Session-Id (HTTP upstreams); absent for stdio, which a replica starts afresh. */
-  session?: string;
-  protocolVersion: string;
-  capabilities: JsonObject;
-}
+export type UpstreamState = UpstreamSessionState;
 
 export interface SessionClaims {
   /** Random per session, so two sessions never share an id. */

@@ -5,6 +5,7 @@
 // requests sent during the restart wait for it. A crash loop gives up and closes for good.
 // Restart is this wrapper's whole job; the client and router never see a flag for it.
 import { isRequest, isResponse, type JsonObject, type JsonRpcMessage, type JsonRpcRequest } from '../mcp/jsonrpc.js';
+import { isRetrySafe } from '../mcp/methods.js';
 import type { Logger } from '../util/log.js';
 import { sendByPost, sendThen, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
 import type { CancelSignal } from '../util/cancel.js';
@@ -20,9 +21,6 @@ export interface RestartPolicy {
   /** A connection that lived this long resets the backoff. */
   resetAfterMs: number;
 }
-
-/** Requests that are safe to send again on a new upstream session: they change nothing. */
-const RETRY_SAFE = new Set(['ping', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read', 'prompts/get', 'completion/complete']);
 
 const REINIT_ID_PREFIX = 'switchyard-reinit-';
 const REINIT_TIMEOUT_MS = 30_000;
@@ -111,9 +109,10 @@ export class ReconnectingTransport implements Transport {
     // An exchange cut because a renewal replaced its session met the same expiry.
     const replaced = inner !== this.#inner && !options?.exchange?.signal.aborted;
     if ((!expired && !replaced) || this.#closed) throw err;
-    // The upstream forgot our session: start a new one (once), and send again only what is safe.
+    // The upstream forgot our session: start a new one (once), and send again only what is safe
+    // (a request that changes nothing: mcp/methods.ts, retrySafe).
     if (inner === this.#inner) this.#lost(err as Error, false);
-    if (!isRequest(message) || !RETRY_SAFE.has(message.method)) {
+    if (!isRequest(message) || !isRetrySafe(message.method)) {
       throw expired ? err : new TransportError('session_expired', 'upstream session expired', 404);
     }
     if (this.#ready) await waitOrAbort(this.#ready, options?.exchange?.signal);
@@ -190,7 +189,7 @@ export class ReconnectingTransport implements Transport {
   }
 
   async #reconnect(reason: Error, crashed: boolean): Promise<void> {
-    void this.#inner.close().catch(() => {});
+    discard(this.#inner);
     for (;;) {
       if (crashed) await delay(this.#backoff());
       if (this.#closed) throw new TransportError('closed', 'transport closed');
@@ -203,7 +202,8 @@ export class ReconnectingTransport implements Transport {
         this.onreconnect?.(result);
         return;
       } catch (err) {
-        void inner.close().catch(() => {});
+        // Its close must not read as the owner's (a transport that closes without a reason).
+        discard(inner);
         crashed = true;
         if (this.#crashLoop()) {
           this.#closed = true;
@@ -268,4 +268,12 @@ function waitOrAbort(promise: Promise<void>, signal: CancelSignal | undefined): 
       },
     );
   });
+}
+
+/** Closes a connection given up on, deaf first: nothing it reports any more is the wrapper's. */
+function discard(inner: Transport): void {
+  inner.onclose = undefined;
+  inner.onmessage = undefined;
+  inner.onerror = undefined;
+  void inner.close().catch(() => {});
 }

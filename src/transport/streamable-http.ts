@@ -2,7 +2,8 @@
 // one POST per message, answered by JSON or an SSE stream; a GET stream for server-initiated
 // messages once the session is established; DELETE on close.
 import type { Dispatcher } from 'undici';
-import { encodeHeaderValue, isModernVersion, mirroredName } from '../mcp/era.js';
+import { encodeHeaderValue, isStatelessVersion } from '../mcp/era.js';
+import { mirroredName } from '../mcp/methods.js';
 import { isObject, isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
 import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError } from './http-common.js';
@@ -101,11 +102,11 @@ export class StreamableHttpTransport implements Transport {
   sessionEstablished(protocolVersion: string): void {
     this.#protocolVersion = protocolVersion;
     // 2026-07-28 has no GET stream: change notifications come from subscriptions/listen.
-    if (!isModernVersion(protocolVersion)) void this.#listen();
+    if (!isStatelessVersion(protocolVersion)) void this.#listen();
   }
 
   get cancelsByClosing(): boolean {
-    return isModernVersion(this.#protocolVersion);
+    return isStatelessVersion(this.#protocolVersion);
   }
 
   send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
@@ -268,7 +269,7 @@ export class StreamableHttpTransport implements Transport {
 
   /** 2026-07-28: the method and the name the body carries, mirrored for intermediaries. */
   #mirrorHeaders(message: JsonRpcMessage): Readonly<Record<string, string>> {
-    if (!isModernVersion(this.#protocolVersion) || !('method' in message)) return NO_HEADERS;
+    if (!isStatelessVersion(this.#protocolVersion) || !('method' in message)) return NO_HEADERS;
     const name = 'id' in message ? mirroredName(message) : undefined;
     return name === undefined ? { 'mcp-method': message.method } : { 'mcp-method': message.method, 'mcp-name': encodeHeaderValue(name) };
   }

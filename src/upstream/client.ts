@@ -6,9 +6,7 @@
 //
 // The era is found at connect: a server/discover probe first (unless the upstream's era is
 // known), then initialize if the server is of the sessions era. A 2026-07-28 upstream is called
-// statelessly: every request carries the session's envelope in `_meta`, input_required results
-// become the same server-initiated requests a sessions-era server sends (modern.ts), and
-// change notifications come from a subscriptions/listen stream.
+// statelessly, through the StatelessUpstream the client then holds (stateless.ts).
 import { ErrorCode, GatewayError, RpcError, toJsonRpcError } from '../mcp/errors.js';
 import {
   failure,
@@ -30,9 +28,12 @@ import {
 import { PendingRequests, promiseOf, type Settled } from '../mcp/pending.js';
 import { asError, later } from '../util/callbacks.js';
 import { createdTaskId, isTerminalTaskStatus } from '../mcp/tasks.js';
-import { INPUT_METHODS, isModernVersion, MODERN_VERSION } from '../mcp/era.js';
+import { isStatelessVersion, STATELESS_VERSION } from '../mcp/era.js';
+import { isWork } from '../mcp/methods.js';
 import { isSupportedVersion, LATEST_VERSION } from '../mcp/versions.js';
-import { ChangeListener, completeRounds, eraFromProbe, initFromDiscover, listenFilter, withEnvelope, withoutSubscriptionId, type Envelope, type UpstreamEra } from './modern.js';
+import { eraFromProbe, initFromDiscover, withEnvelope, type Envelope, type UpstreamEra } from './stateless-protocol.js';
+import { noClient, StatelessUpstream } from './stateless.js';
+import { TaskProgressRoutes } from './task-progress.js';
 import type { Logger } from '../util/log.js';
 import { sendThen, TransportError, type MessageExtra, type Transport } from '../transport/types.js';
 import { Cancellation, type CancelSignal } from '../util/cancel.js';
@@ -69,14 +70,6 @@ interface Pending {
   detach: () => void;
 }
 
-/** Where progress for a task goes after the request that created it has been answered. */
-interface TaskProgressRoute {
-  taskId: string;
-  progressToken: ProgressToken;
-  onProgress: (params: JsonObject) => void;
-  expires: number;
-}
-
 export interface UpstreamClientOptions {
   timeoutMs: number;
   maxTotalTimeoutMs: number;
@@ -93,29 +86,19 @@ export interface UpstreamClientOptions {
 
 /** A 2026-07-28 server that has not answered server/discover in this long is of the sessions era (stdio). */
 const PROBE_TIMEOUT_MS = 3_000;
-/** Ids of the server-initiated requests made from a 2026-07-28 server's input requests. */
-const INPUT_ID_PREFIX = 'input-';
 
-/** Requests whose server-initiated messages may belong to them (not lists or pings). */
-const WORK_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete', 'tasks/result']);
-const MAX_TASK_ROUTES = 1_000;
-const TASK_ROUTE_LIFETIME_MS = 60 * 60_000;
 
 export class UpstreamClient {
   readonly name: string;
   readonly #transport: Transport;
   readonly #options: UpstreamClientOptions;
   readonly #pending = new PendingRequests<Pending>();
-  readonly #taskRoutes = new Map<ProgressToken, TaskProgressRoute>();
+  readonly #taskRoutes = new TaskProgressRoutes();
   #nextId = 0;
   #closed = false;
   #init: InitializeResult | undefined;
-  /** Set for a 2026-07-28 upstream: what every request says about the client session. */
-  #envelope: Envelope | undefined;
-  #listener: ChangeListener | undefined;
-  /** Resource URIs (the upstream's own) subscribed to through the listen stream (2026-07-28). */
-  readonly #subscribed = new Set<string>();
-  #inputIds = 0;
+  /** Set for a 2026-07-28 upstream: how the session's requests are made statelessly. */
+  #stateless: StatelessUpstream | undefined;
   /** The handshake's last step (notifications/initialized) in flight; requests wait for it. */
   #handshake: Promise<void> | undefined;
   /** Responses whose id matched nothing pending (late, duplicate or bogus). */
@@ -165,7 +148,7 @@ export class UpstreamClient {
 
   /** The upstream's era, known once connected. */
   get era(): UpstreamEra {
-    return this.#envelope ? 'modern' : 'legacy';
+    return this.#stateless ? 'stateless' : 'sessions';
   }
 
   /**
@@ -180,23 +163,24 @@ export class UpstreamClient {
     });
     try {
       await Promise.race([this.#transport.start(), timedOut]);
-      if (era.known !== 'legacy') {
+      if (era.known !== 'sessions') {
         const envelope: Envelope = { clientCapabilities: isObject(params.capabilities) ? params.capabilities : {}, clientInfo: isObject(params.clientInfo) ? params.clientInfo : {} };
         const discovered = await Promise.race([this.#discover(envelope, Math.min(timeoutMs / 2, PROBE_TIMEOUT_MS)), timedOut]);
-        era.learn?.(discovered ? 'modern' : 'legacy');
+        era.learn?.(discovered ? 'stateless' : 'sessions');
         if (discovered) {
           this.#init = discovered;
-          this.#envelope = envelope;
+          this.#stateless = new StatelessUpstream(envelope, {
+            name: this.name,
+            send: (method, sent, options) => promiseOf((done) => this.#post(method, sent, options, done)),
+            ask: (request, context) => (this.onrequest ? this.onrequest(request, context) : Promise.reject(noClient(request.method))),
+            capabilities: () => this.capabilities,
+          });
           this.#transport.sessionEstablished?.(discovered.protocolVersion);
-          this.#listener = new ChangeListener(
-            (filter, cancel) => this.#send('subscriptions/listen', { notifications: filter }, { signal: cancel, timeoutMs: Infinity, maxTotalMs: Infinity }),
-            () => listenFilter(this.capabilities, this.#subscribed),
-          );
-          this.#listener.refresh();
+          this.#stateless.listen();
           return discovered;
         }
       }
-      const legacyParams = isModernVersion(params.protocolVersion) ? { ...params, protocolVersion: LATEST_VERSION } : params;
+      const legacyParams = isStatelessVersion(params.protocolVersion) ? { ...params, protocolVersion: LATEST_VERSION } : params;
       const result = await Promise.race([this.request('initialize', legacyParams, { timeoutMs, maxTotalMs: timeoutMs }), timedOut]);
       const init = parseInitializeResult(result);
       if (!init) throw new GatewayError('upstream_protocol', `upstream ${this.name} sent an invalid initialize result`);
@@ -221,13 +205,13 @@ export class UpstreamClient {
 
   /** Probes with server/discover: the discovery result of a 2026-07-28 server, undefined for a sessions-era one. */
   async #discover(envelope: Envelope, timeoutMs: number): Promise<InitializeResult | undefined> {
-    this.#transport.setProtocolVersion?.(MODERN_VERSION);
-    const outcome = await this.#send('server/discover', withEnvelope(undefined, envelope), { timeoutMs, maxTotalMs: timeoutMs }).catch((err: unknown) =>
+    this.#transport.setProtocolVersion?.(STATELESS_VERSION);
+    const outcome = await this.request('server/discover', withEnvelope(undefined, envelope), { timeoutMs, maxTotalMs: timeoutMs }).catch((err: unknown) =>
       err instanceof Error ? err : new Error(String(err)),
     );
     const era = eraFromProbe(outcome instanceof Error ? unwrapTransportError(outcome) : outcome);
     if (era instanceof Error) throw new GatewayError('upstream_unavailable', `upstream ${this.name}: ${era.message}`, { cause: era });
-    if (era === 'legacy') {
+    if (era === 'sessions') {
       this.#transport.setProtocolVersion?.(undefined);
       return undefined;
     }
@@ -263,63 +247,23 @@ export class UpstreamClient {
     return this.#transport.sessionId;
   }
 
-  request(method: string, params?: JsonObject, options: RequestOptions = {}): Promise<JsonObject> {
-    if (this.#handshake && method !== 'initialize') return this.#handshake.then(() => this.request(method, params, options));
-    return this.#envelope ? this.#modernRequest(this.#envelope, method, params, options) : this.#send(method, params, options);
-  }
-
   /**
-   * request() without a promise, the form a client's call takes: `done` hears the result or the
-   * error, never before this returns. A sessions-era upstream past its handshake, the common
-   * case, is sent to at once; anything else goes the way request() goes.
+   * Sends a request and hears its result or error: through `done` (never before this returns)
+   * when given, else as a promise. A sessions-era upstream past its handshake, the common case
+   * of a client's call, is sent to at once.
    */
-  call(method: string, params: JsonObject | undefined, options: RequestOptions, done: Settled): void {
-    if (!this.#handshake && !this.#envelope) return this.#post(method, params, options, done);
-    this.request(method, params, options).then(done, (err: unknown) => done(asError(err)));
+  request(method: string, params?: JsonObject, options?: RequestOptions): Promise<JsonObject>;
+  request(method: string, params: JsonObject | undefined, options: RequestOptions, done: Settled): void;
+  request(method: string, params: JsonObject | undefined, options: RequestOptions = {}, done?: Settled): Promise<JsonObject> | void {
+    if (!done) return promiseOf((settled) => this.request(method, params, options, settled));
+    if (!this.#handshake && !this.#stateless) return this.#post(method, params, options, done);
+    this.#deferred(method, params, options).then(done, (err: unknown) => done(asError(err)));
   }
 
-  /**
-   * A request to a 2026-07-28 server. What the sessions era did with requests of its own is
-   * kept here: the log level and resource subscriptions become part of what the session says
-   * (envelope, listen filter), ping needs no answer from a stateless server, and input_required
-   * is driven to the final result.
-   */
-  async #modernRequest(envelope: Envelope, method: string, params: JsonObject | undefined, options: RequestOptions): Promise<JsonObject> {
-    switch (method) {
-      case 'ping':
-        return {};
-      case 'logging/setLevel':
-        if (typeof params?.level === 'string') envelope.logLevel = params.level;
-        return {};
-      case 'resources/subscribe':
-      case 'resources/unsubscribe': {
-        if (typeof params?.uri !== 'string') throw new GatewayError('invalid_params', `${method} needs a uri`);
-        const changed = method === 'resources/subscribe' ? !this.#subscribed.has(params.uri) && !!this.#subscribed.add(params.uri) : this.#subscribed.delete(params.uri);
-        if (changed) this.#listener?.refresh();
-        return {};
-      }
-      default: {
-        const first = await this.#send(method, params, options);
-        if (first.resultType === 'input_required' && !INPUT_METHODS.has(method)) {
-          throw new GatewayError('upstream_protocol', `upstream ${this.name} asked for input on ${method}, which cannot take any`);
-        }
-        return completeRounds(
-          first,
-          (inputResponses, requestState) => this.#send(method, { ...params, inputResponses, ...(requestState === undefined ? {} : { requestState }) }, options),
-          (inputMethod, inputParams) => this.#askClient(inputMethod, inputParams, options.context),
-        );
-      }
-    }
-  }
-
-  /** An input request of a 2026-07-28 server, asked of the client as a server-initiated request. */
-  #askClient(method: string, params: JsonObject | undefined, context: unknown): Promise<JsonObject> {
-    if (!this.onrequest) return Promise.reject(new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` }));
-    const id = `${INPUT_ID_PREFIX}${++this.#inputIds}`;
-    return this.onrequest(params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params }, context);
-  }
-
-  #send(method: string, params: JsonObject | undefined, options: RequestOptions): Promise<JsonObject> {
+  /** A request that waits for the handshake's end, or is made statelessly. */
+  async #deferred(method: string, params: JsonObject | undefined, options: RequestOptions): Promise<JsonObject> {
+    if (this.#handshake && method !== 'initialize') await this.#handshake;
+    if (this.#stateless) return this.#stateless.request(method, params, options);
     return promiseOf((done) => this.#post(method, params, options, done));
   }
 
@@ -330,7 +274,7 @@ export class UpstreamClient {
     const id = ++this.#nextId;
     const progressToken = progressTokenOf(params);
     const tokened = progressToken === undefined ? params : withProgressToken(params!, id);
-    const outgoing = this.#envelope ? withEnvelope(tokened, this.#envelope) : tokened;
+    const outgoing = this.#stateless ? this.#stateless.withEnvelope(tokened) : tokened;
     const signal = options.signal;
     const onAbort = (): void => {
       const reason = signal?.reason;
@@ -375,16 +319,17 @@ export class UpstreamClient {
     if (this.#handshake && method !== 'notifications/initialized') await this.#handshake;
     if (this.#closed) throw new GatewayError('upstream_closed', `upstream ${this.name} is closed`);
     // A 2026-07-28 server takes one client notification, cancellation (and only on stdio).
-    if (this.#envelope && method !== 'notifications/cancelled') return;
+    const message = this.#stateless ? this.#stateless.notification(method, params) : notification(method, params);
+    if (!message) return;
     try {
-      await this.#transport.send(notification(method, this.#envelope ? withEnvelope(params, this.#envelope) : params));
+      await this.#transport.send(message);
     } catch (err) {
       throw this.#wrap(err);
     }
   }
 
   async close(): Promise<void> {
-    this.#listener?.close();
+    this.#stateless?.close();
     if (!this.#closed) {
       this.#closed = true;
       this.#abandonAll(new GatewayError('upstream_closed', `upstream ${this.name} closed`));
@@ -452,7 +397,7 @@ export class UpstreamClient {
       void this.#answer(message, this.#relatedContext(extra));
       return;
     }
-    if (this.#envelope && message.params) message = { ...message, params: withoutSubscriptionId(message.params) };
+    if (this.#stateless) message = this.#stateless.received(message);
     if (message.method === 'notifications/progress' && this.#onProgress(message)) return;
     if (message.method === 'notifications/tasks/status') this.#onTaskStatus(message.params);
     const related = extra?.relatedRequestId === undefined ? undefined : this.#pending.get(extra.relatedRequestId)?.context;
@@ -467,13 +412,9 @@ export class UpstreamClient {
       this.#options.logger.debug('dropped a response with an unknown id', { id });
       return;
     }
-    // "The progressToken provided in the initial request remains valid throughout the task
-    // lifetime" (basic/utilities/tasks.mdx): keep routing it once the task is created.
+    // A created task's progress keeps its route (task-progress.ts).
     const taskId = outcome instanceof Error ? undefined : createdTaskId(outcome);
-    if (taskId !== undefined && pending.progressToken !== undefined && pending.onProgress) {
-      if (this.#taskRoutes.size >= MAX_TASK_ROUTES) this.#taskRoutes.delete(this.#taskRoutes.keys().next().value!);
-      this.#taskRoutes.set(id!, { taskId, progressToken: pending.progressToken, onProgress: pending.onProgress, expires: Date.now() + TASK_ROUTE_LIFETIME_MS });
-    }
+    if (taskId !== undefined && pending.progressToken !== undefined && pending.onProgress) this.#taskRoutes.add(id!, taskId, pending.progressToken, pending.onProgress);
   }
 
   /**
@@ -485,7 +426,7 @@ export class UpstreamClient {
     if (extra?.relatedRequestId !== undefined) return this.#pending.get(extra.relatedRequestId)?.context;
     let only: Pending | undefined;
     for (const [, pending] of this.#pending.values()) {
-      if (!WORK_METHODS.has(pending.method)) continue;
+      if (!isWork(pending.method)) continue;
       if (only) return undefined;
       only = pending;
     }
@@ -502,19 +443,12 @@ export class UpstreamClient {
       pending.onProgress?.({ ...message.params, progressToken: pending.progressToken });
       return true;
     }
-    const route = this.#taskRoutes.get(token);
-    if (!route) return false;
-    if (route.expires < Date.now()) {
-      this.#taskRoutes.delete(token);
-      return false;
-    }
-    route.onProgress({ ...message.params, progressToken: route.progressToken });
-    return true;
+    return this.#taskRoutes.deliver(token, message.params!);
   }
 
   #onTaskStatus(params: JsonObject | undefined): void {
     if (!params || typeof params.taskId !== 'string' || !isTerminalTaskStatus(params.status)) return;
-    for (const [token, route] of this.#taskRoutes) if (route.taskId === params.taskId) this.#taskRoutes.delete(token);
+    this.#taskRoutes.end(params.taskId);
   }
 
   async #answer(request: JsonRpcRequest, context: unknown): Promise<void> {

@@ -1,25 +1,26 @@
-// Opens upstream sessions from config (the only place that picks a transport kind) and keeps
-// each upstream's health: the outcome of its latest handshake or probe, open sessions,
-// restarts, and the state of its circuit. Stops every session it opened on close().
+// Opens upstream sessions from config and keeps one record per upstream: its config, its health
+// (the outcome of its latest handshake or probe, open sessions, restarts), its circuit, the era
+// it turned out to speak, the gateway's own credential for it, its shared children and its
+// calls in flight. Stops every session it opened on close(). The transport kind is picked in
+// transport/connect.ts.
 import { isDeepStrictEqual } from 'node:util';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import { GatewayError } from '../mcp/errors.js';
 import type { JsonObject, JsonRpcRequest } from '../mcp/jsonrpc.js';
-import type { UpstreamState as SessionUpstreamState } from '../session/token.js';
+import type { UpstreamSessionState } from '../mcp/upstream-session.js';
 import { GATEWAY_VERSION } from '../version.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { LATEST_VERSION } from '../mcp/versions.js';
 import { ClientCredentials } from '../auth/client-credentials.js';
 import { CircuitBreaker, type CircuitState } from '../transport/circuit.js';
-import { LegacySseTransport } from '../transport/legacy-sse.js';
-import { ReconnectingTransport } from '../transport/reconnecting.js';
-import { StdioTransport } from '../transport/stdio.js';
-import { GetStreamSupport, StreamableHttpTransport } from '../transport/streamable-http.js';
+import { canResume, connectTransport, transportKind, type TransportKind } from '../transport/connect.js';
+import { GetStreamSupport } from '../transport/streamable-http.js';
 import type { Transport } from '../transport/types.js';
+import { ConcurrencySlots } from './concurrency.js';
 import type { Logger } from '../util/log.js';
 import { UpstreamClient } from './client.js';
-import type { UpstreamEra } from './modern.js';
+import type { UpstreamEra } from './stateless-protocol.js';
 
 export interface UpstreamPoolDeps {
   dispatcher: Dispatcher;
@@ -35,7 +36,7 @@ export type UpstreamState = 'unknown' | 'up' | 'down';
 
 export interface UpstreamHealth {
   state: UpstreamState;
-  transport: 'stdio' | 'streamable-http' | 'sse';
+  transport: TransportKind;
   sessions: number;
   /** Requests to it in flight right now, across sessions. */
   pending: number;
@@ -56,12 +57,31 @@ const PROBE_CLIENT = { name: 'switchyard-probe', version: '1' };
 /** What a shared child is told of its client: the gateway itself, with no capabilities. */
 const SHARED_CLIENT = { name: 'switchyard', version: GATEWAY_VERSION };
 
+/** Everything the pool keeps of one upstream. */
+interface UpstreamRecord {
+  readonly config: UpstreamConfig;
+  readonly health: UpstreamHealth;
+  readonly breaker: CircuitBreaker | undefined;
+  /** Whether it serves GET streams, as its sessions learn it (Streamable HTTP). */
+  readonly getStream: GetStreamSupport | undefined;
+  /** The gateway's own credential for it (client credentials). */
+  readonly credentials: ClientCredentials | undefined;
+  /** The protocol era it turned out to speak (`era: auto`), so later sessions skip the probe. */
+  era: UpstreamEra | undefined;
+  /** The children of a shared upstream (`sharing: shared`). */
+  readonly shared: SharedChild[];
+  /** Its calls in flight against maxConcurrent. */
+  readonly slots: ConcurrencySlots;
+}
+
 interface SharedChild {
   client: UpstreamClient;
   /** Sessions using it. */
   refs: number;
   starting: boolean;
   ready: Promise<void>;
+  /** Its upstream was changed or removed: it stops when its last session lets it go. */
+  retired?: boolean;
 }
 
 /** The bounded label for why a request was cancelled upstream. */
@@ -73,35 +93,30 @@ function causeOf(reason: string): string {
 }
 
 export class UpstreamPool {
-  #configs: Map<string, UpstreamConfig>;
   readonly #deps: UpstreamPoolDeps;
-  readonly #health = new Map<string, UpstreamHealth>();
-  readonly #breakers = new Map<string, CircuitBreaker>();
-  /** The protocol era each upstream turned out to speak (`era: auto`), so later sessions skip the probe. */
-  readonly #eras = new Map<string, UpstreamEra>();
-  /** Per Streamable HTTP upstream: whether it serves GET streams, as its sessions learn it. */
-  readonly #getStreams = new Map<string, GetStreamSupport>();
-  readonly #credentials = new Map<string, ClientCredentials>();
-  /** Every client not yet fully stopped, so close() leaves no child process behind. */
+  readonly #records = new Map<string, UpstreamRecord>();
+  /** Every client not yet fully stopped (of any config), so close() leaves no child process behind. */
   readonly #live = new Set<UpstreamClient>();
-  /** The children of shared upstreams (`sharing: shared`). */
-  readonly #shared = new Map<string, SharedChild[]>();
   #probeTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
   constructor(upstreams: Readonly<Record<string, UpstreamConfig>>, deps: UpstreamPoolDeps) {
     this.#deps = deps;
-    this.#configs = new Map();
     this.update(upstreams);
   }
 
   /** Upstream names in a stable (sorted) order: the order of merged lists. */
   get names(): string[] {
-    return [...this.#configs.keys()].sort();
+    return [...this.#records.keys()].sort();
   }
 
   config(name: string): UpstreamConfig | undefined {
-    return this.#configs.get(name);
+    return this.#records.get(name)?.config;
+  }
+
+  /** The upstream's calls in flight against its maxConcurrent. */
+  slots(name: string): ConcurrencySlots | undefined {
+    return this.#records.get(name)?.slots;
   }
 
   /** Whether upstreams are probed; without probes only sessions tell their state. */
@@ -111,7 +126,7 @@ export class UpstreamPool {
 
   /** True when at least one upstream's latest handshake or probe succeeded. */
   get anyUp(): boolean {
-    for (const health of this.#health.values()) if (health.state === 'up') return true;
+    for (const { health } of this.#records.values()) if (health.state === 'up') return true;
     return false;
   }
 
@@ -119,43 +134,47 @@ export class UpstreamPool {
   update(upstreams: Readonly<Record<string, UpstreamConfig>>): UpstreamChanges {
     const next = new Map(Object.entries(upstreams));
     const changes: UpstreamChanges = { added: [], removed: [], changed: [] };
-    for (const name of this.#configs.keys()) if (!next.has(name)) changes.removed.push(name);
+    for (const name of this.#records.keys()) if (!next.has(name)) changes.removed.push(name);
     for (const [name, config] of next) {
-      const previous = this.#configs.get(name);
+      const previous = this.#records.get(name)?.config;
       if (!previous) changes.added.push(name);
       else if (!isDeepStrictEqual(previous, config)) changes.changed.push(name);
     }
     const since = new Date().toISOString();
-    for (const name of [...changes.removed, ...changes.changed]) {
-      this.#health.delete(name);
-      this.#breakers.delete(name);
-      this.#getStreams.delete(name);
-      this.#eras.delete(name);
-      this.#credentials.delete(name);
-    }
+    for (const name of [...changes.removed, ...changes.changed]) this.#retire(this.#records.get(name)!);
+    for (const name of changes.removed) this.#records.delete(name);
     for (const name of [...changes.added, ...changes.changed]) {
-      const config = next.get(name)!;
-      const transport = config.stdio ? 'stdio' : config.http!.transport;
-      const health: UpstreamHealth = { state: 'unknown', transport, sessions: 0, pending: 0, restarts: 0, since };
-      if (config.http?.transport === 'streamable-http') {
-        const breaker = new CircuitBreaker({ failures: config.circuit.failures, openMs: config.circuit.openFor });
-        breaker.onchange = (state) => {
-          health.circuit = state;
-          this.#deps.logger.warn('circuit changed', { upstream: name, state });
-        };
-        health.circuit = breaker.state;
-        this.#breakers.set(name, breaker);
-        this.#getStreams.set(name, new GetStreamSupport());
-      }
-      const oauth = config.http?.oauth;
-      if (oauth) {
-        const { onSecret } = this.#deps;
-        this.#credentials.set(name, new ClientCredentials({ ...oauth, dispatcher: this.#deps.dispatcher, ...(onSecret ? { onToken: onSecret } : {}) }));
-      }
-      this.#health.set(name, health);
+      // Calls still in flight on the old sessions keep their slots until they end.
+      const slots = this.#records.get(name)?.slots ?? new ConcurrencySlots();
+      this.#records.set(name, this.#record(name, next.get(name)!, since, slots));
     }
-    this.#configs = next;
     return changes;
+  }
+
+  /** A record replaced or removed: its shared children stop once no session uses them. */
+  #retire(record: UpstreamRecord): void {
+    for (const child of record.shared.splice(0)) {
+      child.retired = true;
+      if (child.refs === 0) void child.client.close();
+    }
+  }
+
+  #record(name: string, config: UpstreamConfig, since: string, slots: ConcurrencySlots): UpstreamRecord {
+    const health: UpstreamHealth = { state: 'unknown', transport: transportKind(config), sessions: 0, pending: 0, restarts: 0, since };
+    let breaker: CircuitBreaker | undefined;
+    if (config.http?.transport === 'streamable-http') {
+      breaker = new CircuitBreaker({ failures: config.circuit.failures, openMs: config.circuit.openFor });
+      breaker.onchange = (state) => {
+        health.circuit = state;
+        this.#deps.logger.warn('circuit changed', { upstream: name, state });
+      };
+      health.circuit = breaker.state;
+    }
+    const oauth = config.http?.oauth;
+    const { onSecret } = this.#deps;
+    const credentials = oauth ? new ClientCredentials({ ...oauth, dispatcher: this.#deps.dispatcher, ...(onSecret ? { onToken: onSecret } : {}) }) : undefined;
+    const getStream = config.http?.transport === 'streamable-http' ? new GetStreamSupport() : undefined;
+    return { config, health, breaker, getStream, credentials, era: undefined, shared: [], slots };
   }
 
   /**
@@ -164,15 +183,14 @@ export class UpstreamPool {
    * after it is lost.
    */
   async open(name: string, initializeParams: JsonObject, prepare?: (client: UpstreamClient) => void): Promise<UpstreamClient> {
-    const config = this.#config(name);
-    this.#checkProcessLimit(name, config);
-    const { client, opened } = this.#client(name, config, this.#transport(name, config, this.#logger(name)));
+    const record = this.#recordOf(name);
+    this.#checkProcessLimit(name, record.config);
+    const { client, opened } = this.#client(name, record, this.#transport(name, record));
     prepare?.(client);
-    const health = this.#health.get(name)!;
     try {
-      await this.#connect(name, config, client, initializeParams);
+      await this.#connect(name, record, client, initializeParams);
     } catch (err) {
-      this.#record(health, 'down', err instanceof Error ? err.message : String(err));
+      this.#mark(record.health, 'down', err instanceof Error ? err.message : String(err));
       throw err;
     }
     opened();
@@ -183,12 +201,12 @@ export class UpstreamPool {
    * Continues an upstream session another replica opened (a resumed client session): an HTTP
    * upstream's session is taken over without a handshake; anything else is opened afresh.
    */
-  async resume(name: string, state: SessionUpstreamState | undefined, initializeParams: JsonObject, prepare?: (client: UpstreamClient) => void): Promise<UpstreamClient> {
-    const config = this.#config(name);
-    if (!state?.session || config.http?.transport !== 'streamable-http') return this.open(name, initializeParams, prepare);
+  async resume(name: string, state: UpstreamSessionState | undefined, initializeParams: JsonObject, prepare?: (client: UpstreamClient) => void): Promise<UpstreamClient> {
+    const record = this.#recordOf(name);
+    if (!state?.session || !canResume(record.config)) return this.open(name, initializeParams, prepare);
     const initialize = { jsonrpc: '2.0' as const, id: 0, method: 'initialize', params: initializeParams };
-    const transport = this.#transport(name, config, this.#logger(name), { sessionId: state.session, initialize });
-    const { client, opened } = this.#client(name, config, transport);
+    const transport = this.#transport(name, record, { sessionId: state.session, initialize });
+    const { client, opened } = this.#client(name, record, transport);
     prepare?.(client);
     await client.resume({ protocolVersion: state.protocolVersion, capabilities: state.capabilities, serverInfo: {} });
     opened();
@@ -197,7 +215,7 @@ export class UpstreamPool {
 
   /** Whether `name` runs one child (or a few) for all sessions (`sharing: shared`). */
   isShared(name: string): boolean {
-    return this.#configs.get(name)?.sharing === 'shared';
+    return this.#records.get(name)?.config.sharing === 'shared';
   }
 
   /**
@@ -205,23 +223,22 @@ export class UpstreamPool {
    * (and initialized with no client capabilities) on first use; release() when done.
    */
   async lease(name: string): Promise<{ client: UpstreamClient; release: () => void }> {
-    const config = this.#config(name);
-    let children = this.#shared.get(name);
-    if (!children) this.#shared.set(name, (children = []));
+    const record = this.#recordOf(name);
+    const { config, shared: children } = record;
     const size = Math.max(1, Math.min(config.poolSize, config.maxProcesses ?? config.poolSize));
     let child = children.filter((c) => !c.client.closed || c.starting).sort((a, b) => a.refs - b.refs)[0];
     if (!child || (child.refs > 0 && children.length < size)) {
       for (const dead of children.filter((c) => c.client.closed && !c.starting)) children.splice(children.indexOf(dead), 1);
-      const { client, opened } = this.#client(name, config, this.#transport(name, config, this.#logger(name)));
+      const { client, opened } = this.#client(name, record, this.#transport(name, record));
       const entry: SharedChild = { client, refs: 0, starting: true, ready: Promise.resolve() };
-      entry.ready = this.#connect(name, config, client, { protocolVersion: LATEST_VERSION, capabilities: {}, clientInfo: SHARED_CLIENT })
+      entry.ready = this.#connect(name, record, client, { protocolVersion: LATEST_VERSION, capabilities: {}, clientInfo: SHARED_CLIENT })
         .then(
           async () => {
             opened();
             if (config.logLevel && client.capabilities.logging) await client.request('logging/setLevel', { level: config.logLevel }).catch(() => {});
           },
           (err: unknown) => {
-            this.#record(this.#health.get(name)!, 'down', err instanceof Error ? err.message : String(err));
+            this.#mark(record.health, 'down', err instanceof Error ? err.message : String(err));
             throw err;
           },
         )
@@ -245,6 +262,7 @@ export class UpstreamPool {
       release: () => {
         if (!released) chosen.refs--;
         released = true;
+        if (chosen.retired && chosen.refs === 0) void chosen.client.close();
       },
     };
   }
@@ -281,14 +299,14 @@ export class UpstreamPool {
     const pending = new Map<string, number>();
     for (const client of this.#live) pending.set(client.name, (pending.get(client.name) ?? 0) + client.pendingCount);
     return Object.fromEntries(
-      [...this.#health].sort(([a], [b]) => a.localeCompare(b)).map(([name, h]) => [name, { ...h, pending: pending.get(name) ?? 0 }]),
+      [...this.#records].sort(([a], [b]) => a.localeCompare(b)).map(([name, { health }]) => [name, { ...health, pending: pending.get(name) ?? 0 }]),
     );
   }
 
-  #config(name: string): UpstreamConfig {
-    const config = this.#configs.get(name);
-    if (!config) throw new Error(`unknown upstream ${name}`);
-    return config;
+  #recordOf(name: string): UpstreamRecord {
+    const record = this.#records.get(name);
+    if (!record) throw new Error(`unknown upstream ${name}`);
+    return record;
   }
 
   #logger(name: string): Logger {
@@ -306,29 +324,36 @@ export class UpstreamPool {
   }
 
   /** What is known of the upstream's era, and where to remember what its first session finds. */
-  #eraChoice(name: string, config: UpstreamConfig): { known?: UpstreamEra; learn?: (era: UpstreamEra) => void } {
-    if (config.era === 'sessions' || config.http?.transport === 'sse') return { known: 'legacy' };
-    const known = this.#eras.get(name);
-    return { ...(known ? { known } : {}), learn: (era) => this.#eras.set(name, era) };
+  #eraChoice(record: UpstreamRecord): { known?: UpstreamEra; learn?: (era: UpstreamEra) => void } {
+    const { config } = record;
+    if (config.era === 'sessions' || config.http?.transport === 'sse') return { known: 'sessions' };
+    const known = record.era;
+    return {
+      ...(known ? { known } : {}),
+      learn: (era) => {
+        record.era = era;
+      },
+    };
   }
 
   /** Connects a new client, holding a stateless-only upstream to its word. */
-  async #connect(name: string, config: UpstreamConfig, client: UpstreamClient, params: JsonObject): Promise<void> {
-    await client.connect(params, config.initTimeoutMs, this.#eraChoice(name, config)).catch((err: unknown) => {
+  async #connect(name: string, record: UpstreamRecord, client: UpstreamClient, params: JsonObject): Promise<void> {
+    const { config } = record;
+    await client.connect(params, config.initTimeoutMs, this.#eraChoice(record)).catch((err: unknown) => {
       // The server may have been replaced by one of the other era: the next connection probes.
-      this.#eras.delete(name);
+      record.era = undefined;
       throw err;
     });
-    if (config.era === 'stateless' && client.era !== 'modern') {
+    if (config.era === 'stateless' && client.era !== 'stateless') {
       void client.close();
       throw new GatewayError('upstream_protocol', `upstream ${name} is configured as stateless (2026-07-28) but answered server/discover as a sessions-era server`);
     }
   }
 
   /** A client with health, metrics and lifetime accounting; `opened` counts it as a session. */
-  #client(name: string, config: UpstreamConfig, transport: Transport): { client: UpstreamClient; opened: () => void } {
+  #client(name: string, record: UpstreamRecord, transport: Transport): { client: UpstreamClient; opened: () => void } {
     const logger = this.#logger(name);
-    const health = this.#health.get(name)!;
+    const { config, health } = record;
     const { metrics } = this.#deps;
     let open = false;
     const client: UpstreamClient = new UpstreamClient(name, transport, {
@@ -338,7 +363,7 @@ export class UpstreamPool {
       onEnd: (reason) => {
         if (open) health.sessions--;
         open = false;
-        if (reason) this.#record(health, 'down', reason.message);
+        if (reason) this.#mark(health, 'down', reason.message);
         if (reason?.message.startsWith('crash loop')) metrics.upstreamCrashLoops.inc({ upstream: name });
         // close() is idempotent; this waits for the transport to be fully stopped.
         void client.close().finally(() => this.#live.delete(client));
@@ -346,7 +371,7 @@ export class UpstreamPool {
       onRestart: () => {
         health.restarts++;
         metrics.upstreamRestarts.inc({ upstream: name });
-        this.#record(health, 'up');
+        this.#mark(health, 'up');
       },
       onCancel: (reason) => metrics.cancellations.inc({ upstream: name, cause: causeOf(reason) }),
       onUnknownResponse: () => metrics.unknownResponses.inc({ upstream: name }),
@@ -355,61 +380,22 @@ export class UpstreamPool {
     return {
       client,
       opened: () => {
-        this.#record(health, 'up');
+        this.#mark(health, 'up');
         open = true;
         health.sessions++;
       },
     };
   }
 
-  #record(health: UpstreamHealth, state: UpstreamState, error?: string): void {
+  #mark(health: UpstreamHealth, state: UpstreamState, error?: string): void {
     if (health.state !== state) health.since = new Date().toISOString();
     health.state = state;
     if (error !== undefined) health.lastError = error;
   }
 
-  #transport(name: string, config: UpstreamConfig, logger: Logger, resume?: { sessionId: string; initialize: JsonRpcRequest }): Transport {
-    const { restart } = config;
-    const policy = {
-      initialDelayMs: restart.backoff,
-      maxDelayMs: restart.maxBackoff,
-      maxCrashes: restart.maxCrashes,
-      windowMs: restart.window,
-      resetAfterMs: restart.resetAfter,
-    };
-    if (config.stdio) {
-      const { PATH, HOME } = this.#deps.baseEnv;
-      const env: Record<string, string> = {};
-      if (PATH !== undefined) env.PATH = PATH;
-      if (HOME !== undefined) env.HOME = HOME;
-      Object.assign(env, config.stdio.env);
-      const stdio = config.stdio;
-      const make = (): Transport =>
-        new StdioTransport({
-          command: stdio.command,
-          args: stdio.args,
-          env,
-          cwd: stdio.cwd ?? '.',
-          logger,
-          maxMessageBytes: config.maxMessageBytes,
-          maxQueuedBytes: config.maxQueuedBytes,
-          maxQueuedMessages: config.maxQueuedMessages,
-        });
-      return new ReconnectingTransport(make, { policy, logger, restartOnCrash: true });
-    }
-    const http = config.http!;
-    const options = { url: http.url, headers: http.headers, dispatcher: this.#deps.dispatcher, logger, maxMessageBytes: config.maxMessageBytes };
-    if (http.transport === 'sse') return new ReconnectingTransport(() => new LegacySseTransport(options), { policy, logger, restartOnCrash: true });
-    const breaker = this.#breakers.get(name);
-    const getStream = this.#getStreams.get(name);
-    const credentials = this.#credentials.get(name);
-    // Only the first connection continues a resumed session; a renewal starts a new one.
-    let resumeWith = resume ? { sessionId: resume.sessionId } : undefined;
-    const make = (): Transport => {
-      const transport = new StreamableHttpTransport({ ...options, ...(breaker ? { breaker } : {}), ...(getStream ? { getStream } : {}), ...(credentials ? { credentials } : {}), ...(resumeWith ? { resume: resumeWith } : {}) });
-      resumeWith = undefined;
-      return transport;
-    };
-    return new ReconnectingTransport(make, { policy, logger, restartOnCrash: false, ...(resume ? { initialize: resume.initialize } : {}) });
+  #transport(name: string, record: UpstreamRecord, resume?: { sessionId: string; initialize: JsonRpcRequest }): Transport {
+    const { dispatcher, baseEnv } = this.#deps;
+    const shared = { ...(record.breaker ? { breaker: record.breaker } : {}), ...(record.getStream ? { getStream: record.getStream } : {}), ...(record.credentials ? { credentials: record.credentials } : {}) };
+    return connectTransport(record.config, shared, { dispatcher, baseEnv, logger: this.#logger(name), ...(resume ? { resume } : {}) });
   }
 }

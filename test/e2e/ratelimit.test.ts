@@ -12,15 +12,14 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-keys.js';
+import { configFromObject } from '../../src/config/load.js';
 import { poll, startCli } from '../helpers/cli.js';
 import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
-import { FIXTURES, NODE } from '../helpers/paths.js';
+import { FIXTURES, NODE, ROOT } from '../helpers/paths.js';
 import { stopChild, waitForLine } from '../helpers/processes.js';
+import { initializeRaw, postRaw, type RawSession } from '../helpers/raw-http.js';
 import { freePort, startRedis } from '../helpers/redis.js';
 
-// transports.mdx "Sending Messages to the Server": a POST must accept both answer forms.
-const POST_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-const LATEST = '2025-11-25';
 /** The last revision with JSON-RPC batches. */
 const BATCH_VERSION = '2025-03-26';
 /** The gateway's JSON-RPC error code for a rate-limited request. */
@@ -87,27 +86,14 @@ const rpc = (id: string | number, method: string, params: Record<string, unknown
 const callPid = (id: string | number, n: number): RpcMessage => rpc(id, 'tools/call', { name: 'rogue__pid', arguments: { n } });
 const notification = (method: string): RpcMessage => ({ jsonrpc: '2.0', method, params: {} });
 
+/** POSTs with the headers a conforming client sends and `headers`; the body unread. */
 function post(url: URL, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { ...POST_HEADERS, ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  return postRaw(url, body, { headers, timeoutMs: REQUEST_TIMEOUT_MS });
 }
 
-/** A session opened by hand: the headers every later request of it carries. */
-interface RawSession {
-  url: URL;
-  headers: Record<string, string>;
-}
-
-async function openSession(url: URL, options: { version?: string; headers?: Record<string, string> } = {}): Promise<RawSession> {
-  const version = options.version ?? LATEST;
-  const init = await post(url, rpc(0, 'initialize', { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' } }), options.headers);
-  expect(init.status).toBe(200);
-  expect(((await init.json()) as RpcMessage).result?.protocolVersion).toBe(version);
-  const id = init.headers.get('mcp-session-id');
-  expect(id).toBeTruthy();
-  const session = { url, headers: { ...options.headers, 'mcp-session-id': id!, 'mcp-protocol-version': version } };
-  const initialized = await send(session, notification('notifications/initialized'));
-  expect(initialized.status).toBe(202);
-  return session;
+/** A session opened by hand (initialize, then notifications/initialized; 2025-11-25 unless given), with `headers` on every request of it. */
+function openSession(url: URL, options: { version?: string; headers?: Record<string, string> } = {}): Promise<RawSession> {
+  return initializeRaw(url, { protocolVersion: options.version, headers: options.headers });
 }
 
 function send(session: RawSession, body: unknown): Promise<Response> {
@@ -417,6 +403,29 @@ describe('upstream maxConcurrent', () => {
     const retried = await client.callTool({ name: 'rogue__pid', arguments: { n: 2 } });
     expect(retried.isError, JSON.stringify(retried)).toBeFalsy();
     expect(await pidCallsSeen(record)).toEqual([2]);
+  });
+});
+
+describe('upstream maxConcurrent across a reload', () => {
+  // BUG (before the floor plan): the in-flight counts lived in the rate limiter, which a reload
+  // that changes any rate limit rebuilds, so every upstream's calls in flight were forgotten and
+  // maxConcurrent let a second call through while the first still ran.
+  it('keeps counting calls in flight when a reload changes the rate limits', async () => {
+    const raw = { upstreams: { rogue: { ...upstream.rogue(), maxConcurrent: 1 } }, rateLimits: { perClient: { rate: 100, per: '1m' } } };
+    const gw = await start(raw);
+    const client = await connect(gw);
+    expect((await client.callTool({ name: 'rogue__pid', arguments: {} })).isError).toBeFalsy();
+    const slow = client.callTool({ name: 'rogue__slow', arguments: { ms: 1_500 } });
+    slow.catch(() => undefined); // awaited below
+    await inFlight(gw.url, 'rogue', 1);
+
+    const next = configFromObject({ ...raw, listen: { port: 0 }, health: { probeInterval: 0 }, rateLimits: { perClient: { rate: 200, per: '1m' } } }, { file: join(ROOT, 'gateway.test.yaml'), env: {} });
+    expect(gw.gateway.reload(next)).toEqual([]);
+
+    const refused = limitResult(await client.callTool({ name: 'rogue__pid', arguments: {} }));
+    expect(refused.text).toBe('1 call in flight for rogue__pid; retry in 1 s.');
+    expect(textOf(await slow)).toBe('slow done');
+    expect((await client.callTool({ name: 'rogue__pid', arguments: {} })).isError).toBeFalsy();
   });
 });
 

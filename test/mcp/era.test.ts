@@ -1,6 +1,7 @@
 // The 2026-07-28 request metadata and header helpers.
 import { describe, expect, it } from 'vitest';
-import { ALL_VERSIONS, META, decodeHeaderValue, declaredVersion, encodeHeaderValue, isModernVersion, mirroredName, requestMetaOf } from '../../src/mcp/era.js';
+import { ALL_VERSIONS, META, decodeHeaderValue, declaredVersion, encodeHeaderValue, isStatelessVersion, requestMetaOf } from '../../src/mcp/era.js';
+import { mirroredName } from '../../src/mcp/methods.js';
 
 describe('requestMetaOf', () => {
   it('reads the version, capabilities, info and log level', () => {
@@ -22,8 +23,8 @@ describe('requestMetaOf', () => {
 describe('versions', () => {
   it('lists 2026-07-28 first, then every sessions-era revision', () => {
     expect(ALL_VERSIONS).toEqual(['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05']);
-    expect(isModernVersion('2026-07-28')).toBe(true);
-    expect(isModernVersion('2025-11-25')).toBe(false);
+    expect(isStatelessVersion('2026-07-28')).toBe(true);
+    expect(isStatelessVersion('2025-11-25')).toBe(false);
     expect(declaredVersion({ _meta: { [META.protocolVersion]: '2026-07-28' } })).toBe('2026-07-28');
     expect(declaredVersion({ _meta: {} })).toBeUndefined();
     expect(declaredVersion('x')).toBeUndefined();

@@ -213,7 +213,7 @@ describe('writes to a stdio child that stops reading', () => {
     const client = new UpstreamClient('wedged', transport, { timeoutMs: 60_000, maxTotalTimeoutMs: 60_000, logger: silentLogger });
     const cancellations: string[] = [];
     client.onnotification = (message) => cancellations.push(String(message.params?.data));
-    await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 10_000, { known: 'legacy' });
+    await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 10_000, { known: 'sessions' });
     const blob = 'x'.repeat(MIB);
     const fillers = [1, 2, 3, 4].map(() => client.request('tools/call', { name: 'big', arguments: { blob } }));
     await turn();

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StreamableHttpTransport } from '../../src/transport/streamable-http.js';
-import { UpstreamClient } from '../../src/upstream/client.js';
+import { UpstreamClient, type RequestOptions } from '../../src/upstream/client.js';
 import type { Transport } from '../../src/transport/types.js';
 import { createLogger } from '../../src/util/log.js';
 import { Cancellation } from '../../src/util/cancel.js';
@@ -54,7 +54,7 @@ async function connected(upstream: { url: string; notified: Promise<void> }): Pr
   const lines: string[] = [];
   const logger = createLogger({ level: 'debug', write: (line) => lines.push(line) });
   const client = new UpstreamClient('held', new StreamableHttpTransport({ url: upstream.url, headers: {}, dispatcher: agent, logger }), { timeoutMs: 5_000, maxTotalTimeoutMs: 5_000, logger });
-  const init = await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 5_000, { known: 'legacy' });
+  const init = await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 5_000, { known: 'sessions' });
   expect(init.protocolVersion).toBe('2025-06-18');
   await upstream.notified;
   return { client, agent, lines };
@@ -83,15 +83,15 @@ describe('UpstreamClient handshake', () => {
   });
 });
 
-describe('UpstreamClient.call (the request path without a promise)', () => {
-  it('tells done a turn later, never before call() returns, when the client is closed or the caller already cancelled', async () => {
+describe('UpstreamClient.request with a done callback (the request path without a promise)', () => {
+  it('tells done a turn later, never before request() returns, when the client is closed or the caller already cancelled', async () => {
     const logger = createLogger({ level: 'error', write: () => {} });
     const agent = new Agent();
     closers.push(() => agent.close());
     const client = new UpstreamClient('gone', new StreamableHttpTransport({ url: 'http://127.0.0.1:9/mcp', headers: {}, dispatcher: agent, logger }), { timeoutMs: 1_000, maxTotalTimeoutMs: 1_000, logger });
-    const outcome = (options: Parameters<UpstreamClient['call']>[2]): Promise<{ outcome: unknown; returned: boolean }> => {
+    const outcome = (options: RequestOptions): Promise<{ outcome: unknown; returned: boolean }> => {
       let returned = false;
-      const told = new Promise<{ outcome: unknown; returned: boolean }>((resolve) => client.call('tools/call', { name: 'echo' }, options, (result) => resolve({ outcome: result, returned })));
+      const told = new Promise<{ outcome: unknown; returned: boolean }>((resolve) => client.request('tools/call', { name: 'echo' }, options, (result) => resolve({ outcome: result, returned })));
       returned = true;
       return told;
     };
@@ -121,7 +121,7 @@ describe('UpstreamClient with a transport that throws as it sends', () => {
       },
     };
     const client = new UpstreamClient('throws', throwing, { timeoutMs: 60_000, maxTotalTimeoutMs: 60_000, logger });
-    const outcome = await new Promise<unknown>((resolve) => client.call('tools/call', { name: 'echo' }, {}, resolve));
+    const outcome = await new Promise<unknown>((resolve) => client.request('tools/call', { name: 'echo' }, {}, resolve));
     expect(outcome).toMatchObject({ code: 'upstream_unavailable' });
     expect(client.pendingCount).toBe(0);
     await client.close();

@@ -4,19 +4,19 @@ import { describe, expect, it } from 'vitest';
 import { META } from '../../src/mcp/era.js';
 import { RpcError } from '../../src/mcp/errors.js';
 import { TransportError } from '../../src/transport/types.js';
-import { completeRounds, eraFromProbe, initFromDiscover, listenFilter, withEnvelope, withoutSubscriptionId, withoutWireFields } from '../../src/upstream/modern.js';
+import { completeRounds, eraFromProbe, initFromDiscover, listenFilter, withEnvelope, withoutSubscriptionId, withoutWireFields } from '../../src/upstream/stateless-protocol.js';
 
 describe('eraFromProbe', () => {
   it('is modern for a discover result offering 2026-07-28', () => {
-    expect(eraFromProbe({ supportedVersions: ['2026-07-28'], capabilities: {} })).toBe('modern');
+    expect(eraFromProbe({ supportedVersions: ['2026-07-28'], capabilities: {} })).toBe('stateless');
   });
 
   it('is legacy for a JSON-RPC error, a 4xx or silence', () => {
-    expect(eraFromProbe(new RpcError({ code: -32601, message: 'Method not found' }))).toBe('legacy');
-    expect(eraFromProbe(new RpcError({ code: -32000, message: 'Bad Request: Server not initialized' }))).toBe('legacy');
-    expect(eraFromProbe(new TransportError('http_status', 'HTTP 400', 400))).toBe('legacy');
-    expect(eraFromProbe(new TransportError('http_status', 'HTTP 404', 404))).toBe('legacy');
-    expect(eraFromProbe(new Error('timed out'))).toBe('legacy');
+    expect(eraFromProbe(new RpcError({ code: -32601, message: 'Method not found' }))).toBe('sessions');
+    expect(eraFromProbe(new RpcError({ code: -32000, message: 'Bad Request: Server not initialized' }))).toBe('sessions');
+    expect(eraFromProbe(new TransportError('http_status', 'HTTP 400', 400))).toBe('sessions');
+    expect(eraFromProbe(new TransportError('http_status', 'HTTP 404', 404))).toBe('sessions');
+    expect(eraFromProbe(new Error('timed out'))).toBe('sessions');
   });
 
   it('fails the connection on a refused credential or a server failure, rather than guess', () => {
@@ -28,7 +28,7 @@ describe('eraFromProbe', () => {
   it('fails when the server speaks only a modern version the gateway does not', () => {
     const refusal = new RpcError({ code: -32022, message: 'Unsupported', data: { supported: ['2026-07-28'], requested: 'x' } });
     expect(eraFromProbe(refusal)).toBeInstanceOf(Error);
-    expect(eraFromProbe(new RpcError({ code: -32022, message: 'Unsupported', data: { supported: ['2025-06-18'] } }))).toBe('legacy');
+    expect(eraFromProbe(new RpcError({ code: -32022, message: 'Unsupported', data: { supported: ['2025-06-18'] } }))).toBe('sessions');
   });
 });
 

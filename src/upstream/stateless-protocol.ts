@@ -2,13 +2,14 @@
 // sessions-era server apart), the `_meta` envelope every request carries, and the shape of
 // multi round-trip results (spec/2026-07-28: basic/versioning.mdx, server/discover.mdx,
 // basic/patterns/mrtr.mdx).
-import { META, MODERN_VERSION, ModernErrorCode, isModernVersion } from '../mcp/era.js';
+import { META, STATELESS_VERSION, StatelessErrorCode, isStatelessVersion } from '../mcp/era.js';
 import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, metaOf, type JsonObject } from '../mcp/jsonrpc.js';
 import { TransportError } from '../transport/types.js';
 import { Cancellation } from '../util/cancel.js';
 
-export type UpstreamEra = 'modern' | 'legacy';
+/** The era an upstream speaks, as the config names them. */
+export type UpstreamEra = 'stateless' | 'sessions';
 
 /** What the client session says about itself on every request to a 2026-07-28 server. */
 export interface Envelope {
@@ -21,7 +22,7 @@ export interface Envelope {
 export function withEnvelope(params: JsonObject | undefined, envelope: Envelope): JsonObject {
   const meta: JsonObject = {
     ...metaOf(params),
-    [META.protocolVersion]: MODERN_VERSION,
+    [META.protocolVersion]: STATELESS_VERSION,
     [META.clientCapabilities]: envelope.clientCapabilities,
     [META.clientInfo]: envelope.clientInfo,
   };
@@ -31,31 +32,31 @@ export function withEnvelope(params: JsonObject | undefined, envelope: Envelope)
 
 /**
  * What a server/discover probe says about the server's era (versioning.mdx "Backward
- * Compatibility"): a DiscoverResult offering 2026-07-28 is modern; any other answer the server
+ * Compatibility"): a DiscoverResult offering 2026-07-28 is stateless; any other answer the server
  * gave (a JSON-RPC error, an HTTP 4xx, silence) is a sessions-era server. A refused credential
  * or a server or network failure is no answer: the error is returned to fail the connection.
  */
 export function eraFromProbe(outcome: JsonObject | Error): UpstreamEra | Error {
   if (!(outcome instanceof Error)) {
     const versions = outcome.supportedVersions;
-    if (Array.isArray(versions) && versions.includes(MODERN_VERSION)) return 'modern';
-    if (Array.isArray(versions) && versions.some(isModernVersion)) return new Error(`the upstream offers no protocol version the gateway speaks (${versions.join(', ')})`);
-    return 'legacy';
+    if (Array.isArray(versions) && versions.includes(STATELESS_VERSION)) return 'stateless';
+    if (Array.isArray(versions) && versions.some(isStatelessVersion)) return new Error(`the upstream offers no protocol version the gateway speaks (${versions.join(', ')})`);
+    return 'sessions';
   }
   if (outcome instanceof RpcError) {
-    if (outcome.error.code !== ModernErrorCode.UnsupportedProtocolVersion) return 'legacy';
+    if (outcome.error.code !== StatelessErrorCode.UnsupportedProtocolVersion) return 'sessions';
     const data = outcome.error.data;
     const supported = isObject(data) && Array.isArray(data.supported) ? data.supported : [];
-    return supported.some(isModernVersion) ? new Error(`the upstream does not accept ${MODERN_VERSION} (it offers ${supported.join(', ')})`) : 'legacy';
+    return supported.some(isStatelessVersion) ? new Error(`the upstream does not accept ${STATELESS_VERSION} (it offers ${supported.join(', ')})`) : 'sessions';
   }
   if (outcome instanceof TransportError) {
     const status = outcome.status;
     if (status === 401 || status === 403) return outcome;
-    if (status !== undefined && status >= 400 && status < 500) return 'legacy';
+    if (status !== undefined && status >= 400 && status < 500) return 'sessions';
     return outcome;
   }
   // The probe timed out (a stdio server that ignores unknown requests before initialize).
-  return 'legacy';
+  return 'sessions';
 }
 
 /** The discovery result in the shape the rest of the gateway knows from initialize. */
@@ -63,7 +64,7 @@ export function initFromDiscover(result: JsonObject): { protocolVersion: string;
   const info = metaOf(result)?.[META.serverInfo];
   const serverInfo = isObject(info) ? info : {};
   const init: { protocolVersion: string; capabilities: JsonObject; serverInfo: JsonObject; instructions?: string } = {
-    protocolVersion: MODERN_VERSION,
+    protocolVersion: STATELESS_VERSION,
     capabilities: isObject(result.capabilities) ? result.capabilities : {},
     serverInfo,
   };

@@ -8,28 +8,20 @@
 // An answer is JSON unless a related notification (progress, a log message the request asked
 // for) goes first: then it is an SSE stream without event ids (streams are not resumable in
 // this era). The client closing the connection before the answer cancels the request upstream.
-import {
-  ALL_VERSIONS,
-  CACHEABLE_METHODS,
-  META,
-  MODERN_METHODS,
-  ModernErrorCode,
-  NAMED_METHODS,
-  decodeHeaderValue,
-  isModernVersion,
-  mirroredName,
-  requestMetaOf,
-} from '../mcp/era.js';
-import { ErrorCode } from '../mcp/errors.js';
-import { failure, isObject, isRequest, metaOf, type JsonObject, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../mcp/jsonrpc.js';
-import { isSupportedVersion } from '../mcp/versions.js';
-import type { RequestContext } from '../router/router.js';
-import type { Sink, StatelessRequest, StatelessSessions } from '../router/stateless.js';
-import type { DownstreamSession } from '../session/session.js';
-import { encodeSseEvent } from '../util/sse.js';
-import { GATEWAY_NAME, GATEWAY_VERSION } from '../version.js';
-import type { HttpInput } from './input.js';
-import { droppableMethod, SseConnection, type QueueBounds } from './sse-connection.js';
+import { ALL_VERSIONS, META, decodeHeaderValue, isStatelessVersion, requestMetaOf } from '../../mcp/era.js';
+import { toJsonRpcError } from '../../mcp/errors.js';
+import { existsIn, hasMcpName, isCacheable, mirroredName } from '../../mcp/methods.js';
+import { failure, isObject, isRequest, metaOf, type JsonObject, type JsonRpcMessage, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
+import { isSupportedVersion } from '../../mcp/versions.js';
+import type { Caller } from '../../router/context.js';
+import type { Sink, StatelessRequest } from './exchange.js';
+import type { StatelessSessions } from './sessions.js';
+import type { DownstreamSession } from '../../router/session.js';
+import { encodeSseEvent } from '../../util/sse.js';
+import { GATEWAY_NAME, GATEWAY_VERSION } from '../../version.js';
+import type { HttpInput } from '../input.js';
+import { refuse, refusals } from '../refusals.js';
+import { droppableMethod, SseConnection, type QueueBounds } from '../sse-connection.js';
 
 /** How long a client may reuse a list or discovery result (server/utilities/caching.mdx). */
 export const LIST_TTL_MS = 30_000;
@@ -39,9 +31,9 @@ export const LIST_TTL_MS = 30_000;
  * session, its body declares a version in `_meta`, or its header names a version the gateway
  * does not speak at all (answered -32022, which a client of either era understands).
  */
-export function isModernRequest(input: HttpInput, body: unknown, hasSession: boolean): boolean {
+export function isStatelessRequest(input: HttpInput, body: unknown, hasSession: boolean): boolean {
   const header = input.header('mcp-protocol-version');
-  if (isModernVersion(header)) return true;
+  if (isStatelessVersion(header)) return true;
   if (hasSession) return false;
   if (isObject(body) && body.method === 'initialize') return false;
   if (header !== undefined) return !isSupportedVersion(header);
@@ -49,40 +41,32 @@ export function isModernRequest(input: HttpInput, body: unknown, hasSession: boo
   return isObject(params) && isObject(params._meta) && typeof params._meta[META.protocolVersion] === 'string';
 }
 
-function rpcError(status: number, code: number, message: string, id: JsonRpcRequest['id'] | null, data?: unknown): Response {
-  const error: { code: number; message: string; data?: unknown } = { code, message };
-  if (data !== undefined) error.data = data;
-  return new Response(JSON.stringify(failure(id, error)), { status, headers: { 'content-type': 'application/json' } });
-}
-
 /** The validated request, or the refusal (streamable-http.mdx "Server Validation"). */
-export function validateModern(input: HttpInput, message: JsonRpcMessage): StatelessRequest | Response {
+export function validateStateless(input: HttpInput, message: JsonRpcMessage): StatelessRequest | Response {
   const id = isRequest(message) ? message.id : null;
   const header = input.header('mcp-protocol-version');
   const declared = 'params' in message && isObject(message.params) ? message.params : undefined;
   const meta = requestMetaOf(declared);
   const version = typeof meta === 'string' ? header : meta.protocolVersion;
-  if (version !== undefined && !isModernVersion(version) && !isSupportedVersion(version)) {
-    return rpcError(400, ModernErrorCode.UnsupportedProtocolVersion, `Unsupported protocol version: ${version}`, id, { supported: ALL_VERSIONS, requested: version });
+  if (version !== undefined && !isStatelessVersion(version) && !isSupportedVersion(version)) {
+    return refuse(refusals.unsupportedProtocolVersion, version, { id, data: { supported: ALL_VERSIONS, requested: version } });
   }
-  if (!('method' in message)) return rpcError(400, ErrorCode.InvalidRequest, 'Invalid Request: clients of 2026-07-28 send no responses', null);
-  if (!isRequest(message)) return rpcError(400, ErrorCode.InvalidRequest, 'not a request', null); // notifications are handled before
-  if (typeof meta === 'string') return rpcError(400, ErrorCode.InvalidParams, `Invalid params: ${meta}`, id);
-  if (header === undefined) return rpcError(400, ModernErrorCode.HeaderMismatch, 'Header mismatch: MCP-Protocol-Version header is required', id);
-  if (header !== meta.protocolVersion) {
-    return rpcError(400, ModernErrorCode.HeaderMismatch, `Header mismatch: MCP-Protocol-Version header value '${header}' does not match body value '${meta.protocolVersion}'`, id);
-  }
+  if (!('method' in message)) return refuse(refusals.statelessResponse);
+  if (!isRequest(message)) return refuse(refusals.notARequest); // notifications are handled before
+  if (typeof meta === 'string') return refuse(refusals.invalidMeta, meta, { id });
+  if (header === undefined) return refuse(refusals.versionHeaderRequired, { id });
+  if (header !== meta.protocolVersion) return refuse(refusals.versionHeaderMismatch, { header, body: meta.protocolVersion }, { id });
   const method = input.header('mcp-method');
-  if (method === undefined) return rpcError(400, ModernErrorCode.HeaderMismatch, 'Header mismatch: Mcp-Method header is required', id);
-  if (method !== message.method) return rpcError(400, ModernErrorCode.HeaderMismatch, `Header mismatch: Mcp-Method header value '${method}' does not match body value '${message.method}'`, id);
-  if (!MODERN_METHODS.has(message.method)) return rpcError(404, ErrorCode.MethodNotFound, `Method not found: ${message.method}`, id);
+  if (method === undefined) return refuse(refusals.methodHeaderRequired, { id });
+  if (method !== message.method) return refuse(refusals.methodHeaderMismatch, { header: method, body: message.method }, { id });
+  if (!existsIn(message.method, 'stateless')) return refuse(refusals.methodNotFound, message.method, { id });
   const name = mirroredName(message);
-  if (NAMED_METHODS.has(message.method)) {
+  if (hasMcpName(message.method)) {
     const raw = input.header('mcp-name');
-    if (raw === undefined) return rpcError(400, ModernErrorCode.HeaderMismatch, 'Header mismatch: Mcp-Name header is required', id);
+    if (raw === undefined) return refuse(refusals.nameHeaderRequired, { id });
     const decoded = decodeHeaderValue(raw);
-    if (decoded === undefined) return rpcError(400, ModernErrorCode.HeaderMismatch, 'Header mismatch: Mcp-Name header value is malformed', id);
-    if (decoded !== name) return rpcError(400, ModernErrorCode.HeaderMismatch, `Header mismatch: Mcp-Name header value '${raw}' does not match body value '${name ?? ''}'`, id);
+    if (decoded === undefined) return refuse(refusals.nameHeaderMalformed, { id });
+    if (decoded !== name) return refuse(refusals.nameHeaderMismatch, { header: raw, body: name ?? '' }, { id });
   }
   // The protocol fields are the gateway's business; the rest of `_meta` (progressToken,
   // traceparent, the log level) goes on with the request.
@@ -91,6 +75,7 @@ export function validateModern(input: HttpInput, message: JsonRpcMessage): State
   const params: JsonObject = Object.keys(rest).length === 0 ? bare : { ...bare, _meta: rest };
   return {
     id: message.id,
+    protocolVersion: meta.protocolVersion,
     method: message.method,
     params,
     clientCapabilities: meta.clientCapabilities,
@@ -103,7 +88,7 @@ export function validateModern(input: HttpInput, message: JsonRpcMessage): State
 export function shapeResult(method: string, result: JsonObject, session: DownstreamSession): JsonObject {
   const out: JsonObject = { ...result, resultType: typeof result.resultType === 'string' ? result.resultType : 'complete' };
   out._meta = { ...metaOf(result), [META.serverInfo]: { name: GATEWAY_NAME, version: GATEWAY_VERSION } };
-  if (CACHEABLE_METHODS.has(method) && out.resultType === 'complete') {
+  if (isCacheable(method) && out.resultType === 'complete') {
     out.ttlMs = method === 'resources/read' ? 0 : LIST_TTL_MS;
     // What a principal's teams see is theirs alone; without policy every principal sees the
     // same lists. A resource's content may be anyone's (per-session servers): never shared.
@@ -119,7 +104,7 @@ export function discover(session: DownstreamSession): JsonObject {
   return result;
 }
 
-export interface ModernDeps {
+export interface StatelessEndpointDeps {
   stateless: StatelessSessions;
   keepAliveMs: number;
   /** What may wait for a client that does not read: a request's stream, or a subscriptions/listen one. */
@@ -127,14 +112,14 @@ export interface ModernDeps {
 }
 
 /** Runs a validated request and answers it as JSON, or as SSE once a notification must go first. */
-export async function serveModern(deps: ModernDeps, input: HttpInput, request: StatelessRequest, context: RequestContext): Promise<Response> {
+export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInput, request: StatelessRequest, caller: Caller): Promise<Response> {
   const { stateless } = deps;
-  const session = await stateless.session(request, context);
+  const session = await stateless.session(request, caller);
   const shape = (response: JsonRpcResponse): JsonRpcResponse => ('result' in response ? { ...response, result: shapeResult(request.method, response.result, session) } : response);
   if (request.method === 'server/discover') {
     return Response.json({ jsonrpc: '2.0', id: request.id, result: shapeResult(request.method, discover(session), session) });
   }
-  if (request.method === 'subscriptions/listen') return listen(deps, input, session, request, context);
+  if (request.method === 'subscriptions/listen') return listen(deps, input, session, request, caller);
 
   return new Promise<Response>((resolve) => {
     let connection: SseConnection | undefined;
@@ -160,16 +145,16 @@ export async function serveModern(deps: ModernDeps, input: HttpInput, request: S
     const requestState = request.params.requestState;
     let exchange: ReturnType<StatelessSessions['run']>;
     if (typeof requestState === 'string') {
-      const resumed = stateless.resume(requestState, request, sink, context);
+      const resumed = stateless.resume(requestState, request, sink, caller);
       if (!(resumed instanceof Error)) exchange = resumed;
       else {
-        resolve(Response.json(failure(request.id, resumed.error)));
+        resolve(Response.json(failure(request.id, toJsonRpcError(resumed))));
         return;
       }
     } else {
       // Answers without a requestState answer nothing of the gateway's; they go no further.
       const { inputResponses: _stray, ...params } = request.params;
-      exchange = stateless.run(session, { ...request, params }, sink, context);
+      exchange = stateless.run(session, { ...request, params }, sink, caller);
     }
     input.onGone(() => {
       if (exchange.answers(sink)) exchange.abandon('the client closed the connection');
@@ -178,9 +163,9 @@ export async function serveModern(deps: ModernDeps, input: HttpInput, request: S
 }
 
 /** subscriptions/listen: an SSE stream, acknowledged first, open until the client closes it. */
-async function listen(deps: ModernDeps, input: HttpInput, session: DownstreamSession, request: StatelessRequest, context: RequestContext): Promise<Response> {
+async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: DownstreamSession, request: StatelessRequest, caller: Caller): Promise<Response> {
   const filter = isObject(request.params.notifications) ? request.params.notifications : undefined;
-  if (!filter) return rpcError(400, ErrorCode.InvalidParams, 'Invalid params: notifications is required', request.id);
+  if (!filter) return refuse(refusals.notificationsRequired, { id: request.id });
   const connection = new SseConnection({}, deps.keepAliveMs, deps.bounds?.('standalone'));
   const sink: Sink = {
     notify: (message) => connection.write(encodeSseEvent(JSON.stringify(message)), droppableMethod(message)),
@@ -189,7 +174,7 @@ async function listen(deps: ModernDeps, input: HttpInput, session: DownstreamSes
       connection.close();
     },
   };
-  const { agreed, close } = await deps.stateless.listen(session, request.id, filter, sink, context);
+  const { agreed, close } = await deps.stateless.listen(session, request.id, filter, sink, caller);
   connection.onclose = close;
   input.onGone(close);
   sink.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META.subscriptionId]: request.id }, notifications: agreed } });

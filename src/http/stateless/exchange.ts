@@ -1,0 +1,226 @@
+// One 2026-07-28 client request as the gateway serves it, over as many rounds as its input
+// requests take (spec/2026-07-28: basic/patterns/mrtr.mdx). When an upstream of the sessions era
+// sends a server-initiated request (elicitation, sampling, roots) while serving the client's
+// request, the client gets `resultType: "input_required"` listing it, and the call stays parked
+// under a random requestState. The client's retry carries that requestState and its
+// inputResponses; they answer the pending upstream requests and the same call continues.
+import { createHash, randomBytes } from 'node:crypto';
+import { asksInput, mirroredName } from '../../mcp/methods.js';
+import { ErrorCode, GatewayError } from '../../mcp/errors.js';
+import { MAX_TIMER_MS } from '../../mcp/pending.js';
+import {
+  failure,
+  isObject,
+  isRequest,
+  metaOf,
+  notification,
+  type JsonObject,
+  type JsonRpcId,
+  type JsonRpcMessage,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+} from '../../mcp/jsonrpc.js';
+import { answerFromClient } from '../../router/relay.js';
+import type { RequestChannel } from '../../router/context.js';
+import type { DownstreamSession } from '../../router/session.js';
+import type { Logger } from '../../util/log.js';
+
+/** Where one HTTP exchange's messages go: related notifications, then exactly one answer. */
+export interface Sink {
+  notify(message: JsonRpcNotification): void;
+  finish(response: JsonRpcResponse): void;
+}
+
+/** A client request of this era, already validated: its `_meta` protocol fields removed. */
+export interface StatelessRequest {
+  id: JsonRpcId;
+  /** The version the request declared (the same in its header and its `_meta`). */
+  protocolVersion: string;
+  method: string;
+  params: JsonObject;
+  clientCapabilities: JsonObject;
+  clientInfo: JsonObject;
+  logLevel: string | undefined;
+}
+
+export const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+export function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (isObject(value)) return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stableJson(value[k])}`).join(',')}}`;
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** A request's method and params without `_meta` and the fields that change between rounds. */
+export function digestOf(request: Pick<StatelessRequest, 'method' | 'params'>): string {
+  const { _meta: _m, inputResponses: _i, requestState: _s, ...rest } = request.params;
+  return createHash('sha256').update(`${request.method}\0${stableJson(rest)}`).digest('base64url');
+}
+
+/** What an exchange needs of the sessions that run it. */
+export interface ExchangeOwner {
+  readonly inputTimeoutMs: number;
+  readonly logger: Logger;
+  /** Keeps a call waiting for its retry, under its requestState. */
+  park(exchange: Exchange): void;
+  /** The call is over (answered or abandoned). */
+  forget(exchange: Exchange): void;
+}
+
+/** One client request, over as many rounds as its input requests take. */
+export class Exchange implements RequestChannel {
+  readonly handle = randomBytes(16).toString('base64url');
+  readonly #owner: ExchangeOwner;
+  readonly session: DownstreamSession;
+  readonly internalId: string;
+  readonly method: string;
+  readonly name: string | undefined;
+  readonly principal: string | undefined;
+  /** What the request asks, without its per-round fields: a retry must ask the same. */
+  readonly digest: string;
+  /** Input requests sent to the client and not yet answered, by the key the client sees. */
+  readonly outstanding = new Map<string, { id: number; method: string; params: JsonObject | undefined }>();
+  /** Only a request that can take input may be asked for it (mrtr.mdx); the relay refuses the rest. */
+  readonly canAsk: boolean;
+  #sink: Sink | undefined;
+  #clientId: JsonRpcId;
+  #progressToken: unknown;
+  #logLevel: string | undefined;
+  #final: JsonRpcResponse | undefined;
+  #done = false;
+  #flush: NodeJS.Immediate | undefined;
+  #expiry: NodeJS.Timeout | undefined;
+
+  constructor(owner: ExchangeOwner, session: DownstreamSession, request: StatelessRequest, internalId: string, principal: string | undefined) {
+    this.#owner = owner;
+    this.session = session;
+    this.internalId = internalId;
+    this.method = request.method;
+    this.name = mirroredName(request);
+    this.principal = principal;
+    this.digest = digestOf(request);
+    this.canAsk = asksInput(request.method);
+    this.#clientId = request.id;
+    this.#progressToken = metaOf(request.params)?.progressToken;
+    this.#logLevel = request.logLevel;
+  }
+
+  /** Whether `sink` still waits for this exchange's answer. */
+  answers(sink: Sink): boolean {
+    return this.#sink === sink;
+  }
+
+  attach(sink: Sink, request: StatelessRequest): void {
+    this.#sink = sink;
+    this.#clientId = request.id;
+    this.#progressToken = metaOf(request.params)?.progressToken;
+    this.#logLevel = request.logLevel;
+    clearTimeout(this.#expiry);
+    this.#expiry = undefined;
+  }
+
+  /** The router's channel for the call: progress and logs pass, server requests become input. */
+  send(message: JsonRpcMessage): void {
+    if (this.#done) return;
+    if (isRequest(message)) return this.#ask(message);
+    if (!('method' in message)) return;
+    const sink = this.#sink;
+    if (message.method === 'notifications/progress') {
+      if (this.#progressToken === undefined || !sink) return;
+      sink.notify(notification(message.method, { ...message.params, progressToken: this.#progressToken as string | number }));
+    } else if (message.method === 'notifications/message') {
+      const level = typeof message.params?.level === 'string' ? LEVELS.indexOf(message.params.level) : -1;
+      if (sink && this.#logLevel !== undefined && level >= LEVELS.indexOf(this.#logLevel)) sink.notify(message);
+    } else if (message.method === 'notifications/cancelled') {
+      // The upstream gave up an input request it had asked for.
+      for (const [key, entry] of this.outstanding) if (entry.id === message.params?.requestId) this.outstanding.delete(key);
+    } else {
+      // List changes and resource updates are not the request's: they go to subscriptions.
+      this.session.deliver(message);
+    }
+  }
+
+  /** The call ended: answer now, or keep the answer for the retry that is due. */
+  complete(response: JsonRpcResponse | undefined): void {
+    this.#done = true;
+    clearImmediate(this.#flush);
+    const answer = response ?? failure(this.internalId, { code: ErrorCode.InternalError, message: 'Request cancelled' });
+    if (this.#sink) {
+      this.#deliver(answer);
+      this.#owner.forget(this);
+    } else this.#final = answer;
+  }
+
+  /** The client's retry: its answers go to the upstream requests waiting for them. */
+  answer(inputResponses: JsonObject): void {
+    for (const [key, value] of Object.entries(inputResponses)) {
+      const entry = this.outstanding.get(key);
+      if (!entry) continue;
+      this.outstanding.delete(key);
+      const outcome = isObject(value) ? value : new GatewayError('invalid_params', `inputResponses["${key}"] must be an object`);
+      answerFromClient(this.session, entry.id, outcome);
+    }
+    this.#pruneWithdrawn();
+    if (this.#final) {
+      this.#deliver(this.#final);
+      this.#owner.forget(this);
+    } else if (this.outstanding.size > 0) this.#listInput();
+  }
+
+  /** Input requests the upstream withdrew (cancelled, timed out) are not asked again. */
+  #pruneWithdrawn(): void {
+    for (const [key, entry] of this.outstanding) if (!this.session.clientRequests.get(entry.id)) this.outstanding.delete(key);
+  }
+
+  /** The client went away, or never came back: the call is cancelled upstream. */
+  abandon(reason: string): void {
+    this.#sink = undefined;
+    clearTimeout(this.#expiry);
+    clearImmediate(this.#flush);
+    this.#owner.forget(this);
+    if (this.#done) return;
+    this.#done = true;
+    for (const entry of this.outstanding.values()) this.session.clientRequests.settle(entry.id, new GatewayError('cancelled', reason));
+    this.outstanding.clear();
+    this.session.cancel(this.internalId);
+  }
+
+  #ask(request: JsonRpcRequest): void {
+    if (!this.canAsk || typeof request.id !== 'number') {
+      answerFromClient(this.session, request.id, new GatewayError('method_not_found', `Method not found: ${request.method} (input cannot be asked for within ${this.method})`));
+      return;
+    }
+    let params = request.params;
+    const meta = metaOf(params);
+    if (params && meta && 'progressToken' in meta) {
+      const { progressToken: _token, ...rest } = meta;
+      params = Object.keys(rest).length === 0 ? (({ _meta: _m, ...bare }) => bare)(params) : { ...params, _meta: rest };
+    }
+    this.outstanding.set(String(request.id), { id: request.id, method: request.method, params });
+    // Requests sent together are listed together.
+    this.#flush ??= setImmediate(() => {
+      this.#flush = undefined;
+      if (this.#sink && this.outstanding.size > 0) this.#listInput();
+    });
+  }
+
+  #listInput(): void {
+    this.#pruneWithdrawn();
+    if (this.outstanding.size === 0) return;
+    const inputRequests: JsonObject = {};
+    for (const [key, entry] of this.outstanding) inputRequests[key] = entry.params === undefined ? { method: entry.method } : { method: entry.method, params: entry.params };
+    this.#deliver({ jsonrpc: '2.0', id: this.internalId, result: { resultType: 'input_required', inputRequests, requestState: this.handle } });
+    this.#expiry = setTimeout(() => {
+      this.#owner.logger.info('a request waiting for input expired', { method: this.method, waitedMs: this.#owner.inputTimeoutMs });
+      this.abandon('the client did not retry in time');
+    }, Math.min(this.#owner.inputTimeoutMs, MAX_TIMER_MS));
+    this.#expiry.unref();
+    this.#owner.park(this);
+  }
+
+  #deliver(response: JsonRpcResponse): void {
+    const sink = this.#sink;
+    this.#sink = undefined;
+    sink?.finish({ ...response, id: this.#clientId });
+  }
+}

@@ -1,0 +1,304 @@
+// Serving 2026-07-28 clients, which have no session (spec/2026-07-28: basic/index.mdx "_meta",
+// basic/patterns/subscriptions.mdx). The gateway keeps a session of its own per (principal,
+// client capabilities, client info), never named to the client, so upstream sessions of the
+// sessions era are opened once and reused. A request runs under an id of the gateway's
+// (clients of this era may reuse ids across concurrent HTTP requests); its answer goes back
+// under the client's id. What belongs to no request (list changes, resource updates) reaches
+// the client's subscriptions/listen streams; log lines reach the requests running. Parked
+// calls live on the replica that started them (for `sessions.inputTimeout` at most).
+import { createHash } from 'node:crypto';
+import { META } from '../../mcp/era.js';
+import { mirroredName } from '../../mcp/methods.js';
+import { ErrorCode, GatewayError } from '../../mcp/errors.js';
+import {
+  failure,
+  isObject,
+  isRequest,
+  metaOf,
+  notification,
+  type JsonObject,
+  type JsonRpcId,
+  type JsonRpcMessage,
+  type JsonRpcRequest,
+} from '../../mcp/jsonrpc.js';
+import { LATEST_VERSION } from '../../mcp/versions.js';
+import type { Delivery } from '../../session/session.js';
+import { requestContext, type Caller, type RequestChannel } from '../../router/context.js';
+import { answerFromClient } from '../../router/relay.js';
+import type { Router } from '../../router/router.js';
+import type { DownstreamSession, SessionStore } from '../../router/session.js';
+import type { Logger } from '../../util/log.js';
+import { digestOf, Exchange, LEVELS, stableJson, type Sink, type StatelessRequest } from './exchange.js';
+
+/** Fingerprints remembered before ended sessions' are swept out. */
+const MAX_KEYS = 10_000;
+
+/** The channel of the gateway's own requests: nothing to relay, and no one to ask for input. */
+function internalChannel(session: DownstreamSession): RequestChannel {
+  return {
+    canAsk: false,
+    send(message) {
+      if (isRequest(message)) answerFromClient(session, message.id, new GatewayError('method_not_found', `Method not found: ${message.method}`));
+    },
+  };
+}
+
+/** One upstream resource subscription shared by a session's listeners. */
+interface ResourceListen {
+  count: number;
+  /** Whether the upstream took the subscription. */
+  ready: Promise<boolean>;
+}
+
+interface Listener {
+  id: JsonRpcId;
+  filter: JsonObject;
+  sink: Sink;
+}
+
+export interface StatelessDeps {
+  router: Router;
+  sessions: SessionStore;
+  logger: Logger;
+  /** How long a request answered input_required waits for the client's retry. */
+  inputTimeoutMs: number;
+}
+
+export class StatelessSessions {
+  readonly #deps: StatelessDeps;
+  /** Session id by (principal, capabilities, client info) fingerprint. */
+  readonly #byKey = new Map<string, string>();
+  readonly #opening = new Map<string, Promise<DownstreamSession>>();
+  readonly #parked = new Map<string, Exchange>();
+  /** Requests running per session: log messages of its upstreams reach those that asked for them. */
+  readonly #running = new Map<DownstreamSession, Set<Exchange>>();
+  readonly #listeners = new Map<DownstreamSession, Set<Listener>>();
+  /** Resource URIs (as the client sees them) listened for, with how many listeners want each. */
+  readonly #resourceListens = new Map<DownstreamSession, Map<string, ResourceListen>>();
+  #nextId = 0;
+
+  constructor(deps: StatelessDeps) {
+    this.#deps = deps;
+  }
+
+  get inputTimeoutMs(): number {
+    return this.#deps.inputTimeoutMs;
+  }
+
+  get logger(): Logger {
+    return this.#deps.logger;
+  }
+
+  /** Calls parked waiting for a retry. */
+  get parkedCount(): number {
+    return this.#parked.size;
+  }
+
+  /** The gateway's session for this client, opened on first use. */
+  async session(request: StatelessRequest, caller: Caller): Promise<DownstreamSession> {
+    const key = this.#key(request, caller);
+    const id = this.#byKey.get(key);
+    const existing = id === undefined ? undefined : this.#deps.sessions.get(id);
+    if (existing && !existing.closed) {
+      existing.touch(this.#deps.sessions.now());
+      return existing;
+    }
+    if (id !== undefined) this.#byKey.delete(key);
+    if (this.#byKey.size >= MAX_KEYS) {
+      for (const [k, sid] of this.#byKey) if (!this.#deps.sessions.get(sid)) this.#byKey.delete(k);
+    }
+    const pending = this.#opening.get(key);
+    if (pending) return pending;
+    // What belongs to no request goes to the session's listeners; nothing may ask the client
+    // outside a request of its own (mrtr.mdx).
+    let opened: DownstreamSession | undefined;
+    const delivery: Delivery = { deliver: (message) => opened && this.#fanOut(opened, message), canAsk: false, addressable: false };
+    // Towards upstreams of the sessions era, the newest version of that era.
+    const info = { protocolVersion: LATEST_VERSION, clientCapabilities: request.clientCapabilities, clientInfo: request.clientInfo };
+    const opening = this.#deps.router
+      .open(info, caller, delivery)
+      .then((session) => {
+        opened = session;
+        this.#byKey.set(key, session.id);
+        return session;
+      })
+      .finally(() => this.#opening.delete(key));
+    this.#opening.set(key, opening);
+    return opening;
+  }
+
+  /** Whether this client already has its session here (opening one counts against the limits). */
+  has(request: StatelessRequest, caller: Caller): boolean {
+    const key = this.#key(request, caller);
+    const id = this.#byKey.get(key);
+    return this.#opening.has(key) || (id !== undefined && this.#deps.sessions.get(id)?.closed === false);
+  }
+
+  #key(request: StatelessRequest, caller: Caller): string {
+    const principal = caller.principal?.id ?? '';
+    return createHash('sha256').update(`${principal}\0${stableJson(request.clientCapabilities)}\0${stableJson(request.clientInfo)}`).digest('base64url');
+  }
+
+  /** Runs a request; its answer (or input_required) reaches `sink`. */
+  run(session: DownstreamSession, request: StatelessRequest, sink: Sink, caller: Caller): Exchange {
+    const internalId = `s-${++this.#nextId}`;
+    const exchange = new Exchange(this, session, request, internalId, caller.principal?.id);
+    exchange.attach(sink, request);
+    const running = this.#running.get(session) ?? new Set<Exchange>();
+    this.#running.set(session, running);
+    running.add(exchange);
+    const message: JsonRpcRequest = { jsonrpc: '2.0', id: internalId, method: request.method, params: request.params };
+    void this.#level(session, request.logLevel, caller)
+      .then(() => this.#deps.router.answer(session, message, requestContext(caller, request, exchange)))
+      .then(
+      (response) => exchange.complete(response),
+      (err: unknown) => exchange.complete(failure(internalId, { code: ErrorCode.InternalError, message: err instanceof Error ? err.message : 'Internal error' })),
+    );
+    return exchange;
+  }
+
+  /**
+   * A retry of a parked call: the same principal, method and name, else it is refused (the
+   * requestState is not a credential). Undefined when the state is unknown or expired.
+   */
+  resume(requestState: string, request: StatelessRequest, sink: Sink, caller: Caller): Exchange | GatewayError {
+    const exchange = this.#parked.get(requestState);
+    if (!exchange || exchange.principal !== caller.principal?.id) {
+      return new GatewayError('invalid_params', 'Invalid params: unknown or expired requestState');
+    }
+    if (exchange.method !== request.method || exchange.name !== mirroredName(request) || exchange.digest !== digestOf(request)) {
+      return new GatewayError('invalid_params', `Invalid params: the requestState belongs to another ${exchange.method} request (method, name and arguments must be those of the first round)`);
+    }
+    this.#parked.delete(requestState);
+    exchange.attach(sink, request);
+    exchange.answer(isObject(request.params.inputResponses) ? request.params.inputResponses : {});
+    return exchange;
+  }
+
+  park(exchange: Exchange): void {
+    this.#parked.set(exchange.handle, exchange);
+  }
+
+  forget(exchange: Exchange): void {
+    if (this.#parked.get(exchange.handle) === exchange) this.#parked.delete(exchange.handle);
+    const running = this.#running.get(exchange.session);
+    running?.delete(exchange);
+    if (running?.size === 0) this.#running.delete(exchange.session);
+  }
+
+  /**
+   * The level a request asks for in `_meta` becomes the session's (logging/setLevel to its
+   * sessions-era upstreams, the envelope's logLevel for 2026-07-28 ones), when it changed.
+   */
+  async #level(session: DownstreamSession, level: string | undefined, caller: Caller): Promise<void> {
+    if (level === undefined || session.logLevel === level || !LEVELS.includes(level)) return;
+    const request: JsonRpcRequest = { jsonrpc: '2.0', id: `s-${++this.#nextId}`, method: 'logging/setLevel', params: { level } };
+    await this.#deps.router.answer(session, request, this.#internal(session, caller));
+  }
+
+  /**
+   * subscriptions/listen: what the session can deliver of `filter` (resource subscriptions are
+   * made upstream, and count across the session's listeners). Returns the agreed filter and
+   * the function that ends the subscription.
+   */
+  async listen(session: DownstreamSession, id: JsonRpcId, filter: JsonObject, sink: Sink, caller: Caller): Promise<{ agreed: JsonObject; close: () => void }> {
+    const agreed: JsonObject = {};
+    const caps = session.capabilities;
+    const announces = (feature: string): boolean => isObject(caps[feature]);
+    if (filter.toolsListChanged === true && announces('tools')) agreed.toolsListChanged = true;
+    if (filter.promptsListChanged === true && announces('prompts')) agreed.promptsListChanged = true;
+    if (filter.resourcesListChanged === true && announces('resources')) agreed.resourcesListChanged = true;
+    const uris = Array.isArray(filter.resourceSubscriptions) ? filter.resourceSubscriptions.filter((u): u is string => typeof u === 'string') : [];
+    const held = this.#resourceListens.get(session) ?? new Map<string, ResourceListen>();
+    this.#resourceListens.set(session, held);
+    // Counted before the upstream answers, so a concurrent listen for the same URI waits for
+    // the same subscription rather than making (and later dropping) its own.
+    const claimed = [...new Set(uris)].map((uri) => {
+      let entry = held.get(uri);
+      if (!entry) {
+        entry = { count: 0, ready: this.#subscription(session, 'resources/subscribe', uri, caller) };
+        held.set(uri, entry);
+      }
+      entry.count++;
+      return { uri, entry };
+    });
+    const subscribed: string[] = [];
+    for (const { uri, entry } of claimed) if (await entry.ready) subscribed.push(uri);
+    const release = (uri: string, entry: ResourceListen): void => {
+      if (--entry.count > 0 || held.get(uri) !== entry) return;
+      held.delete(uri);
+      if (held.size === 0 && this.#resourceListens.get(session) === held) this.#resourceListens.delete(session);
+      void entry.ready.then((ok) => {
+        if (ok && !session.closed) void this.#subscription(session, 'resources/unsubscribe', uri, caller);
+      });
+    };
+    // A URI that could not be subscribed is not held by this listener.
+    for (const { uri, entry } of claimed) if (!subscribed.includes(uri)) release(uri, entry);
+    if (uris.length > 0) agreed.resourceSubscriptions = subscribed;
+    const listener: Listener = { id, filter: agreed, sink };
+    const listeners = this.#listeners.get(session) ?? new Set<Listener>();
+    this.#listeners.set(session, listeners);
+    listeners.add(listener);
+    // An open subscription keeps the session from being reaped as idle; the session ending
+    // (shutdown) ends the subscription gracefully (subscriptions.mdx "Graceful Closure").
+    const internalId = `s-${++this.#nextId}`;
+    const signal = session.begin(internalId);
+    signal.addEventListener('abort', () => {
+      close();
+      sink.finish({ jsonrpc: '2.0', id, result: { resultType: 'complete', _meta: { [META.subscriptionId]: id } } });
+    });
+    let closed = false;
+    const close = (): void => {
+      if (closed) return;
+      closed = true;
+      session.end(internalId, signal);
+      listeners.delete(listener);
+      if (listeners.size === 0) this.#listeners.delete(session);
+      for (const { uri, entry } of claimed) if (subscribed.includes(uri)) release(uri, entry);
+    };
+    return { agreed, close };
+  }
+
+  async #subscription(session: DownstreamSession, method: string, uri: string, caller: Caller): Promise<boolean> {
+    const request: JsonRpcRequest = { jsonrpc: '2.0', id: `s-${++this.#nextId}`, method, params: { uri } };
+    const response = await this.#deps.router.answer(session, request, this.#internal(session, caller));
+    return response !== undefined && 'result' in response;
+  }
+
+  /** The context of a request the gateway makes in the session on the client's behalf. */
+  #internal(session: DownstreamSession, caller: Caller) {
+    const { info, logLevel } = session;
+    return requestContext(caller, { protocolVersion: info.protocolVersion, clientCapabilities: info.clientCapabilities, logLevel }, internalChannel(session));
+  }
+
+  /** A message for the session's standalone stream goes to the listeners that asked for it. */
+  #fanOut(session: DownstreamSession, message: JsonRpcMessage): void {
+    if (!('method' in message) || isRequest(message)) return;
+    if (message.method === 'notifications/message') {
+      // No stream outlives a request in this era: a log line reaches the requests running.
+      for (const exchange of this.#running.get(session) ?? []) exchange.send(message);
+      return;
+    }
+    const listeners = this.#listeners.get(session);
+    if (!listeners) return;
+    const wanted = (filter: JsonObject): boolean => {
+      switch (message.method) {
+        case 'notifications/tools/list_changed':
+          return filter.toolsListChanged === true;
+        case 'notifications/prompts/list_changed':
+          return filter.promptsListChanged === true;
+        case 'notifications/resources/list_changed':
+          return filter.resourcesListChanged === true;
+        case 'notifications/resources/updated':
+          return Array.isArray(filter.resourceSubscriptions) && filter.resourceSubscriptions.includes(message.params?.uri ?? null);
+        default:
+          return false;
+      }
+    };
+    for (const listener of listeners) {
+      if (!wanted(listener.filter)) continue;
+      listener.sink.notify(notification(message.method, { ...message.params, _meta: { ...metaOf(message.params), [META.subscriptionId]: listener.id } }));
+    }
+  }
+
+}

@@ -1,0 +1,62 @@
+// What a client request carries besides its message, built at the HTTP edge for either era (a
+// sessions-era POST takes the session's negotiated facts, a 2026-07-28 request its own `_meta`),
+// so that the router, relay and session never ask which era a request came from. The router
+// adds the cancel signal when the request begins (ActiveRequest).
+import type { Principal } from '../auth/principal.js';
+import type { JsonObject, JsonRpcMessage } from '../mcp/jsonrpc.js';
+import type { CancelSignal } from '../util/cancel.js';
+
+/** Who is calling and under which trace: what the edge knows before it knows the session. */
+export interface Caller {
+  /** Also sent back to the client in the x-request-id header. */
+  requestId: string;
+  /** W3C trace context from the HTTP headers, when valid. */
+  traceparent?: string;
+  tracestate?: string;
+  /** Who is calling, when auth is configured. */
+  principal?: Principal;
+  team?: string;
+}
+
+/** Where messages related to one client request go ahead of its response (its SSE stream, or its exchange). */
+export interface RequestChannel {
+  send(message: JsonRpcMessage): void;
+  /**
+   * Whether a server-initiated request (sampling, elicitation, roots) may be sent here: true on
+   * a sessions-era POST stream; for a 2026-07-28 request only when its method can take input.
+   */
+  readonly canAsk?: boolean;
+}
+
+export interface RequestContext extends Caller {
+  /** The protocol version the client speaks. */
+  readonly protocolVersion: string;
+  /** What the client declared it can do (sampling, elicitation, roots …). */
+  readonly clientCapabilities: JsonObject;
+  /** The least severe log level the client asked to hear, if any. */
+  readonly logLevel: string | undefined;
+  /** Where the request's notifications and server requests go. */
+  readonly channel: RequestChannel;
+}
+
+/** A request the router has begun: its context, the session it runs in, and its cancel signal. */
+export interface ActiveRequest<S> {
+  readonly session: S;
+  readonly context: RequestContext;
+  /** Aborts when the client cancels the request, or the session ends. */
+  readonly signal: CancelSignal;
+}
+
+/** The context of one request: the caller, what the client declared, and its channel. */
+export function requestContext(caller: Caller, client: { protocolVersion: string; clientCapabilities: JsonObject; logLevel: string | undefined }, channel: RequestChannel): RequestContext {
+  return { ...caller, protocolVersion: client.protocolVersion, clientCapabilities: client.clientCapabilities, logLevel: client.logLevel, channel };
+}
+
+/** The context of a request in a session the client opened: what it negotiated there. */
+export function sessionContext(
+  caller: Caller,
+  session: { readonly info: { readonly protocolVersion: string; readonly clientCapabilities: JsonObject }; readonly logLevel: string | undefined },
+  channel: RequestChannel,
+): RequestContext {
+  return requestContext(caller, { protocolVersion: session.info.protocolVersion, clientCapabilities: session.info.clientCapabilities, logLevel: session.logLevel }, channel);
+}

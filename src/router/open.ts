@@ -1,0 +1,293 @@
+// Opening client sessions: initialize (or a session the edge keeps for a client that has none),
+// a session taken over from another replica, upstreams left out and tried again on use, and a
+// config reload applied to the open sessions. Each upstream session is opened with the client's
+// own capabilities and info and wired to the client session that owns it.
+import { mergeCapabilities } from '../mcp/capabilities.js';
+import { GatewayError } from '../mcp/errors.js';
+import { isObject, notification, success, type JsonObject, type JsonRpcRequest, type JsonRpcResponse } from '../mcp/jsonrpc.js';
+import { negotiateVersion } from '../mcp/versions.js';
+import { randomBytes } from 'node:crypto';
+import type { Delivery, SessionInfo } from '../session/session.js';
+import type { SessionTokens, UpstreamState } from '../session/token.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import type { UpstreamChanges, UpstreamPool } from '../upstream/pool.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { Policy } from '../policy/policy.js';
+import type { Logger } from '../util/log.js';
+import { GATEWAY_NAME, GATEWAY_VERSION } from '../version.js';
+import type { Caller } from './context.js';
+import type { Catalog } from './catalog.js';
+import { afterRestart } from './recovery.js';
+import { wireUpstream } from './relay.js';
+import { forgetNames } from './existence.js';
+import { SharedHub } from './shared.js';
+import type { DownstreamSession, SessionStore } from './session.js';
+
+export interface OpenerDeps {
+  pool: UpstreamPool;
+  sessions: SessionStore;
+  catalog: Catalog;
+  logger: Logger;
+  metrics: Metrics;
+  /** Read at each use: a config reload may replace it. */
+  policy: () => Policy;
+  /** Self-describing session ids, when session keys are configured. */
+  tokens?: SessionTokens;
+}
+
+/** A left-out upstream is tried again on use at most this often. */
+const LEFT_OUT_RETRY_MS = 2_000;
+
+const LIST_CHANGED_BY_CAPABILITY = [
+  ['tools', 'notifications/tools/list_changed'],
+  ['prompts', 'notifications/prompts/list_changed'],
+  ['resources', 'notifications/resources/list_changed'],
+] as const;
+
+export class SessionOpener {
+  readonly #deps: OpenerDeps;
+  /** The hub of each shared upstream child. */
+  readonly #hubs = new Map<UpstreamClient, SharedHub>();
+  /** Sessions being taken over from another replica, so concurrent requests resume once. */
+  readonly #resuming = new Map<string, Promise<DownstreamSession | undefined>>();
+
+  constructor(deps: OpenerDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Handles initialize: negotiates the version, creates the session and opens every upstream in
+   * parallel with the client's own capabilities and info. An upstream that fails is left out.
+   */
+  async initialize(request: JsonRpcRequest, caller: Caller): Promise<{ session: DownstreamSession; response: JsonRpcResponse }> {
+    const params = request.params ?? {};
+    if (typeof params.protocolVersion !== 'string' || !isObject(params.capabilities) || !isObject(params.clientInfo)) {
+      this.#deps.metrics.countRequest('initialize', 'none', 'error');
+      throw new GatewayError('invalid_params', 'initialize needs protocolVersion, capabilities and clientInfo');
+    }
+    const protocolVersion = negotiateVersion(params.protocolVersion);
+    const { sessions, tokens } = this.#deps;
+    const session = await this.open({ protocolVersion, clientCapabilities: params.capabilities, clientInfo: params.clientInfo }, caller);
+    if (tokens) sessions.assignId(session, tokens.seal(this.#claims(session)));
+    const result: JsonObject = {
+      protocolVersion,
+      capabilities: session.capabilities,
+      serverInfo: { name: GATEWAY_NAME, version: GATEWAY_VERSION },
+    };
+    if (session.instructions !== undefined) result.instructions = session.instructions;
+    this.#deps.metrics.countRequest('initialize', 'none', 'ok');
+    return { session, response: success(request.id, result) };
+  }
+
+  /**
+   * Creates a session and opens every upstream its teams can see, in parallel. `delivery` is
+   * where its messages that belong to no request go (default: its GET stream).
+   */
+  async open(info: Omit<SessionInfo, 'principal'>, caller: Caller, delivery?: Delivery): Promise<DownstreamSession> {
+    const { pool, sessions } = this.#deps;
+    const session = sessions.create({ ...info, ...(caller.principal ? { principal: caller.principal.id } : {}) }, undefined, delivery);
+    session.principal = caller.principal;
+    session.access = this.#deps.policy().access(caller.principal);
+    // Upstreams the session's teams cannot see are never opened: nothing of theirs, not even a
+    // notification or a capability, can reach this client.
+    const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
+    const instructions = await this.#openUpstreams(session, names);
+    session.capabilities = mergeCapabilities([...session.upstreams.values()].map((c) => c.capabilities));
+    if (instructions.length > 0) session.instructions = instructions.join('\n\n');
+    return session;
+  }
+
+  /**
+   * Takes over a session another replica opened, from its self-describing id: HTTP upstream
+   * sessions continue where they were, stdio upstreams are started for it. Undefined when the
+   * id is not a valid token, or names another principal (an unknown session either way).
+   */
+  resume(id: string, caller: Caller): Promise<DownstreamSession | undefined> {
+    const key = `${id}\0${caller.principal?.id ?? ''}`;
+    const pending = this.#resuming.get(key);
+    if (pending) return pending;
+    const resumed = this.#resume(id, caller).finally(() => this.#resuming.delete(key));
+    this.#resuming.set(key, resumed);
+    return resumed;
+  }
+
+  async #resume(id: string, caller: Caller): Promise<DownstreamSession | undefined> {
+    // Ended here (DELETE, idle): its id does not bring it back.
+    if (this.#deps.sessions.ended(id)) return undefined;
+    const claims = this.#deps.tokens?.open(id);
+    if (!claims || claims.principal !== caller.principal?.id) return undefined;
+    const { sessions, pool, logger } = this.#deps;
+    const session = sessions.create(
+      { protocolVersion: claims.protocolVersion, clientCapabilities: claims.clientCapabilities, clientInfo: claims.clientInfo, ...(claims.principal ? { principal: claims.principal } : {}) },
+      id,
+    );
+    session.principal = caller.principal;
+    session.access = this.#deps.policy().access(caller.principal);
+    const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
+    await this.#openUpstreams(session, names, claims.upstreams);
+    session.capabilities = mergeCapabilities([...session.upstreams.values()].map((c) => c.capabilities));
+    logger.info('session resumed from its id', { session: id.slice(0, 8), upstreams: [...session.upstreams.keys()] });
+    return session;
+  }
+
+  /**
+   * Opens the session's upstream sessions in parallel (continuing `states` of a resumed
+   * session); an upstream that fails is left out and logged. Returns their instructions.
+   */
+  async #openUpstreams(session: DownstreamSession, names: string[], states?: Record<string, UpstreamState>): Promise<string[]> {
+    const { pool, logger } = this.#deps;
+    const { info } = session;
+    const params = { protocolVersion: info.protocolVersion, capabilities: info.clientCapabilities, clientInfo: info.clientInfo };
+    const opened = await Promise.allSettled(
+      names.map(async (name): Promise<{ client: UpstreamClient; release?: () => void }> => {
+        if (pool.isShared(name)) return this.#joinShared(session, name);
+        const wire = (client: UpstreamClient): void => this.#wire(session, client);
+        return { client: await (states ? pool.resume(name, states[name], params, wire) : pool.open(name, params, wire)) };
+      }),
+    );
+    const instructions: string[] = [];
+    opened.forEach((outcome, i) => {
+      const name = names[i]!;
+      if (outcome.status === 'rejected') {
+        logger.warn('upstream left out of session', { upstream: name, session: session.id.slice(0, 8), err: outcome.reason });
+        const reason = outcome.reason instanceof Error ? outcome.reason.message : String(outcome.reason);
+        session.links.leaveOut(name, reason, Date.now());
+        return;
+      }
+      const { client, release } = outcome.value;
+      if (session.closed) {
+        if (release) release();
+        else void client.close();
+        return;
+      }
+      session.links.attach(name, client, release);
+      const text = client.initialized?.instructions;
+      if (text) instructions.push(`## ${name}\n${text}`);
+    });
+    return instructions;
+  }
+
+  /**
+   * An upstream left out of the session (it failed, or was at its process limit) is opened on
+   * first use once some time has passed; otherwise the call gets the reason it is unavailable.
+   */
+  ensure(session: DownstreamSession, upstream: string | undefined): Promise<void> | undefined {
+    // Nothing to open (the usual case, on every call's path): no promise.
+    if (upstream === undefined || session.links.get(upstream)?.leftOut === undefined) return undefined;
+    return this.#openLeftOut(session, upstream);
+  }
+
+  async #openLeftOut(session: DownstreamSession, upstream: string): Promise<void> {
+    await this.retryLeftOut(session, upstream);
+    const left = session.links.get(upstream)?.leftOut;
+    if (left) throw new GatewayError('upstream_unavailable', `Upstream ${upstream} is unavailable: ${left.reason}`);
+  }
+
+  /** Tries again to open left-out upstreams (all, or `only`) whose last try is old enough. */
+  async retryLeftOut(session: DownstreamSession, only?: string): Promise<void> {
+    if (!session.links.hasLeftOut()) return;
+    const due = [...session.links.leftOut()].filter(([name, left]) => (only === undefined || name === only) && Date.now() - left.at >= LEFT_OUT_RETRY_MS).map(([name]) => name);
+    if (due.length === 0) return;
+    const before = session.upstreams.size;
+    await this.#openUpstreams(session, due.filter((name) => this.#deps.pool.config(name) && session.access.canSeeUpstream(name)));
+    // The client's lists lacked it: tell it they changed.
+    if (session.upstreams.size !== before) announceListChanges(session);
+  }
+
+  /** A lease on a shared upstream's child, registered with its hub until the session ends. */
+  async #joinShared(session: DownstreamSession, name: string): Promise<{ client: UpstreamClient; release: () => void }> {
+    const { client, release } = await this.#deps.pool.lease(name);
+    let hub = this.#hubs.get(client);
+    if (!hub) {
+      hub = new SharedHub(client, { naming: this.#deps.catalog, metrics: this.#deps.metrics, logger: this.#deps.logger });
+      this.#hubs.set(client, hub);
+      client.onclose = () => this.#hubs.delete(client);
+    }
+    const joined = hub;
+    joined.add(session);
+    return {
+      client,
+      release: () => {
+        joined.remove(session);
+        release();
+      },
+    };
+  }
+
+  /** The hub of a session's shared upstream, if `upstream` is one. */
+  hubOf(session: DownstreamSession, upstream: string): SharedHub | undefined {
+    if (!session.links.isShared(upstream)) return undefined;
+    const client = session.upstreams.get(upstream);
+    return client ? this.#hubs.get(client) : undefined;
+  }
+
+  /** What a replica needs to take the session over (sealed into its id). */
+  #claims(session: DownstreamSession) {
+    const upstreams: Record<string, UpstreamState> = {};
+    for (const [name, client] of session.upstreams) {
+      const upstreamSession = client.upstreamSessionId;
+      const init = client.initialized;
+      if (upstreamSession && init) upstreams[name] = { session: upstreamSession, protocolVersion: init.protocolVersion, capabilities: init.capabilities };
+    }
+    return {
+      nonce: randomBytes(8).toString('base64url'),
+      ...(session.info.principal !== undefined ? { principal: session.info.principal } : {}),
+      protocolVersion: session.info.protocolVersion,
+      clientCapabilities: session.info.clientCapabilities,
+      clientInfo: session.info.clientInfo,
+      upstreams,
+      iat: Date.now(),
+    };
+  }
+
+  /**
+   * Applies a config reload to the open sessions: upstream sessions of removed or changed
+   * upstreams, or of upstreams the session's teams may no longer see, are closed; added or
+   * changed ones it may see are opened with the session's own client capabilities; and every
+   * session that changed (all, when naming or policy changed) hears list_changed. Sessions the
+   * reload does not touch keep running as they were.
+   */
+  async reconfigure(changes: UpstreamChanges, namingChanged: boolean, policyChanged: boolean): Promise<void> {
+    const { sessions, pool } = this.#deps;
+    const replaced = new Set([...changes.removed, ...changes.changed]);
+    await Promise.allSettled(
+      [...sessions.all()].map(async (session) => {
+        if (policyChanged) session.access = this.#deps.policy().access(session.principal);
+        let touched = namingChanged || policyChanged;
+        for (const name of [...session.upstreams.keys()]) {
+          if (!replaced.has(name) && session.access.canSeeUpstream(name)) continue;
+          session.links.drop(name);
+          touched = true;
+        }
+        const opening = pool.names.filter((name) => !session.upstreams.has(name) && session.access.canSeeUpstream(name) && (changes.added.includes(name) || changes.changed.includes(name) || policyChanged));
+        const before = session.upstreams.size;
+        await this.#openUpstreams(session, opening);
+        if (session.upstreams.size !== before) touched = true;
+        if (!touched || session.closed) return;
+        announceListChanges(session);
+      }),
+    );
+  }
+
+  /** Wires a new upstream session to the client session that owns it. */
+  #wire(session: DownstreamSession, client: UpstreamClient): void {
+    const { catalog, logger, pool } = this.#deps;
+    wireUpstream(session, client, {
+      naming: catalog,
+      logger,
+      clientRequestTimeoutMs: (upstream) => pool.config(upstream)?.maxTotalTimeoutMs ?? 600_000,
+      maxClientRequests: (upstream) => pool.config(upstream)?.maxClientRequests ?? 64,
+      metrics: this.#deps.metrics,
+      // The next unknown name reads the new list at once.
+      onToolsChanged: (upstream) => forgetNames(session, upstream, 'tools'),
+    });
+    client.onreconnect = () => void afterRestart(session, client, catalog, logger);
+  }
+}
+
+/** Tells the client each of its lists changed (for the capabilities it was offered). */
+function announceListChanges(session: DownstreamSession): void {
+  for (const [capability, method] of LIST_CHANGED_BY_CAPABILITY) {
+    if (isObject(session.capabilities[capability])) session.deliver(notification(method));
+  }
+}

@@ -1,0 +1,108 @@
+// What an upstream client holds when its upstream is stateless (2026-07-28): the envelope every
+// request carries in `_meta`, the subscriptions/listen stream change notifications come from, and
+// the requests of the sessions era kept here rather than sent: the log level and resource
+// subscriptions become part of what the session says (envelope, listen filter), ping needs no
+// answer from a stateless server, and input_required is driven to the final result, each input
+// request asked of the client as the server-initiated request a sessions-era server would send.
+import { asksInput } from '../mcp/methods.js';
+import { GatewayError } from '../mcp/errors.js';
+import { notification, type JsonObject, type JsonRpcNotification, type JsonRpcRequest } from '../mcp/jsonrpc.js';
+import type { CancelSignal } from '../util/cancel.js';
+import { ChangeListener, completeRounds, listenFilter, withEnvelope, withoutSubscriptionId, type Envelope } from './stateless-protocol.js';
+
+/** Ids of the server-initiated requests made from a 2026-07-28 server's input requests. */
+const INPUT_ID_PREFIX = 'input-';
+
+export interface StatelessOptions {
+  /** The upstream's name, for errors. */
+  name: string;
+  /** Sends one request over the transport (envelope added by the client). */
+  send(method: string, params: JsonObject | undefined, options: { signal?: CancelSignal; timeoutMs?: number; maxTotalMs?: number; context?: unknown }): Promise<JsonObject>;
+  /** Asks the client a server-initiated request on behalf of the request whose context this is. */
+  ask(request: JsonRpcRequest, context: unknown): Promise<JsonObject>;
+  /** What the upstream declared (read at each use). */
+  capabilities(): JsonObject;
+}
+
+export class StatelessUpstream {
+  readonly #options: StatelessOptions;
+  readonly #envelope: Envelope;
+  readonly #listener: ChangeListener;
+  /** Resource URIs (the upstream's own) subscribed to through the listen stream. */
+  readonly #subscribed = new Set<string>();
+  #inputIds = 0;
+
+  constructor(envelope: Envelope, options: StatelessOptions) {
+    this.#envelope = envelope;
+    this.#options = options;
+    this.#listener = new ChangeListener(
+      (filter, cancel) => options.send('subscriptions/listen', { notifications: filter }, { signal: cancel, timeoutMs: Infinity, maxTotalMs: Infinity }),
+      () => listenFilter(options.capabilities(), this.#subscribed),
+    );
+  }
+
+  /** Opens (or reopens, for what changed) the listen stream. */
+  listen(): void {
+    this.#listener.refresh();
+  }
+
+  /** Params with the envelope the session states on every request and notification. */
+  withEnvelope(params: JsonObject | undefined): JsonObject {
+    return withEnvelope(params, this.#envelope);
+  }
+
+  /** The notification to send for a client notification, or undefined: a 2026-07-28 server takes only cancellation. */
+  notification(method: string, params: JsonObject | undefined): JsonRpcNotification | undefined {
+    return method === 'notifications/cancelled' ? notification(method, withEnvelope(params, this.#envelope)) : undefined;
+  }
+
+  /** A notification as the session sees it: without the listen stream's subscription id. */
+  received(message: JsonRpcNotification): JsonRpcNotification {
+    return message.params ? { ...message, params: withoutSubscriptionId(message.params) } : message;
+  }
+
+  /** A request of the session, answered here or sent statelessly (and driven through its input rounds). */
+  async request(method: string, params: JsonObject | undefined, options: { signal?: CancelSignal; timeoutMs?: number; maxTotalMs?: number; context?: unknown }): Promise<JsonObject> {
+    switch (method) {
+      case 'ping':
+        return {};
+      case 'logging/setLevel':
+        if (typeof params?.level === 'string') this.#envelope.logLevel = params.level;
+        return {};
+      case 'resources/subscribe':
+      case 'resources/unsubscribe': {
+        if (typeof params?.uri !== 'string') throw new GatewayError('invalid_params', `${method} needs a uri`);
+        const changed = method === 'resources/subscribe' ? !this.#subscribed.has(params.uri) && !!this.#subscribed.add(params.uri) : this.#subscribed.delete(params.uri);
+        if (changed) this.#listener.refresh();
+        return {};
+      }
+      default: {
+        const { send } = this.#options;
+        const first = await send(method, params, options);
+        if (first.resultType === 'input_required' && !asksInput(method)) {
+          throw new GatewayError('upstream_protocol', `upstream ${this.#options.name} asked for input on ${method}, which cannot take any`);
+        }
+        return completeRounds(
+          first,
+          (inputResponses, requestState) => send(method, { ...params, inputResponses, ...(requestState === undefined ? {} : { requestState }) }, options),
+          (inputMethod, inputParams) => this.#askClient(inputMethod, inputParams, options.context),
+        );
+      }
+    }
+  }
+
+  close(): void {
+    this.#listener.close();
+  }
+
+  /** An input request, asked of the client as a server-initiated request. */
+  #askClient(method: string, params: JsonObject | undefined, context: unknown): Promise<JsonObject> {
+    const id = `${INPUT_ID_PREFIX}${++this.#inputIds}`;
+    return this.#options.ask(params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params }, context);
+  }
+}
+
+/** Refused when nobody takes server-initiated requests. */
+export function noClient(method: string): GatewayError {
+  return new GatewayError('method_not_found', `Method not found: ${method}`);
+}
