@@ -61,7 +61,7 @@ export class PostAccepts {
 
   /** Whether `accept` lists both JSON and SSE answers. */
   accepts(accept: string): boolean {
-    let verdict = this.#verdicts.get(accept);
+    let verdict = this.#verdicts.peek(accept);
     if (verdict === undefined) {
       verdict = accepts(accept, 'application/json') && accepts(accept, 'text/event-stream');
       this.#verdicts.set(accept, verdict);
