@@ -373,3 +373,13 @@ export async function settlesNow<T>(promise: Promise<T>, what = 'the promise'): 
   if ('error' in outcome) throw outcome.error;
   return outcome.value;
 }
+
+/** A promise's outcome, readable at any moment without awaiting it. */
+export function watch(promise: Promise<JsonObject>): { readonly outcome: JsonObject | Error | undefined } {
+  const state: { outcome: JsonObject | Error | undefined } = { outcome: undefined };
+  promise.then(
+    (result) => (state.outcome = result),
+    (err: unknown) => (state.outcome = err instanceof Error ? err : new Error(String(err))),
+  );
+  return state;
+}

@@ -12,7 +12,7 @@ import { TransportError } from '../../src/transport/types.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { Cancellation } from '../../src/util/cancel.js';
 import { silentLogger } from '../../src/util/log.js';
-import { flush, linkedTransports, ScriptedServer, settlesNow, type MemoryTransport, type MemoryTransportOptions } from '../helpers/memory-transport.js';
+import { flush, linkedTransports, ScriptedServer, settlesNow, type MemoryTransport, type MemoryTransportOptions, watch } from '../helpers/memory-transport.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -66,15 +66,6 @@ async function reconnecting(options: {
   await settlesNow(client.connect(INIT_PARAMS, 10_000, { known: 'sessions' }), 'connect');
   const last = (): Connection => connections[connections.length - 1]!;
   return { client, wrapper, connections, events, last };
-}
-
-function watch(promise: Promise<JsonObject>): { readonly outcome: JsonObject | Error | undefined } {
-  const state: { outcome: JsonObject | Error | undefined } = { outcome: undefined };
-  promise.then(
-    (result) => (state.outcome = result),
-    (err: unknown) => (state.outcome = err instanceof Error ? err : new Error(String(err))),
-  );
-  return state;
 }
 
 /** Crashes the current connection and returns the delay until the wrapper made the next one. */

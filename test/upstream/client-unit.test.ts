@@ -10,7 +10,7 @@ import { TransportError } from '../../src/transport/types.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { Cancellation } from '../../src/util/cancel.js';
 import { silentLogger } from '../../src/util/log.js';
-import { connectedClient, flush, linkedTransports, ScriptedServer, settlesNow, type MemoryTransport } from '../helpers/memory-transport.js';
+import { connectedClient, flush, linkedTransports, ScriptedServer, settlesNow, type MemoryTransport, watch } from '../helpers/memory-transport.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -18,16 +18,6 @@ beforeEach(() => {
 afterEach(() => {
   vi.useRealTimers();
 });
-
-/** A promise's outcome, readable at any moment without awaiting it. */
-function watch(promise: Promise<JsonObject>): { readonly outcome: JsonObject | Error | undefined } {
-  const state: { outcome: JsonObject | Error | undefined } = { outcome: undefined };
-  promise.then(
-    (result) => (state.outcome = result),
-    (err: unknown) => (state.outcome = err instanceof Error ? err : new Error(String(err))),
-  );
-  return state;
-}
 
 /** The exchange (cancellation) the client sent request `id` with. */
 function exchangeOf(transport: MemoryTransport, id: JsonRpcId): Cancellation | undefined {
