@@ -6,11 +6,11 @@ import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import type { JsonRpcRequest } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
-import type { CircuitBreaker } from './circuit.js';
+import { CircuitBreaker } from './circuit.js';
 import { LegacySseTransport } from './legacy-sse.js';
 import { ReconnectingTransport } from './reconnecting.js';
 import { StdioTransport } from './stdio.js';
-import { StreamableHttpTransport, type GetStreamSupport, type StreamableHttpOptions } from './streamable-http.js';
+import { GetStreamSupport, StreamableHttpTransport, type StreamableHttpOptions } from './streamable-http.js';
 import type { Transport } from './types.js';
 
 export type TransportKind = 'stdio' | 'streamable-http' | 'sse';
@@ -33,6 +33,20 @@ export interface ConnectOptions {
 
 export function transportKind(config: UpstreamConfig): TransportKind {
   return config.stdio ? 'stdio' : config.http!.transport;
+}
+
+/**
+ * What the connections of one upstream will share, made once per upstream config: a circuit
+ * and the GET-stream verdict for Streamable HTTP, nothing for the other kinds.
+ */
+export function sharedStateFor(config: UpstreamConfig): { breaker?: CircuitBreaker; getStream?: GetStreamSupport } {
+  if (transportKind(config) !== 'streamable-http') return {};
+  return { breaker: new CircuitBreaker({ failures: config.circuit.failures, openMs: config.circuit.openFor }), getStream: new GetStreamSupport() };
+}
+
+/** Whether the kind speaks only the sessions era (legacy HTTP+SSE has no server/discover). */
+export function onlySessions(config: UpstreamConfig): boolean {
+  return transportKind(config) === 'sse';
 }
 
 /** Whether a transport of this kind can continue a session another replica opened. */

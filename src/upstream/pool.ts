@@ -13,9 +13,9 @@ import { GATEWAY_VERSION } from '../version.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { LATEST_VERSION } from '../mcp/versions.js';
 import { ClientCredentials } from '../auth/client-credentials.js';
-import { CircuitBreaker, type CircuitState } from '../transport/circuit.js';
-import { canResume, connectTransport, transportKind, type TransportKind } from '../transport/connect.js';
-import { GetStreamSupport } from '../transport/streamable-http.js';
+import type { CircuitBreaker, CircuitState } from '../transport/circuit.js';
+import { canResume, connectTransport, onlySessions, sharedStateFor, transportKind, type TransportKind } from '../transport/connect.js';
+import type { GetStreamSupport } from '../transport/streamable-http.js';
 import type { Transport } from '../transport/types.js';
 import { ConcurrencySlots } from './concurrency.js';
 import type { Logger } from '../util/log.js';
@@ -161,9 +161,8 @@ export class UpstreamPool {
 
   #record(name: string, config: UpstreamConfig, since: string, slots: ConcurrencySlots): UpstreamRecord {
     const health: UpstreamHealth = { state: 'unknown', transport: transportKind(config), sessions: 0, pending: 0, restarts: 0, since };
-    let breaker: CircuitBreaker | undefined;
-    if (config.http?.transport === 'streamable-http') {
-      breaker = new CircuitBreaker({ failures: config.circuit.failures, openMs: config.circuit.openFor });
+    const { breaker, getStream } = sharedStateFor(config);
+    if (breaker) {
       breaker.onchange = (state) => {
         health.circuit = state;
         this.#deps.logger.warn('circuit changed', { upstream: name, state });
@@ -173,7 +172,6 @@ export class UpstreamPool {
     const oauth = config.http?.oauth;
     const { onSecret } = this.#deps;
     const credentials = oauth ? new ClientCredentials({ ...oauth, dispatcher: this.#deps.dispatcher, ...(onSecret ? { onToken: onSecret } : {}) }) : undefined;
-    const getStream = config.http?.transport === 'streamable-http' ? new GetStreamSupport() : undefined;
     return { config, health, breaker, getStream, credentials, era: undefined, shared: [], slots };
   }
 
@@ -315,7 +313,7 @@ export class UpstreamPool {
 
   /** maxProcesses: children of one stdio upstream at once on this replica. */
   #checkProcessLimit(name: string, config: UpstreamConfig): void {
-    if (!config.stdio || config.maxProcesses === undefined) return;
+    if (transportKind(config) !== 'stdio' || config.maxProcesses === undefined) return;
     let running = 0;
     for (const client of this.#live) if (client.name === name && !client.closed) running++;
     if (running >= config.maxProcesses) {
@@ -326,7 +324,7 @@ export class UpstreamPool {
   /** What is known of the upstream's era, and where to remember what its first session finds. */
   #eraChoice(record: UpstreamRecord): { known?: UpstreamEra; learn?: (era: UpstreamEra) => void } {
     const { config } = record;
-    if (config.era === 'sessions' || config.http?.transport === 'sse') return { known: 'sessions' };
+    if (config.era === 'sessions' || onlySessions(config)) return { known: 'sessions' };
     const known = record.era;
     return {
       ...(known ? { known } : {}),

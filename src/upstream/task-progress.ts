@@ -17,19 +17,24 @@ interface TaskProgressRoute {
 }
 
 export class TaskProgressRoutes {
-  readonly #routes = new LRUCache<ProgressToken, TaskProgressRoute>({ max: MAX_TASK_ROUTES });
+  /**
+   * Made on the first task: an LRUCache allocates for its whole bound at once (about 20 KB for
+   * 1,000), which every idle upstream session would otherwise carry.
+   */
+  #routes: LRUCache<ProgressToken, TaskProgressRoute> | undefined;
 
   /** Keeps routing the progress of the request sent with `token` (the gateway's id) to the caller. */
   add(token: ProgressToken, taskId: string, progressToken: ProgressToken, onProgress: (params: JsonObject) => void): void {
+    this.#routes ??= new LRUCache({ max: MAX_TASK_ROUTES });
     this.#routes.set(token, { taskId, progressToken, onProgress, expires: Date.now() + TASK_ROUTE_LIFETIME_MS });
   }
 
   /** Delivers task progress with the caller's own token; false when no live route has `token`. */
   deliver(token: ProgressToken, params: JsonObject): boolean {
-    const route = this.#routes.get(token);
+    const route = this.#routes?.get(token);
     if (!route) return false;
     if (route.expires < Date.now()) {
-      this.#routes.delete(token);
+      this.#routes!.delete(token);
       return false;
     }
     route.onProgress({ ...params, progressToken: route.progressToken });
@@ -38,10 +43,12 @@ export class TaskProgressRoutes {
 
   /** The task ended: its progress has nowhere to go any more. */
   end(taskId: string): void {
-    for (const [token, route] of this.#routes.entries()) if (route.taskId === taskId) this.#routes.delete(token);
+    const routes = this.#routes;
+    if (!routes) return;
+    for (const [token, route] of routes.entries()) if (route.taskId === taskId) routes.delete(token);
   }
 
   clear(): void {
-    this.#routes.clear();
+    this.#routes = undefined;
   }
 }
