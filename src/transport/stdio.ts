@@ -2,7 +2,7 @@
 // newline-delimited JSON-RPC on stdin/stdout, drains stderr into the log, and stops the whole
 // group (grandchildren included) on close (spec: basic/transports.mdx "stdio", lifecycle.mdx "Shutdown").
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { isRequest, parseMessage, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { isRequest, parseMessage, type JsonRpcId, type JsonRpcMessage, type JsonRpcNotification } from '../mcp/jsonrpc.js';
 import { later } from '../util/callbacks.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { truncate, type Logger } from '../util/log.js';
@@ -150,6 +150,8 @@ export class StdioTransport implements Transport {
     if (!stdin || this.#ended || this.#closing || !stdin.writable) return later(done, new TransportError('closed', 'upstream process is not running'));
     const signal = options?.exchange;
     if (signal?.aborted) return later(done, new TransportError('closed', 'request abandoned before it was sent'));
+    // A cancellation may name a line given up on that still waits unwatched: withdraw those first.
+    if (this.#outbox.length > 0 && isCancellation(message)) this.#sweepAborted();
     if (this.#withdrawn.size > 0 && this.#forgetWithdrawn(message)) return queueMicrotask(() => done());
     const line = `${JSON.stringify(message)}\n`;
     const bytes = Buffer.byteLength(line);
@@ -159,10 +161,9 @@ export class StdioTransport implements Transport {
       return later(done, new TransportError('queue_full', `upstream process is not reading its input (${queuedBytes} bytes waiting); try again later`));
     }
     const entry: Outgoing = { line, bytes, id: isRequest(message) ? message.id : undefined, done, signal, onAbort: undefined };
-    if (signal) {
-      entry.onAbort = () => this.#withdraw(entry);
-      signal.addEventListener('abort', entry.onAbort);
-    }
+    // A line written on the next turn needs no abort listener (the flush skips it if aborted
+    // by then); one that waits for 'drain' gets one, so it is withdrawn the moment it is given up.
+    if (this.#blocked) this.#watch(entry);
     this.#outbox.push(entry);
     this.#outboxBytes += bytes;
     if (!this.#scheduled && !this.#blocked) {
@@ -174,12 +175,30 @@ export class StdioTransport implements Transport {
     }
   }
 
+  /** Withdraws every waiting line whose exchange was aborted. */
+  #sweepAborted(): void {
+    for (const entry of [...this.#outbox]) if (entry.signal?.aborted) this.#withdraw(entry);
+  }
+
+  /** Withdraws the line as soon as its exchange is aborted (it waits for 'drain'). */
+  #watch(entry: Outgoing): void {
+    if (!entry.signal || entry.onAbort) return;
+    entry.onAbort = () => this.#withdraw(entry);
+    entry.signal.addEventListener('abort', entry.onAbort);
+  }
+
   /** Takes a line out of the outbox before it was written: its request was given up on. */
   #withdraw(entry: Outgoing): void {
     const i = this.#outbox.indexOf(entry);
     if (i === -1) return; // already handed to stdin
     this.#outbox.splice(i, 1);
     this.#outboxBytes -= entry.bytes;
+    this.#abandoned(entry);
+  }
+
+  /** A line not written because its request was given up on: remembered, and its sender told. */
+  #abandoned(entry: Outgoing): void {
+    if (entry.onAbort) entry.signal!.removeEventListener('abort', entry.onAbort);
     if (entry.id !== undefined) {
       if (this.#withdrawn.size >= MAX_WITHDRAWN_IDS) this.#withdrawn.delete(this.#withdrawn.values().next().value!);
       this.#withdrawn.add(entry.id);
@@ -189,7 +208,7 @@ export class StdioTransport implements Transport {
 
   /** Whether `message` cancels a request that was withdrawn unwritten (and forgets that request). */
   #forgetWithdrawn(message: JsonRpcMessage): boolean {
-    if (!('method' in message) || 'id' in message || message.method !== 'notifications/cancelled') return false;
+    if (!isCancellation(message)) return false;
     const id = message.params?.requestId;
     return (typeof id === 'string' || typeof id === 'number') && this.#withdrawn.delete(id);
   }
@@ -203,6 +222,7 @@ export class StdioTransport implements Transport {
     if (!stdin || !stdin.writable) return this.#failQueued(new TransportError('closed', 'upstream process is not running'));
     while (this.#outbox.length > 0 && (all || !this.#blocked)) {
       const batch = this.#takeBatch(all);
+      if (batch.length === 0) continue;
       const text = batch.length === 1 ? batch[0]!.line : batch.map((entry) => entry.line).join('');
       this.#writing += batch.length;
       const more = stdin.write(text, (err) => {
@@ -214,6 +234,8 @@ export class StdioTransport implements Transport {
       });
       if (!more && !this.#blocked) {
         this.#blocked = true;
+        // What waits now may wait long: each line is withdrawn when given up on.
+        for (const waiting of this.#outbox) this.#watch(waiting);
         stdin.once('drain', () => {
           this.#blocked = false;
           this.#flush();
@@ -230,10 +252,17 @@ export class StdioTransport implements Transport {
       bytes += this.#outbox[count]!.bytes;
       count++;
     }
-    const batch = count === this.#outbox.length ? this.#outbox : this.#outbox.slice(0, count);
+    const taken = count === this.#outbox.length ? this.#outbox : this.#outbox.slice(0, count);
     this.#outbox = count === this.#outbox.length ? [] : this.#outbox.slice(count);
     this.#outboxBytes -= bytes;
-    for (const entry of batch) if (entry.onAbort) entry.signal!.removeEventListener('abort', entry.onAbort);
+    let batch = taken;
+    for (const entry of taken) {
+      if (entry.signal?.aborted) {
+        // Given up on before its turn came (no listener was needed): never written.
+        batch = batch.filter((e) => e !== entry);
+        this.#abandoned(entry);
+      } else if (entry.onAbort) entry.signal!.removeEventListener('abort', entry.onAbort);
+    }
     return batch;
   }
 
@@ -365,4 +394,8 @@ function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
       resolve(true);
     });
   });
+}
+
+function isCancellation(message: JsonRpcMessage): message is JsonRpcNotification {
+  return 'method' in message && !('id' in message) && message.method === 'notifications/cancelled';
 }

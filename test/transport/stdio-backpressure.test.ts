@@ -207,6 +207,28 @@ describe('writes to a stdio child that stops reading', () => {
     expect(c.cancellations).toEqual(['cancelled 101']);
   });
 
+  it('never writes a line given up on before its turn to be written, nor its cancellation, while the child reads', async () => {
+    const c = child();
+    await c.start();
+    c.resume();
+    // Not blocked: the line waits only for the next flush, with no abort listener of its own.
+    const cancellation = new Cancellation();
+    const given = c.transport.send(call(200, 'given up'), { exchange: cancellation }).then(
+      () => 'sent',
+      (err: unknown) => err,
+    );
+    cancellation.abort();
+    const cancelNote = c.transport.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 200, reason: 'cancelled' } });
+    const after = c.transport.send(call(201, 'after'));
+    const outcome = await within(given, 'the given-up send to fail');
+    expect(outcome).toBeInstanceOf(TransportError);
+    expect((outcome as TransportError).code).toBe('closed');
+    await within(Promise.all([cancelNote, after]), 'the other sends');
+    await c.answer(201);
+    expect([...c.answered].sort((a, b) => a - b)).toEqual([0, 201]);
+    expect(c.cancellations).toEqual([]);
+  });
+
   it('never writes a request that timed out while queued, and tells the caller', async () => {
     const c = child();
     const transport = c.transport;
