@@ -153,7 +153,7 @@ const listen = z.strictObject({
   /** The URL clients use (behind a proxy or ingress). */
   publicUrl: z.url().optional().describe('The URL clients use (behind a proxy or ingress).'),
   /** Origins allowed to call the endpoint from a browser; any other Origin gets 403. */
-  allowedOrigins: z.array(z.string()).default([]).describe('Browser Origins allowed to call the endpoint; any other Origin gets 403.'),
+  allowedOrigins: z.array(z.string()).default([]).describe('Browser Origins allowed to call the endpoint besides its own origin (and loopback origins when it listens on loopback); any other Origin gets 403.'),
   /** Largest accepted request body; larger ones get 413. */
   maxBodyBytes: z.number().int().positive().default(4 * 1024 * 1024).describe('Largest accepted request body; larger ones get 413 (enforced while reading).'),
   /** Deepest JSON nesting accepted in a request body; deeper gets 400. */

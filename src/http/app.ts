@@ -7,7 +7,7 @@ import { Hono, type Context } from 'hono';
 import type { Registry } from 'prom-client';
 import type { Authenticator } from '../auth/authenticator.js';
 import { AuthError, type Principal } from '../auth/principal.js';
-import type { Config } from '../config/schema.js';
+import { isLoopback, type Config } from '../config/schema.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
 import type { Caller, Router } from '../router/router.js';
@@ -115,8 +115,8 @@ export function createApp(deps: AppDeps): HttpApp {
     limiter: deps.limiter,
     metrics,
   });
-  const allowedOrigins = new Set(listen.allowedOrigins);
   const allowedHosts = allowedHostsOf(listen);
+  const origins = { allowed: new Set(listen.allowedOrigins), hosts: allowedHosts, loopback: isLoopback(listen.host) };
   const path = listen.path;
   const requestIds = new RequestIds();
   // Probes and scrapers reach these by pod address; they serve no MCP and no data.
@@ -125,7 +125,7 @@ export function createApp(deps: AppDeps): HttpApp {
   // The edge checks, in this order: Origin first, before anything else happens (DNS rebinding;
   // transports.mdx "Security Warning"), then Host, then the request id.
   function admit(input: HttpInput): Admitted | Response {
-    const refusedOrigin = checkOrigin(input, allowedOrigins);
+    const refusedOrigin = checkOrigin(input, origins);
     if (refusedOrigin) return refusedOrigin;
     const origin = input.header('origin');
     if (origin !== undefined && input.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders(origin, true) });

@@ -6,11 +6,41 @@ import { isSupportedVersion } from '../mcp/versions.js';
 import type { HttpInput } from './input.js';
 import { refuse, refusals } from './refusals.js';
 
-/** Origin validation against DNS rebinding (transports.mdx "Security Warning"): 403 when not allowed. */
-export function checkOrigin(input: HttpInput, allowed: ReadonlySet<string>): Response | undefined {
+/** Who may call besides the configured Origins: the gateway's own origin, and loopback pages when it listens on loopback. */
+export interface OriginRules {
+  /** `listen.allowedOrigins`, exactly as configured. */
+  readonly allowed: ReadonlySet<string>;
+  /** Host names the gateway answers to (allowedHostsOf). */
+  readonly hosts: ReadonlySet<string>;
+  /** The gateway listens on a loopback address. */
+  readonly loopback: boolean;
+}
+
+/**
+ * Origin validation against DNS rebinding (transports.mdx "Security Warning"): 403 when not
+ * allowed. Allowed besides `listen.allowedOrigins`: an Origin equal to the gateway's own (an
+ * http(s) origin naming the Host the request was sent to, when that Host is one the gateway
+ * answers to), and, when the gateway listens on loopback, any http(s) origin on a loopback host.
+ * A rebinding page's Origin names its own domain, which is neither. The opaque "null" never is.
+ */
+export function checkOrigin(input: HttpInput, rules: OriginRules): Response | undefined {
   const origin = input.header('origin');
-  if (origin === undefined || allowed.has(origin)) return undefined;
+  if (origin === undefined || rules.allowed.has(origin) || ownOrLoopback(origin, input, rules)) return undefined;
   return refuse(refusals.originForbidden);
+}
+
+function ownOrLoopback(origin: string, input: HttpInput, rules: OriginRules): boolean {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== origin.toLowerCase()) return false;
+  const name = url.hostname.replace(/^\[|\]$/g, '');
+  if (rules.loopback && isLoopback(name)) return true;
+  const host = input.header('host')?.toLowerCase();
+  return host !== undefined && host === url.host && (rules.hosts.has(name) || isLoopback(name));
 }
 
 /** Host names (lowercase, without port) a request may name: never derived from the request itself. */

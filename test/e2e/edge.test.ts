@@ -396,6 +396,25 @@ describe('Origin validation', () => {
     }
   });
 
+  // BUG (issue 22 item 6; conformance dns-rebinding-protection/localhost-host-valid-accepted):
+  // with no allowedOrigins, a page of the gateway's own origin, or any loopback page while the
+  // gateway listens on loopback, was refused 403. A rebinding page's Origin names its own domain.
+  it("accepts the gateway's own origin and loopback origins while it listens on loopback; foreign ones stay 403", async () => {
+    const own = `http://${gw.url.host}`;
+    for (const origin of [own, 'http://localhost:3000', 'http://127.0.0.1:6274', 'http://[::1]:8080', 'https://localhost']) {
+      const reply = await post(gw.url, ping(20), { headers: { origin } });
+      expect(reply.status, origin).toBe(200);
+      expect(reply.headers['access-control-allow-origin'], origin).toBe(origin);
+    }
+    for (const origin of ['http://localhost.evil.example:3000', 'http://127.0.0.1.evil.example', 'file://localhost', 'http://localhost:3000/path', 'null']) {
+      const reply = await post(gw.url, ping(21), { headers: { origin } });
+      expect(reply.status, origin).toBe(403);
+    }
+    // A rebinding page names its own domain in both Origin and Host: refused.
+    const rebound = await exchange(gw.url, { headers: { ...POST_HEADERS, origin: 'http://evil.example:8080', host: 'evil.example:8080' }, body: JSON.stringify(ping(22)) });
+    expect(rebound.status).toBe(403);
+  });
+
   it('answers an allowed Origin with 200 and CORS headers exposing the MCP headers', async () => {
     const reply = await post(gw.url, initializeRequest(7), { headers: { origin: ALLOWED } });
     expect(reply.status).toBe(200);
