@@ -5,8 +5,6 @@
 import type { TeamConfig } from '../config/schema.js';
 import { globToRegExp } from '../util/glob.js';
 
-export { globToRegExp } from '../util/glob.js';
-
 export type ItemKind = 'tool' | 'prompt' | 'resource';
 
 /** What team rules read of a principal (auth/principal.ts has the whole of it). */

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/auth/principal.js';
 import { configSchema } from '../../src/config/schema.js';
-import { globToRegExp, Policy } from '../../src/policy/policy.js';
+import { Policy } from '../../src/policy/policy.js';
+import { globToRegExp } from '../../src/util/glob.js';
 
 /** A Policy as the gateway builds it from a config with these teams and upstreams (name → prefix). */
 function policyOf(teams: unknown[] | undefined, upstreams: Record<string, string> = { gh: 'gh', jira: 'jira' }): Policy {

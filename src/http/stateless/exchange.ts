@@ -186,7 +186,8 @@ export class Exchange implements RequestChannel {
   }
 
   #ask(request: JsonRpcRequest): void {
-    if (!this.canAsk || typeof request.id !== 'number') {
+    // The relay refused already what this request cannot be asked (canAsk); the gateway's ids are numbers.
+    if (typeof request.id !== 'number') {
       answerFromClient(this.session, request.id, new GatewayError('method_not_found', `Method not found: ${request.method} (input cannot be asked for within ${this.method})`));
       return;
     }
