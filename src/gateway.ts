@@ -70,7 +70,7 @@ function codecFor(config: Config): NamespaceCodec {
 
 function policyFor(config: Config): Policy {
   const prefixes = new Map(Object.entries(config.upstreams).map(([name, entry]) => [name, entry.prefix ?? name]));
-  return new Policy(config.teams, { separator: config.namespacing.separator, prefixes });
+  return new Policy(config.teams, { separator: config.namespacing.separator, prefixes }, config.endpoints);
 }
 
 function storeFor(config: Config, logger: Logger): BucketStore {
@@ -85,7 +85,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   const { logger } = options;
   let config = initial;
   options.redactor?.update(secretsOf(config));
-  const metrics = new Metrics(Object.keys(config.upstreams), { serve: config.metrics.enabled });
+  const metrics = new Metrics(Object.keys(config.upstreams), { serve: config.metrics.enabled, mainEndpoint: config.listen.path });
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
   const pool = new UpstreamPool(config.upstreams, {
     dispatcher,
@@ -147,6 +147,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     health: () => pool.health(),
     rateLimitStore: () => (store instanceof RedisBucketStore ? store.health : { store: 'memory' }),
     limiter: () => limiter,
+    policy: () => policy,
     readiness,
     streams: {
       keepAliveMs: config.sessions.keepAlive,
@@ -158,7 +159,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       },
       onoverflow: (kind) => metrics.streamOverflows.inc({ kind }),
     },
-    ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen) } : {}),
+    ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen, config.endpoints.map((e) => e.path)) } : {}),
     ...(config.metrics.enabled && config.metrics.port === undefined ? { metricsRegistry: metrics.registry } : {}),
   });
 
@@ -210,7 +211,9 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     reload(next) {
       const needRestart: string[] = (['listen', 'sessions', 'logging', 'auth', 'metrics'] as const).filter((key) => !isDeepStrictEqual(config[key], next[key]));
       if (!isDeepStrictEqual(config.rateLimits?.store, next.rateLimits?.store)) needRestart.push('rateLimits.store');
-      const policyChanged = !isDeepStrictEqual(config.teams, next.teams);
+      // Endpoints are served where they were (their paths need a restart); their rules follow the policy.
+      if (!isDeepStrictEqual(config.endpoints.map((e) => e.path), next.endpoints.map((e) => e.path))) needRestart.push('endpoints');
+      const policyChanged = !isDeepStrictEqual(config.teams, next.teams) || !isDeepStrictEqual(config.endpoints, next.endpoints);
       const namingChanged =
         !isDeepStrictEqual(config.namespacing, next.namespacing) ||
         !isDeepStrictEqual(

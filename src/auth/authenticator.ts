@@ -25,8 +25,18 @@ export interface AuthRefusal {
   challenge?: string;
 }
 
+/** The protected resource metadata (RFC 9728) of one endpoint, and where it is served. */
+export interface ResourceMetadata {
+  readonly document: Record<string, unknown>;
+  /** As an absolute URL (for WWW-Authenticate). */
+  readonly url: string;
+  /** The path suffixed with the resource's path (RFC 9728 §3.1). */
+  readonly path: string;
+}
+
 /** The usual spelling of the scheme; others take the parsing path (bearerOf). */
 const BEARER = 'Bearer ';
+const WELL_KNOWN = '/.well-known/oauth-protected-resource';
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 export class Authenticator {
@@ -39,8 +49,11 @@ export class Authenticator {
   readonly metadataUrl: string | undefined;
   /** The paths serving it: the root form and the form suffixed with the resource's path. */
   readonly metadataPaths: readonly string[];
+  /** By endpoint path beside the main one: each endpoint is a resource of its own. */
+  readonly #endpoints = new Map<string, ResourceMetadata>();
 
-  constructor(auth: AuthConfig, listen: Config['listen']) {
+  /** `endpoints`: the paths of the endpoints served beside the main one. */
+  constructor(auth: AuthConfig, listen: Config['listen'], endpoints: readonly string[] = []) {
     this.#apiKeys = new ApiKeys(auth.apiKeys);
     this.#scopes = auth.oauth?.scopes ?? [];
     const oauth = auth.oauth;
@@ -53,7 +66,11 @@ export class Authenticator {
     }
     // Never derived from a Host header: the configured URL is the resource.
     const resource = oauth.resource ?? listen.publicUrl!;
-    const audience = oauth.audience === undefined ? [resource] : ([] as string[]).concat(oauth.audience);
+    const resourceUrl = new URL(resource);
+    // An endpoint beside the main one is the same origin with its own path.
+    const endpointResources = endpoints.map((path) => [path, new URL(path, resourceUrl.origin).href] as const);
+    // A token for any of the gateway's endpoints is a token for the gateway (the same policy applies).
+    const audience = oauth.audience === undefined ? [resource, ...endpointResources.map(([, url]) => url)] : ([] as string[]).concat(oauth.audience);
     this.#verifier = new JwtVerifier({
       issuer: oauth.issuer,
       jwksUri: oauth.jwksUri,
@@ -65,18 +82,26 @@ export class Authenticator {
       jwksMaxAgeMs: oauth.jwksMaxAge,
       ...(oauth.typ ? { typ: oauth.typ } : {}),
     });
-    const resourceUrl = new URL(resource);
     const suffix = resourceUrl.pathname === '/' ? '' : resourceUrl.pathname.replace(/\/$/, '');
-    const wellKnown = '/.well-known/oauth-protected-resource';
-    this.metadataPaths = suffix === '' ? [wellKnown] : [`${wellKnown}${suffix}`, wellKnown];
-    this.metadataUrl = new URL(`${wellKnown}${suffix}`, resourceUrl.origin).href;
-    this.metadata = {
-      resource,
+    this.metadataPaths = suffix === '' ? [WELL_KNOWN] : [`${WELL_KNOWN}${suffix}`, WELL_KNOWN];
+    this.metadataUrl = new URL(`${WELL_KNOWN}${suffix}`, resourceUrl.origin).href;
+    const documentFor = (url: string): Record<string, unknown> => ({
+      resource: url,
       authorization_servers: oauth.authorizationServers ?? [oauth.issuer],
       bearer_methods_supported: ['header'],
       ...(oauth.scopes.length > 0 ? { scopes_supported: oauth.scopes } : {}),
       resource_name: 'Switchyard MCP gateway',
-    };
+    });
+    this.metadata = documentFor(resource);
+    for (const [path, url] of endpointResources) {
+      const served = `${WELL_KNOWN}${path.replace(/\/$/, '')}`;
+      this.#endpoints.set(path, { document: documentFor(url), url: new URL(served, resourceUrl.origin).href, path: served });
+    }
+  }
+
+  /** The metadata of the endpoint at `path` beside the main one (undefined: none, or no OAuth). */
+  metadataOf(path: string): ResourceMetadata | undefined {
+    return this.#endpoints.get(path);
   }
 
   /** The principal behind a request, or an AuthError saying why there is none. */
@@ -121,25 +146,26 @@ export class Authenticator {
   }
 
   /** Which refusal a failed authentication gets, and its challenge (RFC 6750 §3, MCP authorization "Error Handling"). */
-  refusal(err: AuthError): AuthRefusal {
+  refusal(err: AuthError, endpoint?: string): AuthRefusal {
+    const metadataUrl = endpoint === undefined ? this.metadataUrl : (this.#endpoints.get(endpoint)?.url ?? this.metadataUrl);
     const params: string[] = [];
     const add = (name: string, value: string): void => void params.push(`${name}="${value.replace(/["\\]/g, '')}"`);
     const scope = this.#scopes.join(' ');
     const detail = err.message;
     switch (err.reason) {
       case 'missing':
-        if (this.metadataUrl) add('resource_metadata', this.metadataUrl);
+        if (metadataUrl) add('resource_metadata', metadataUrl);
         if (scope) add('scope', scope);
         return { kind: 'tokenRequired', detail, challenge: challenge(params) };
       case 'query_token':
         add('error', 'invalid_request');
         add('error_description', err.message);
-        if (this.metadataUrl) add('resource_metadata', this.metadataUrl);
+        if (metadataUrl) add('resource_metadata', metadataUrl);
         return { kind: 'tokenInQuery', detail, challenge: challenge(params) };
       case 'insufficient_scope':
         add('error', 'insufficient_scope');
         add('scope', scope);
-        if (this.metadataUrl) add('resource_metadata', this.metadataUrl);
+        if (metadataUrl) add('resource_metadata', metadataUrl);
         add('error_description', err.message);
         return { kind: 'insufficientScope', detail, challenge: challenge(params) };
       case 'jwks_unavailable':
@@ -147,7 +173,7 @@ export class Authenticator {
       default:
         add('error', 'invalid_token');
         add('error_description', err.message);
-        if (this.metadataUrl) add('resource_metadata', this.metadataUrl);
+        if (metadataUrl) add('resource_metadata', metadataUrl);
         return { kind: 'invalidToken', detail, challenge: challenge(params) };
     }
   }

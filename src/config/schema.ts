@@ -234,19 +234,43 @@ const toolView = z.strictObject({
   pin: z.record(z.string(), z.unknown()).default({}).describe('Arguments fixed for this team: clients cannot override them and do not see them.'),
 });
 
+/** The annotations a selector can name (tools.mdx ToolAnnotations); only `true` matches. */
+export const ANNOTATION_HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
+const SELECTORS =
+  'Globs over namespaced tool and prompt names and resource URIs, `upstream:<name>` (everything of an upstream), or `annotation:<hint>` (tools whose upstream annotations set readOnlyHint, destructiveHint, idempotentHint or openWorldHint to true; a tool without it does not match).';
+const selector = z
+  .string()
+  .min(1)
+  .refine((entry) => !entry.startsWith('annotation:') || (ANNOTATION_HINTS as readonly string[]).includes(entry.slice('annotation:'.length)), {
+    message: `annotation selectors name one of ${ANNOTATION_HINTS.join(', ')}`,
+  });
+
 const team = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).describe("The team's name, unique among the teams."),
   /** Principals in the team: any of these. API keys name their team themselves. */
   match: z.union([teamMatch, z.array(teamMatch)]).optional().describe('Principals in the team: any of these (one match or a list). API keys name their team themselves.'),
   /** The team of principals that match no team. */
   default: z.boolean().default(false).describe('The team of principals that match no team (at most one team).'),
-  /** Globs over namespaced tool and prompt names and resource URIs, or `upstream:<name>`. */
-  allow: z.array(z.string().min(1)).default(['*']).describe('Globs over namespaced tool and prompt names and resource URIs, or `upstream:<name>`.'),
-  deny: z.array(z.string().min(1)).default([]).describe('Globs as in `allow`; deny wins over allow.'),
+  /** Globs over namespaced tool and prompt names and resource URIs, `upstream:<name>`, or `annotation:<hint>`. */
+  allow: z.array(selector).default(['*']).describe(SELECTORS),
+  deny: z.array(selector).default([]).describe('Selectors as in `allow`; deny wins over allow.'),
   /** Per-tool renames, descriptions and pinned arguments, by namespaced tool name. */
   views: z.record(z.string(), toolView).default({}).describe('Per-tool renames, descriptions and pinned arguments, by namespaced tool name.'),
   /** Ask the user (elicitation) before a destructive tool runs; refuse when they cannot be asked. */
   confirm: z.boolean().default(false).describe('Ask the user (elicitation) before a destructive tool runs; refuse when they cannot be asked.'),
+});
+
+const endpoint = z.strictObject({
+  path: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._~\/-]*$/, 'must be an absolute path of plain characters')
+    .describe('Where this endpoint is served, beside listen.path (same auth and session rules; a change needs a restart).'),
+  teams: z.array(z.string().min(1)).min(1).optional().describe("Only principals of these teams may use it (others get 403); omitted: anyone."),
+  allow: z.array(selector).default(['*']).describe(`What it shows, within what the principal's teams see. ${SELECTORS}`),
+  deny: z.array(selector).default([]).describe('Selectors as in `allow`; deny wins over allow.'),
+  discovery: z.enum(['list', 'search']).default('list').describe('list: tools/list lists every tool; search: tools/list lists `pinned` plus search_tools and call_tool.'),
+  pinned: z.array(z.string().min(1)).default([]).describe('Tools (namespaced names, as listed) always listed in search mode, when visible.'),
+  instructions: z.string().optional().describe('Prepended to the merged instructions of this endpoint.'),
 });
 
 const limit = z.strictObject({
@@ -356,6 +380,7 @@ export const configSchema = z
     listen: listen.prefault({}).describe('Where and how the gateway listens (a change needs a restart).'),
     auth: auth.optional().describe('Authentication of clients: `oauth`, `apiKeys`, or both (a change needs a restart). Omitted: no auth, and only loopback addresses unless listen.allowUnauthenticated.'),
     teams: z.array(team).optional().describe('Per-team policy over what each principal sees and calls; omitted: every principal sees everything.'),
+    endpoints: z.array(endpoint).default([]).describe('More MCP endpoints beside listen.path, each showing a narrower part of the catalog (optionally to some teams only), by listing or by search.'),
     rateLimits: rateLimits.optional().describe('Token buckets per principal and per tool; omitted: no rate limits.'),
     upstreams: z.record(z.string().regex(UPSTREAM_NAME, 'upstream names must match [a-z0-9][a-z0-9-]{0,31}'), upstream).describe('The MCP servers behind the gateway, by name; each needs exactly one of `stdio` or `http`.'),
     namespacing: namespacing.prefault({}).describe('How upstream names become the names clients see.'),
@@ -388,6 +413,17 @@ export const configSchema = z
         if (key.team !== undefined && !names.has(key.team)) ctx.addIssue({ code: 'custom', path: ['auth', 'apiKeys', i, 'team'], message: `no team is named "${key.team}"` });
       });
     }
+    const paths = new Set([config.listen.path]);
+    config.endpoints.forEach((entry, i) => {
+      if (paths.has(entry.path)) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'path'], message: `${entry.path} is already served` });
+      paths.add(entry.path);
+      const reserved = ['/healthz', '/readyz', config.metrics.path];
+      if (reserved.includes(entry.path) || entry.path.startsWith('/.well-known/')) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'path'], message: `${entry.path} is reserved` });
+      const teams = new Set((config.teams ?? []).map((t) => t.name));
+      entry.teams?.forEach((name, j) => {
+        if (!teams.has(name)) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'teams', j], message: `no team is named "${name}"` });
+      });
+    });
     const { separator, maxNameLength } = config.namespacing;
     const seen = new Map<string, string>();
     let unprefixed: string | undefined;
@@ -428,6 +464,7 @@ export function isLoopback(host: string): boolean {
 export type Config = z.output<typeof configSchema>;
 export type AuthConfig = NonNullable<Config['auth']>;
 export type TeamConfig = NonNullable<Config['teams']>[number];
+export type EndpointConfig = Config['endpoints'][number];
 export type RateLimitsConfig = NonNullable<Config['rateLimits']>;
 export type LimitConfig = RateLimitsConfig['perTool'][string];
 export type UpstreamConfig = Config['upstreams'][string];

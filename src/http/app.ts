@@ -1,5 +1,6 @@
 // The Hono app: edge checks (Origin, Host, CORS for allowed origins), authentication, the MCP
-// endpoint at the configured path, protected resource metadata, health and metrics. Beside it,
+// endpoint at the configured path and each endpoint of `endpoints[]` beside it (its teams only),
+// protected resource metadata, health and metrics. Beside it,
 // the direct path: POSTs to the endpoint (every call) through the same checks and endpoint
 // without Hono's router or Web Request/Response objects (bench/README.md, "Second pass").
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -9,6 +10,7 @@ import type { Authenticator } from '../auth/authenticator.js';
 import { AuthError, type Principal } from '../auth/principal.js';
 import { isLoopback, type Config } from '../config/schema.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { Policy } from '../policy/policy.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
 import type { Caller, Router } from '../router/router.js';
 import type { SessionStore } from '../router/session.js';
@@ -42,6 +44,8 @@ export interface AppDeps {
   /** The rate-limit store's state (Redis or local fallback). */
   rateLimitStore: () => { store: string; state?: string; since?: string };
   limiter: () => RateLimiter;
+  /** Read at each request: a config reload may replace it (who may use an endpoint). */
+  policy: () => Policy;
   readiness: () => Readiness;
   streams: StreamSettings;
   /** Absent: no authentication (only allowed on loopback unless configured otherwise). */
@@ -69,9 +73,10 @@ type AppContext = Context<AppEnv>;
 /** A caller-chosen request id is kept when it is short and plain; otherwise the gateway makes one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
-function contextOf(input: HttpInput, requestId: string, principal: Principal | undefined): Caller {
+function contextOf(input: HttpInput, requestId: string, principal: Principal | undefined, endpoint: string | undefined): Caller {
   const context: Caller = { requestId };
   if (principal) context.principal = principal;
+  if (endpoint !== undefined) context.endpoint = endpoint;
   const traceparent = parseTraceparent(input.header('traceparent'));
   if (traceparent !== undefined) {
     context.traceparent = traceparent;
@@ -118,6 +123,8 @@ export function createApp(deps: AppDeps): HttpApp {
   const allowedHosts = allowedHostsOf(listen);
   const origins = { allowed: new Set(listen.allowedOrigins), hosts: allowedHosts, loopback: isLoopback(listen.host) };
   const path = listen.path;
+  // Every MCP endpoint's path → the endpoint it is (undefined: the main one).
+  const endpoints = new Map<string, string | undefined>([[path, undefined], ...config.endpoints.map((e) => [e.path, e.path] as const)]);
   const requestIds = new RequestIds();
   // Probes and scrapers reach these by pod address; they serve no MCP and no data.
   const operational = new Set(['/healthz', '/readyz', ...(deps.metricsRegistry ? [config.metrics.path] : [])]);
@@ -142,19 +149,26 @@ export function createApp(deps: AppDeps): HttpApp {
 
   // Every request to the endpoint carries a credential; a session id is never one. The answer
   // comes without a promise when nothing needs verifying (a token verified before, an API key).
-  function authenticate(input: HttpInput, requestId: string): Principal | Response | Promise<Principal | Response> {
+  function authenticate(input: HttpInput, requestId: string, endpoint: string | undefined): Principal | Response | Promise<Principal | Response> {
     const credentials = { authorization: input.header('authorization'), apiKey: input.header('x-api-key'), queryToken: input.hasQueryParam('access_token') };
     const refused = (err: unknown): Response => {
       if (!(err instanceof AuthError)) throw err;
       metrics.authFailures.inc({ reason: err.reason });
       deps.logger.debug('request refused', { reason: err.reason, requestId });
-      return refuseAuthentication(authenticator!.refusal(err));
+      return refuseAuthentication(authenticator!.refusal(err, endpoint));
     };
     try {
       return authenticator!.authenticateNow(credentials) ?? authenticator!.authenticate(credentials).catch(refused);
     } catch (err) {
       return refused(err);
     }
+  }
+
+  /** An endpoint open to some teams only refuses everyone else (the main one is open to all). */
+  function admitted(principal: Principal | undefined, endpoint: string | undefined, requestId: string): Principal | undefined | Response {
+    if (endpoint === undefined || deps.policy().admits(principal, endpoint)) return principal;
+    deps.logger.debug('request refused', { reason: 'endpoint_teams', endpoint, requestId });
+    return refuse(refusals.endpointForbidden);
   }
 
   // The request is read through HttpInput: straight from Node's IncomingMessage when served by
@@ -183,27 +197,30 @@ export function createApp(deps: AppDeps): HttpApp {
   if (authenticator?.metadata) {
     // RFC 9728 §3: at the root and suffixed with the resource's path.
     for (const wellKnown of authenticator.metadataPaths) app.get(wellKnown, (c) => c.json(authenticator.metadata!));
+    for (const other of config.endpoints) {
+      const metadata = authenticator.metadataOf(other.path);
+      if (metadata) app.get(metadata.path, (c) => c.json(metadata.document));
+    }
   }
 
-  app.use(path, async function authenticated(c, next) {
-    if (!authenticator) {
-      c.set('principal', undefined);
-      return next();
-    }
-    const principal = await authenticate(c.get('input'), c.get('requestId'));
-    if (isWebResponse(principal)) return principal;
-    c.set('principal', principal);
-    await next();
-  });
-
   const methodNotAllowed = (): Response => refuse(refusals.methodNotAllowed);
-  const contextOfRoute = (c: AppContext): Caller => contextOf(c.get('input'), c.get('requestId'), c.get('principal'));
-  app.post(path, async (c) => toResponse(await endpoint.post(c.get('input'), contextOfRoute(c))));
-  // Hono serves HEAD through GET handlers and drops the body, which would leave a GET stream
-  // attached to the session forever; HEAD is not part of the transport.
-  app.get(path, (c) => (c.get('input').method === 'HEAD' ? methodNotAllowed() : endpoint.get(c.get('input'), contextOfRoute(c))));
-  app.delete(path, (c) => endpoint.delete(c.get('input'), contextOfRoute(c)));
-  app.all(path, methodNotAllowed);
+  for (const [route, scope] of endpoints) {
+    app.use(route, async function authenticated(c, next) {
+      const principal = authenticator ? await authenticate(c.get('input'), c.get('requestId'), scope) : undefined;
+      if (isWebResponse(principal)) return principal;
+      const allowed = admitted(principal, scope, c.get('requestId'));
+      if (isWebResponse(allowed)) return allowed;
+      c.set('principal', allowed);
+      await next();
+    });
+    const contextOfRoute = (c: AppContext): Caller => contextOf(c.get('input'), c.get('requestId'), c.get('principal'), scope);
+    app.post(route, async (c) => toResponse(await endpoint.post(c.get('input'), contextOfRoute(c))));
+    // Hono serves HEAD through GET handlers and drops the body, which would leave a GET stream
+    // attached to the session forever; HEAD is not part of the transport.
+    app.get(route, (c) => (c.get('input').method === 'HEAD' ? methodNotAllowed() : endpoint.get(c.get('input'), contextOfRoute(c))));
+    app.delete(route, (c) => endpoint.delete(c.get('input'), contextOfRoute(c)));
+    app.all(route, methodNotAllowed);
+  }
 
   const internalError = (err: unknown, path: string): Response => {
     deps.logger.error('unhandled error in HTTP handler', { err, path });
@@ -216,16 +233,17 @@ export function createApp(deps: AppDeps): HttpApp {
    * edge checks come first, in direct()). No promise of its own: `sink` gets the answer (or
    * the refusal), or what went wrong.
    */
-  function post(input: HttpInput, requestId: string, sink: ReplySink): void {
-    if (!authenticator) return endpoint.post(input, contextOf(input, requestId, undefined), sink);
-    const outcome = authenticate(input, requestId);
-    const admitted = (principal: Principal | Response): void => {
-      if (isWebResponse(principal)) sink.reply(principal);
-      else endpoint.post(input, contextOf(input, requestId, principal), sink);
+  function post(input: HttpInput, requestId: string, scope: string | undefined, sink: ReplySink): void {
+    const authenticated = (principal: Principal | undefined | Response): void => {
+      const allowed = isWebResponse(principal) ? principal : admitted(principal, scope, requestId);
+      if (isWebResponse(allowed)) sink.reply(allowed);
+      else endpoint.post(input, contextOf(input, requestId, allowed, scope), sink);
     };
+    if (!authenticator) return authenticated(undefined);
+    const outcome = authenticate(input, requestId, scope);
     // Run at once, a throw reaches direct()'s own catch; after the verification, `after` guards it.
-    if (outcome instanceof Promise) after(outcome, admitted, sink.fail);
-    else admitted(outcome);
+    if (outcome instanceof Promise) after(outcome, authenticated, sink.fail);
+    else authenticated(outcome);
   }
 
   const maxBody = listen.maxBodyBytes;
@@ -238,7 +256,8 @@ export function createApp(deps: AppDeps): HttpApp {
       const declared = incoming.headers['content-length'];
       if (declared === undefined || !(Number(declared) <= maxBody)) return false;
       const input = fromIncoming(incoming, outgoing);
-      if (input.path !== path) return false;
+      if (!endpoints.has(input.path)) return false;
+      const scope = endpoints.get(input.path);
       // The edge's headers go out with the answer (writeReply), not set on the response first.
       let edge: Readonly<Record<string, string>> | undefined;
       const writeFailed = (err: unknown): void => deps.logger.debug('writing a response failed', { err });
@@ -257,7 +276,7 @@ export function createApp(deps: AppDeps): HttpApp {
           return true;
         }
         edge = admitted.headers;
-        post(input, admitted.requestId, new ReplySink(write, failed));
+        post(input, admitted.requestId, scope, new ReplySink(write, failed));
       } catch (err) {
         failed(err);
       }

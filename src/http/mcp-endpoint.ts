@@ -80,7 +80,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
   }
 
   function admit(session: DownstreamSession | undefined, context: Caller): DownstreamSession | Response {
-    if (!session || session.closed || !session.delivery.addressable || session.info.principal !== context.principal?.id) return unknownSession();
+    // Nor is it known on another endpoint than the one it was opened on.
+    if (!session || session.closed || !session.delivery.addressable || session.info.principal !== context.principal?.id || session.info.endpoint !== context.endpoint) return unknownSession();
     session.touch(sessions.now());
     return session;
   }

@@ -66,6 +66,8 @@ export const refusals = {
   invalidToken: detailed(401, InvalidRequest, (problem: string) => `Unauthorized: ${problem}`, { carries: CHALLENGE }),
   tokenInQuery: detailed(400, InvalidRequest, (problem: string) => `Bad Request: ${problem}`, { carries: CHALLENGE }),
   insufficientScope: detailed(403, InvalidRequest, (problem: string) => `Forbidden: ${problem}`, { carries: CHALLENGE }),
+  /** An endpoint open to some teams only (endpoints[].teams), and the principal in none of them. */
+  endpointForbidden: fixed(403, InvalidRequest, 'Forbidden: this endpoint is not open to your teams'),
   keysUnavailable: fixed(503, InvalidRequest, 'Service Unavailable: tokens cannot be verified right now', { headers: { 'retry-after': '5' } }),
 
   // The request's headers (guards.ts).

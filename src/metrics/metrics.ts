@@ -10,6 +10,23 @@ import { FastHistogram } from './histogram.js';
 /** Tool names remembered per upstream as label values; more than this and the rest are "other". */
 const MAX_TOOLS_PER_UPSTREAM = 500;
 
+/** Counts by three labels, kept as nested maps (three lookups and an addition per count). */
+type Tally = Map<string, Map<string, Map<string, { n: number }>>>;
+
+function tally(root: Tally, a: string, b: string, c: string): void {
+  let second = root.get(a);
+  if (!second) root.set(a, (second = new Map()));
+  let third = second.get(b);
+  if (!third) second.set(b, (third = new Map()));
+  const count = third.get(c);
+  if (count) count.n++;
+  else third.set(c, { n: 1 });
+}
+
+function* entriesOf(root: Tally): Generator<[string, string, string, number]> {
+  for (const [a, second] of root) for (const [b, third] of second) for (const [c, { n }] of third) yield [a, b, c, n];
+}
+
 export type Outcome = 'ok' | 'error' | 'cancelled' | 'timeout' | 'unavailable' | 'rejected';
 
 export class Metrics {
@@ -21,7 +38,7 @@ export class Metrics {
    * Client requests counted here, by method, upstream and outcome (three map lookups and an
    * addition per call), and handed to the counter when it is scraped.
    */
-  readonly #requestCounts = new Map<string, Map<string, Map<string, { n: number }>>>();
+  readonly #requestCounts: Tally = new Map();
   readonly requests = new Counter({
     name: 'switchyard_requests_total',
     help: 'Client requests by MCP method, upstream and outcome',
@@ -29,9 +46,19 @@ export class Metrics {
     registers: [this.registry],
     collect: () => {
       this.requests.reset();
-      for (const [method, byUpstream] of this.#requestCounts) {
-        for (const [upstream, byOutcome] of byUpstream) for (const [outcome, { n }] of byOutcome) this.requests.inc({ method, upstream, outcome }, n);
-      }
+      for (const [method, upstream, outcome, n] of entriesOf(this.#requestCounts)) this.requests.inc({ method, upstream, outcome }, n);
+    },
+  });
+  /** The same requests by endpoint (the main one and each of `endpoints[]`), method and outcome. */
+  readonly #endpointCounts: Tally = new Map();
+  readonly endpointRequests = new Counter({
+    name: 'switchyard_endpoint_requests_total',
+    help: 'Client requests by endpoint (its path), MCP method and outcome',
+    labelNames: ['endpoint', 'method', 'outcome'] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.endpointRequests.reset();
+      for (const [endpoint, method, outcome, n] of entriesOf(this.#endpointCounts)) this.endpointRequests.inc({ endpoint, method, outcome }, n);
     },
   });
   readonly toolCallDuration = new FastHistogram({
@@ -121,15 +148,18 @@ export class Metrics {
 
   /** False when metrics are not served: the per-call figures are then not kept at all. */
   readonly #perCall: boolean;
+  /** The main endpoint's label (listen.path). */
+  readonly #mainEndpoint: string;
 
   /**
    * `serve: false` (metrics.enabled off) skips what nobody can scrape: the per-call counter and
    * histogram updates and Node's default metrics (GC observer, event-loop monitor). Changing
    * metrics.enabled needs a restart, so this never changes under a running gateway.
    */
-  constructor(upstreams: Iterable<string>, options: { serve?: boolean } = {}) {
+  constructor(upstreams: Iterable<string>, options: { serve?: boolean; mainEndpoint?: string } = {}) {
     this.#upstreams = new Set(upstreams);
     this.#perCall = options.serve ?? true;
+    this.#mainEndpoint = options.mainEndpoint ?? '/mcp';
     // The event-loop delay is sampled every 100 ms, not prom-client's 10: ten samples a second
     // give the lag percentiles of any scrape interval, at a tenth of the wake-ups (bench/README.md).
     if (this.#perCall) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 100 });
@@ -203,15 +233,11 @@ export class Metrics {
   }
 
   /** One client request done (labels already bounded by method(), upstream(), tool()). */
-  countRequest(method: string, upstream: string, outcome: Outcome): void {
+  countRequest(method: string, upstream: string, outcome: Outcome, endpoint?: string): void {
     if (!this.#perCall) return;
-    let byUpstream = this.#requestCounts.get(method);
-    if (!byUpstream) this.#requestCounts.set(method, (byUpstream = new Map()));
-    let byOutcome = byUpstream.get(upstream);
-    if (!byOutcome) byUpstream.set(upstream, (byOutcome = new Map()));
-    const count = byOutcome.get(outcome);
-    if (count) count.n++;
-    else byOutcome.set(outcome, { n: 1 });
+    tally(this.#requestCounts, method, upstream, outcome);
+    // endpoint: a path of the config (bounded); undefined is the main endpoint.
+    tally(this.#endpointCounts, endpoint ?? this.#mainEndpoint, method, outcome);
   }
 
   observeToolCall(upstream: string, tool: string, seconds: number): void {

@@ -1,11 +1,27 @@
 // Per-team policy, compiled once at load (pure: no I/O). A principal maps to teams (JWT claims,
 // an API key's team, or the default team); each team allows and denies globs over namespaced
-// tool and prompt names and resource URIs, or whole upstreams (`upstream:<name>`). One
-// decision, Access.canSee, both filters every list and guards every call.
-import type { TeamConfig } from '../config/schema.js';
+// tool and prompt names and resource URIs, whole upstreams (`upstream:<name>`), or tools by
+// their upstream's annotations (`annotation:<hint>`). An endpoint beside the main one narrows
+// that further with rules of its own. One decision, Access.canSee, both filters every list and
+// guards every call.
+import type { EndpointConfig, TeamConfig } from '../config/schema.js';
 import { globToRegExp } from '../util/glob.js';
 
 export type ItemKind = 'tool' | 'prompt' | 'resource';
+
+/** The annotation hints a tool's upstream set to true (readOnlyHint, destructiveHint …). */
+export type ToolHints = readonly string[];
+
+/** The hints of a tool definition as its upstream listed it (only `true` counts). */
+export function hintsOf(tool: Readonly<Record<string, unknown>>): ToolHints {
+  const annotations = tool.annotations;
+  if (typeof annotations !== 'object' || annotations === null) return NO_HINTS;
+  const hints: string[] = [];
+  for (const [name, value] of Object.entries(annotations)) if (value === true && name.endsWith('Hint')) hints.push(name);
+  return hints.length === 0 ? NO_HINTS : hints;
+}
+
+const NO_HINTS: ToolHints = [];
 
 /** What team rules read of a principal (auth/principal.ts has the whole of it). */
 export interface Subject {
@@ -33,6 +49,8 @@ export interface PolicyNaming {
 interface CompiledRules {
   globs: RegExp[];
   upstreams: Set<string>;
+  /** `annotation:<hint>`: tools whose upstream sets the hint. */
+  hints: string[];
   /** Literal starts of the globs, to tell whether a glob can match any name of an upstream. */
   literals: string[];
 }
@@ -45,10 +63,14 @@ interface CompiledTeam {
 }
 
 function compileRules(entries: readonly string[]): CompiledRules {
-  const rules: CompiledRules = { globs: [], upstreams: new Set(), literals: [] };
+  const rules: CompiledRules = { globs: [], upstreams: new Set(), hints: [], literals: [] };
   for (const entry of entries) {
     if (entry.startsWith('upstream:')) {
       rules.upstreams.add(entry.slice('upstream:'.length));
+      continue;
+    }
+    if (entry.startsWith('annotation:')) {
+      rules.hints.push(entry.slice('annotation:'.length));
       continue;
     }
     rules.globs.push(globToRegExp(entry));
@@ -56,6 +78,43 @@ function compileRules(entries: readonly string[]): CompiledRules {
   }
   return rules;
 }
+
+/** Whether `rules` select the item; `hints` undefined: a tool whose annotations are not known (matches any hint rule when `assume`). */
+function selects(rules: CompiledRules, kind: ItemKind, exposed: string, upstream: string, hints: ToolHints | undefined, assume = false): boolean {
+  if (rules.upstreams.has(upstream) || rules.globs.some((g) => g.test(exposed))) return true;
+  if (kind !== 'tool' || rules.hints.length === 0) return false;
+  return hints === undefined ? assume : rules.hints.some((hint) => hints.includes(hint));
+}
+
+/** An endpoint beside the main one: who may use it, what it narrows, how its tools are found. */
+export interface EndpointScope {
+  readonly path: string;
+  /** Only principals of these teams may use it. */
+  readonly teams: readonly string[] | undefined;
+  readonly discovery: 'list' | 'search';
+  readonly pinned: readonly string[];
+  readonly instructions: string | undefined;
+}
+
+interface CompiledEndpoint extends EndpointScope {
+  allow: CompiledRules;
+  deny: CompiledRules;
+}
+
+function compileEndpoint(config: EndpointConfig): CompiledEndpoint {
+  return {
+    path: config.path,
+    teams: config.teams,
+    discovery: config.discovery,
+    pinned: config.pinned,
+    instructions: config.instructions,
+    allow: compileRules(config.allow),
+    deny: compileRules(config.deny),
+  };
+}
+
+/** What an endpoint no longer configured (removed by a reload) shows, and to whom: nothing, nobody. */
+const CLOSED: CompiledEndpoint = { path: '', teams: [], discovery: 'list', pinned: [], instructions: undefined, allow: compileRules([]), deny: compileRules([]) };
 
 function claimAt(claims: Readonly<Record<string, unknown>>, path: string): unknown {
   let value: unknown = claims;
@@ -69,10 +128,33 @@ function claimAt(claims: Readonly<Record<string, unknown>>, path: string): unkno
 export class Policy {
   readonly #teams: CompiledTeam[];
   readonly #naming: PolicyNaming;
+  /** By path: the endpoints beside the main one. */
+  readonly #endpoints: Map<string, CompiledEndpoint>;
 
-  constructor(teams: readonly TeamConfig[] | undefined, naming: PolicyNaming) {
+  constructor(teams: readonly TeamConfig[] | undefined, naming: PolicyNaming, endpoints: readonly EndpointConfig[] = []) {
     this.#naming = naming;
     this.#teams = (teams ?? []).map((config) => ({ name: config.name, config, allow: compileRules(config.allow), deny: compileRules(config.deny) }));
+    this.#endpoints = new Map(endpoints.map((config) => [config.path, compileEndpoint(config)]));
+  }
+
+  /** The endpoint served at `path` beside the main one (undefined: the main endpoint; one no longer configured is closed). */
+  endpoint(path: string | undefined): EndpointScope | undefined {
+    return this.#scope(path);
+  }
+
+  #scope(path: string | undefined): CompiledEndpoint | undefined {
+    return path === undefined ? undefined : (this.#endpoints.get(path) ?? CLOSED);
+  }
+
+  get endpoints(): EndpointScope[] {
+    return [...this.#endpoints.values()];
+  }
+
+  /** Whether the principal may use the endpoint at `path` at all (its `teams`). */
+  admits(principal: Subject | undefined, path: string | undefined): boolean {
+    const allowed = this.endpoint(path)?.teams;
+    if (allowed === undefined) return true;
+    return this.teamsOf(principal).some((team) => allowed.includes(team));
   }
 
   /** Teams are configured: without them every principal sees everything. */
@@ -106,16 +188,16 @@ export class Policy {
     return this.#teams.filter((t) => names.has(t.name)).map((t) => t.name);
   }
 
-  /** The decision for one principal. */
-  access(principal: Subject | undefined): Access {
-    if (!this.enabled) return new Access(undefined, [], this.#naming);
-    return this.accessOfTeams(this.teamsOf(principal));
+  /** The decision for one principal, on the endpoint at `path` (undefined: the main one). */
+  access(principal: Subject | undefined, path?: string): Access {
+    if (!this.enabled) return new Access(undefined, [], this.#naming, this.#scope(path));
+    return this.accessOfTeams(this.teamsOf(principal), path);
   }
 
   /** The decision for members of exactly these teams (for `switchyard check`). */
-  accessOfTeams(teams: readonly string[]): Access {
+  accessOfTeams(teams: readonly string[], path?: string): Access {
     const names = new Set(teams);
-    return new Access(this.#teams.filter((t) => names.has(t.name)), [...names], this.#naming);
+    return new Access(this.#teams.filter((t) => names.has(t.name)), [...names], this.#naming, this.#scope(path));
   }
 }
 
@@ -127,11 +209,14 @@ export class Access {
   readonly teams: readonly string[];
   /** view name → the namespaced tool it shows. */
   readonly #viewNames = new Map<string, string>();
+  /** The endpoint beside the main one this access is for, narrowing what the teams see. */
+  readonly #endpoint: CompiledEndpoint | undefined;
 
-  constructor(teams: CompiledTeam[] | undefined, names: string[], naming: PolicyNaming) {
+  constructor(teams: CompiledTeam[] | undefined, names: string[], naming: PolicyNaming, endpoint?: CompiledEndpoint) {
     this.#teams = teams;
     this.teams = names;
     this.#naming = naming;
+    this.#endpoint = endpoint;
     for (const team of teams ?? []) {
       for (const [tool, view] of Object.entries(team.config.views)) {
         if (view.name !== undefined && !this.#viewNames.has(view.name)) this.#viewNames.set(view.name, tool);
@@ -141,22 +226,51 @@ export class Access {
 
   /** Whether policy decides what this principal sees (lists then differ between principals). */
   get shaped(): boolean {
-    return this.#teams !== undefined;
+    return this.#teams !== undefined || this.#endpoint !== undefined;
+  }
+
+  /** The endpoint this access is for, when it is not the main one. */
+  get endpoint(): EndpointScope | undefined {
+    return this.#endpoint;
   }
 
   /** Whether this principal may see (and so use) anything of `upstream`. */
   canSeeUpstream(upstream: string): boolean {
-    if (!this.#teams) return true;
-    return this.#teams.some((team) => !team.deny.upstreams.has(upstream) && (team.allow.upstreams.has(upstream) || this.#couldMatch(team.allow, upstream)));
+    const opens = (rules: { allow: CompiledRules; deny: CompiledRules }): boolean =>
+      !rules.deny.upstreams.has(upstream) && (rules.allow.upstreams.has(upstream) || rules.allow.hints.length > 0 || this.#couldMatch(rules.allow, upstream));
+    if (this.#endpoint && !opens(this.#endpoint)) return false;
+    return !this.#teams || this.#teams.some(opens);
   }
 
-  /** The one decision: may this principal see the item (and so call, read or get it)? */
-  canSee(_kind: ItemKind, exposed: string, upstream: string): boolean {
-    if (!this.#teams) return true;
-    return this.#teams.some((team) => {
-      if (team.deny.upstreams.has(upstream) || team.deny.globs.some((g) => g.test(exposed))) return false;
-      return team.allow.upstreams.has(upstream) || team.allow.globs.some((g) => g.test(exposed));
-    });
+  /**
+   * The one decision: may this principal see the item (and so call, read or get it)? `hints`
+   * are a tool's annotations as its upstream listed them; without them no annotation rule
+   * matches the tool.
+   */
+  canSee(kind: ItemKind, exposed: string, upstream: string, hints: ToolHints = NO_HINTS): boolean {
+    return this.#decide(kind, exposed, upstream, hints);
+  }
+
+  /**
+   * Whether a tool whose annotations are not known yet could be visible (some annotations
+   * would make it so): the early check of a call, before its facts are read.
+   */
+  mayCall(exposed: string, upstream: string): boolean {
+    return this.#decide('tool', exposed, upstream, undefined);
+  }
+
+  /** Whether any rule looks at tools' annotations (a call's decision then waits for its facts). */
+  get readsHints(): boolean {
+    const reads = (rules: { allow: CompiledRules; deny: CompiledRules }): boolean => rules.allow.hints.length + rules.deny.hints.length > 0;
+    return (this.#endpoint !== undefined && reads(this.#endpoint)) || (this.#teams?.some(reads) ?? false);
+  }
+
+  #decide(kind: ItemKind, exposed: string, upstream: string, hints: ToolHints | undefined): boolean {
+    // Unknown hints: allowed if some hint would allow it, denied only by what denies regardless.
+    const admits = (rules: { allow: CompiledRules; deny: CompiledRules }): boolean =>
+      !selects(rules.deny, kind, exposed, upstream, hints, false) && selects(rules.allow, kind, exposed, upstream, hints, true);
+    if (this.#endpoint && !admits(this.#endpoint)) return false;
+    return !this.#teams || this.#teams.some(admits);
   }
 
   /** The first of this principal's teams that defines a view of the tool. */

@@ -16,6 +16,8 @@ export interface Caller {
   /** Who is calling, when auth is configured. */
   principal?: Principal;
   team?: string;
+  /** The endpoint beside the main one the request came to (its path); undefined: the main one. */
+  endpoint?: string;
 }
 
 /** Where messages related to one client request go ahead of its response (its SSE stream, or its exchange). */

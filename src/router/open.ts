@@ -62,7 +62,7 @@ export class SessionOpener {
   async initialize(request: JsonRpcRequest, caller: Caller): Promise<{ session: DownstreamSession; response: JsonRpcResponse }> {
     const params = request.params ?? {};
     if (typeof params.protocolVersion !== 'string' || !isObject(params.capabilities) || !isObject(params.clientInfo)) {
-      this.#deps.metrics.countRequest('initialize', 'none', 'error');
+      this.#deps.metrics.countRequest('initialize', 'none', 'error', caller.endpoint);
       throw new GatewayError('invalid_params', 'initialize needs protocolVersion, capabilities and clientInfo');
     }
     const protocolVersion = negotiateVersion(params.protocolVersion);
@@ -75,7 +75,7 @@ export class SessionOpener {
       serverInfo: { name: GATEWAY_NAME, version: GATEWAY_VERSION },
     };
     if (session.instructions !== undefined) result.instructions = session.instructions;
-    this.#deps.metrics.countRequest('initialize', 'none', 'ok');
+    this.#deps.metrics.countRequest('initialize', 'none', 'ok', caller.endpoint);
     return { session, response: success(request.id, result) };
   }
 
@@ -85,14 +85,16 @@ export class SessionOpener {
    */
   async open(info: Omit<SessionInfo, 'principal'>, caller: Caller, delivery?: Delivery): Promise<DownstreamSession> {
     const { pool, sessions } = this.#deps;
-    const session = sessions.create({ ...info, ...(caller.principal ? { principal: caller.principal.id } : {}) }, undefined, delivery);
+    const session = sessions.create({ ...info, ...(caller.principal ? { principal: caller.principal.id } : {}), ...(caller.endpoint !== undefined ? { endpoint: caller.endpoint } : {}) }, undefined, delivery);
     session.principal = caller.principal;
-    session.access = this.#deps.policy().access(caller.principal);
+    session.access = this.#deps.policy().access(caller.principal, caller.endpoint);
     // Upstreams the session's teams cannot see are never opened: nothing of theirs, not even a
     // notification or a capability, can reach this client.
     const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
     const instructions = await this.#openUpstreams(session, names);
     session.capabilities = mergeCapabilities([...session.upstreams.values()].map((c) => c.capabilities));
+    const own = session.access.endpoint?.instructions;
+    if (own !== undefined) instructions.unshift(own);
     if (instructions.length > 0) session.instructions = instructions.join('\n\n');
     return session;
   }
@@ -115,14 +117,20 @@ export class SessionOpener {
     // Ended here (DELETE, idle): its id does not bring it back.
     if (this.#deps.sessions.ended(id)) return undefined;
     const claims = this.#deps.tokens?.open(id);
-    if (!claims || claims.principal !== caller.principal?.id) return undefined;
+    if (!claims || claims.principal !== caller.principal?.id || claims.endpoint !== caller.endpoint) return undefined;
     const { sessions, pool, logger } = this.#deps;
     const session = sessions.create(
-      { protocolVersion: claims.protocolVersion, clientCapabilities: claims.clientCapabilities, clientInfo: claims.clientInfo, ...(claims.principal ? { principal: claims.principal } : {}) },
+      {
+        protocolVersion: claims.protocolVersion,
+        clientCapabilities: claims.clientCapabilities,
+        clientInfo: claims.clientInfo,
+        ...(claims.principal ? { principal: claims.principal } : {}),
+        ...(claims.endpoint !== undefined ? { endpoint: claims.endpoint } : {}),
+      },
       id,
     );
     session.principal = caller.principal;
-    session.access = this.#deps.policy().access(caller.principal);
+    session.access = this.#deps.policy().access(caller.principal, claims.endpoint);
     const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
     await this.#openUpstreams(session, names, claims.upstreams);
     session.capabilities = mergeCapabilities([...session.upstreams.values()].map((c) => c.capabilities));
@@ -232,6 +240,7 @@ export class SessionOpener {
     return {
       nonce: randomBytes(8).toString('base64url'),
       ...(session.info.principal !== undefined ? { principal: session.info.principal } : {}),
+      ...(session.info.endpoint !== undefined ? { endpoint: session.info.endpoint } : {}),
       protocolVersion: session.info.protocolVersion,
       clientCapabilities: session.info.clientCapabilities,
       clientInfo: session.info.clientInfo,
@@ -252,7 +261,7 @@ export class SessionOpener {
     const replaced = new Set([...changes.removed, ...changes.changed]);
     await Promise.allSettled(
       [...sessions.all()].map(async (session) => {
-        if (policyChanged) session.access = this.#deps.policy().access(session.principal);
+        if (policyChanged) session.access = this.#deps.policy().access(session.principal, session.info.endpoint);
         let touched = namingChanged || policyChanged;
         for (const name of [...session.upstreams.keys()]) {
           if (!replaced.has(name) && session.access.canSeeUpstream(name)) continue;
@@ -279,7 +288,10 @@ export class SessionOpener {
       maxClientRequests: (upstream) => pool.config(upstream)?.maxClientRequests ?? 64,
       metrics: this.#deps.metrics,
       // The next unknown name reads the new list at once.
-      onToolsChanged: (upstream) => forgetNames(session, upstream, 'tools'),
+      onToolsChanged: (upstream) => {
+        forgetNames(session, upstream, 'tools');
+        session.toolsChanged();
+      },
     });
     client.onreconnect = () => void afterRestart(session, client, catalog, logger);
   }

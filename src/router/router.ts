@@ -23,10 +23,10 @@ import type { UpstreamClient } from '../upstream/client.js';
 import type { UpstreamChanges, UpstreamPool } from '../upstream/pool.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../util/log.js';
-import { forward, requireString, type Call } from './call.js';
+import { forward, requireString, toolError, type Call } from './call.js';
 import { describeCall, outcomeOf } from './call-log.js';
 import type { Caller, RequestContext } from './context.js';
-import type { Catalog, ListedPage } from './catalog.js';
+import type { Catalog, ListedPage, ListKind } from './catalog.js';
 import { listKindOf } from '../mcp/methods.js';
 import { listObserver, recordSubscription } from './recovery.js';
 import { answerFromClient, routeClientNotification } from './relay.js';
@@ -38,6 +38,7 @@ import { callTool, type ToolCallDeps } from './tool-call.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, guarded, surface } from '../util/callbacks.js';
 import type { ToolFacts } from './tool-facts.js';
+import { CALL_TOOL, callArguments, SEARCH_TOOL, searchArguments, searchModeTools, searchResult, ToolSearch, type ToolIndex } from './search.js';
 import type { DownstreamSession, SessionStore } from './session.js';
 
 export type { Caller, RequestChannel, RequestContext } from './context.js';
@@ -58,6 +59,9 @@ export interface RouterDeps {
   tokens?: SessionTokens;
 }
 
+/** Merged pages a search-mode traversal reads at most (a hostile upstream's cursor loop ends). */
+const MAX_SEARCH_PAGES = 1_000;
+
 /** Where a request's answer goes: the response, or undefined when the client cancelled it. */
 export type ResponseSink = (response: JsonRpcResponse | undefined) => void;
 
@@ -76,6 +80,8 @@ export class Router {
   readonly #opener: SessionOpener;
   /** What tools/call needs, built once (not per call). */
   readonly #toolCall: ToolCallDeps;
+  /** Search mode's indexes (endpoints[].discovery: search). */
+  readonly #search = new ToolSearch();
 
   constructor(deps: RouterDeps) {
     this.#deps = deps;
@@ -144,8 +150,72 @@ export class Router {
       guarded(surface, () => done(response));
     };
     // tools/call straight to its handler: no promise on every call's path.
-    if (request.method === 'tools/call') callTool(call, request.params ?? {}, this.#toolCall, settled);
+    if (request.method === 'tools/call') this.#callTool(call, request.params ?? {}, settled);
     else this.#dispatch(call, request).then(settled, (err: unknown) => settled(asError(err)));
+  }
+
+  /** tools/call, or in search mode one of its two tools (call_tool runs exactly the tools/call it names). */
+  #callTool(call: Call, params: JsonObject, settled: Settled): void {
+    if (call.session.access.endpoint?.discovery === 'search') {
+      if (params.name === SEARCH_TOOL) return void this.#searchTools(call, params).then(settled, (err: unknown) => settled(asError(err)));
+      if (params.name === CALL_TOOL) {
+        const forwarded = callArguments(params);
+        return typeof forwarded === 'string' ? settled(toolError(forwarded)) : callTool(call, forwarded, this.#toolCall, settled);
+      }
+    }
+    callTool(call, params, this.#toolCall, settled);
+  }
+
+  async #searchTools(call: Call, params: JsonObject): Promise<JsonObject> {
+    const args = searchArguments(params.arguments);
+    if (typeof args === 'string') return toolError(args);
+    const { session } = call;
+    const index = this.#search.cached(session, session.toolsEpoch, [...session.upstreams.values()]) ?? (await this.#visibleTools(call)).index;
+    return searchResult(index.search(args.query, args.limit));
+  }
+
+  /** Every tool the session may call, as it is shown them, and their search index (made afresh). */
+  async #visibleTools(call: Call): Promise<{ tools: JsonObject[]; index: ToolIndex }> {
+    const { session } = call;
+    const epoch = session.toolsEpoch;
+    const sources = [...session.upstreams.values()];
+    const tools: JsonObject[] = [];
+    let cursor: unknown;
+    for (let page = 0; page < MAX_SEARCH_PAGES; page++) {
+      const result = await this.#deps.catalog.list('tools', session.upstreams, cursor, { signal: call.signal, ...this.#listOptions(session, 'tools') });
+      tools.push(...(result.tools as JsonObject[]));
+      cursor = result.nextCursor;
+      if (cursor === undefined) break;
+    }
+    return { tools, index: this.#search.remember(session, epoch, sources, tools) };
+  }
+
+  /** tools/list in search mode: the pinned tools the session may see, and the two search tools. */
+  async #searchModeList(call: Call, cursor: unknown): Promise<JsonObject> {
+    if (cursor !== undefined) throw new GatewayError('invalid_cursor', 'Invalid cursor');
+    const { session } = call;
+    await this.#opener.retryLeftOut(session);
+    const { tools } = await this.#visibleTools(call);
+    const pinned = new Set(session.access.endpoint?.pinned);
+    return { tools: [...tools.filter((tool) => pinned.has(tool.name as string)), ...searchModeTools([...session.upstreams.keys()], tools.length)] };
+  }
+
+  /** What a list traversal of the session tells the session (names, facts, views) and how it shapes each item. */
+  #listOptions(session: DownstreamSession, kind: ListKind): { observe: (page: ListedPage) => void; shape: (upstream: string, item: JsonObject) => JsonObject | undefined } {
+    const observe = listObserver(session, kind);
+    return {
+      observe: (page) => {
+        observe(page);
+        if (kind === 'tools') this.#learnTools(page);
+        if (kind === 'tools') rememberNames(session, kind, page, this.#toolCall.factOf);
+        else if (kind === 'prompts') rememberNames(session, kind, page);
+      },
+      shape: (upstream, item) => {
+        // A shared child lists every session's tasks: each sees only its own.
+        if (kind === 'tasks') return this.hubOf(session, upstream)?.owns(String(item.taskId).slice(String(item.taskId).indexOf(':') + 1), session) === false ? undefined : item;
+        return shapeItem(session.access, kind, upstream, item);
+      },
+    };
   }
 
   /**
@@ -208,7 +278,7 @@ export class Router {
     const seconds = (performance.now() - record.started) / 1_000;
     const outcome = cancelled ? 'cancelled' : outcomeOf(record);
     const upstream = metrics.upstream(record.upstream);
-    metrics.countRequest(metrics.method(request.method), upstream, outcome);
+    metrics.countRequest(metrics.method(request.method), upstream, outcome, call.session.info.endpoint);
     if (request.method === 'tools/call' && record.upstream !== undefined) {
       metrics.observeToolCall(upstream, metrics.tool(record.upstream, record.tool), seconds);
     }
@@ -246,22 +316,9 @@ export class Router {
     const { catalog } = this.#deps;
     const kind = listKindOf(method);
     if (kind) {
+      if (kind === 'tools' && session.access.endpoint?.discovery === 'search') return this.#searchModeList(call, params.cursor);
       if (params.cursor === undefined) await this.#opener.retryLeftOut(session);
-      const observe = listObserver(session, kind);
-      return catalog.list(kind, session.upstreams, params.cursor, {
-        signal,
-        observe: (page) => {
-          observe(page);
-          if (kind === 'tools') this.#learnTools(page);
-          if (kind === 'tools') rememberNames(session, kind, page, this.#toolCall.factOf);
-          else if (kind === 'prompts') rememberNames(session, kind, page);
-        },
-        shape: (upstream, item) => {
-          // A shared child lists every session's tasks: each sees only its own.
-          if (kind === 'tasks') return this.hubOf(session, upstream)?.owns(String(item.taskId).slice(String(item.taskId).indexOf(':') + 1), session) === false ? undefined : item;
-          return shapeItem(session.access, kind, upstream, item);
-        },
-      });
+      return catalog.list(kind, session.upstreams, params.cursor, { signal, ...this.#listOptions(session, kind) });
     }
     switch (method) {
       case 'ping':

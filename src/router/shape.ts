@@ -2,7 +2,7 @@
 // decision that guards calls), and a team's view renames or re-describes a tool and removes
 // its pinned arguments from the schema.
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
-import type { Access, ItemKind } from '../policy/policy.js';
+import { hintsOf, type Access, type ItemKind } from '../policy/policy.js';
 import type { ListKind } from './catalog.js';
 
 const ITEM: Partial<Record<ListKind, { kind: ItemKind; field: string }>> = {
@@ -16,7 +16,8 @@ export function shapeItem(access: Access, list: ListKind, upstream: string, item
   const info = ITEM[list];
   if (!info) return item; // tasks: the session's own
   const name = item[info.field];
-  if (typeof name !== 'string' || !access.canSee(info.kind, name, upstream)) return undefined;
+  // A tool is decided on its upstream's annotations, never on what a view says of it.
+  if (typeof name !== 'string' || !access.canSee(info.kind, name, upstream, info.kind === 'tool' && access.readsHints ? hintsOf(item) : undefined)) return undefined;
   if (list !== 'tools') return item;
   const view = access.view(name);
   if (!view) return item;

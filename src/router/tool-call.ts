@@ -102,7 +102,8 @@ class ToolCall {
     if (exposed === requested && access.view(requested)?.name !== undefined) throw this.#unknown();
     // The decision comes first: of an upstream the team cannot see, not even its state shows.
     const owner = this.#deps.catalog.codec.splitName(exposed)?.upstream;
-    if (owner === undefined || !access.canSee('tool', exposed, owner)) throw this.#unknown();
+    // Rules over annotations are decided again once the tool's facts are known (#listed).
+    if (owner === undefined || !access.mayCall(exposed, owner)) throw this.#unknown();
     this.#then(this.#deps.ensure(session, owner), this.#opened);
   }
 
@@ -123,8 +124,10 @@ class ToolCall {
     if (!isListed) throw this.#unknown();
     const { client, name } = this.#target!;
     const deps = this.#deps;
+    const { access } = this.#call.session;
+    if (access.readsHints && !access.canSee('tool', this.#exposed, client.name, factOfTool(this.#call.session, client.name, name)?.hints)) throw this.#unknown();
     // Pinned arguments win over the model's; without any, the client's object goes as it came.
-    const pin = this.#call.session.access.view(this.#exposed)?.pin;
+    const pin = access.view(this.#exposed)?.pin;
     const given = isObject(this.#params.arguments) ? this.#params.arguments : {};
     this.#args = pin ? { ...given, ...pin } : given;
     // Arguments first: a model correcting its call spends no quota.

@@ -13,6 +13,7 @@ import addFormats from 'ajv-formats';
 import { LRUCache } from 'lru-cache';
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import type { ToolFact } from '../session/session.js';
+import { hintsOf } from '../policy/policy.js';
 import type { Logger } from '../util/log.js';
 
 /** Schemas larger than this are not compiled (and calls to their tools not checked). */
@@ -50,12 +51,13 @@ export class ToolFacts {
   /** The fact of one listed tool: cheap (no compilation), and the same object for the same content. */
   fact(tool: JsonObject): ToolFact {
     const schema = isObject(tool.inputSchema) ? tool.inputSchema : {};
-    const destructive = isObject(tool.annotations) && tool.annotations.destructiveHint === true;
+    const hints = hintsOf(tool);
+    const destructive = hints.includes('destructiveHint');
     const text = JSON.stringify(schema);
-    const key = `${destructive ? 'd' : '-'}${text}`;
+    const key = `${hints.join(',')}|${text}`;
     const known = this.#facts.get(key);
     if (known) return known;
-    const fact: ToolFact = { key, schema: text.length <= MAX_SCHEMA_BYTES ? schema : undefined, destructive };
+    const fact: ToolFact = { key, schema: text.length <= MAX_SCHEMA_BYTES ? schema : undefined, destructive, hints };
     this.#facts.set(key, fact);
     return fact;
   }

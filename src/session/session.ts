@@ -20,6 +20,8 @@ export interface SessionInfo {
   clientInfo: JsonObject;
   /** The principal that opened the session; only it may use the session. */
   principal?: string;
+  /** The endpoint beside the main one it was opened on (its path); only there is it known. */
+  endpoint?: string;
 }
 
 /**
@@ -81,6 +83,7 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
   #nextClientRequestId = 0;
   #lastActive: number;
   #closed = false;
+  #toolsEpoch = 0;
 
   constructor(id: string, info: SessionInfo, now: number, limits: LogLimits, delivery?: Delivery) {
     this.id = id;
@@ -194,7 +197,17 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
   /** Sends a message that belongs to no request (on the standalone stream, unless the edge said otherwise). */
   deliver(message: JsonRpcMessage): void {
     if (this.#closed) return;
+    if ('method' in message && message.method === 'notifications/tools/list_changed') this.toolsChanged();
     this.delivery.deliver(message);
+  }
+
+  /** How many times the session heard that its tools changed (what was built from its tools is stale). */
+  get toolsEpoch(): number {
+    return this.#toolsEpoch;
+  }
+
+  toolsChanged(): void {
+    this.#toolsEpoch++;
   }
 
   /** Registers a request to the client and returns the id to send it with. */

@@ -14,6 +14,8 @@ export interface SessionClaims {
   /** Random per session, so two sessions never share an id. */
   nonce: string;
   principal?: string;
+  /** The endpoint (path) beside the main one it was opened on. */
+  endpoint?: string;
   protocolVersion: SessionVersion;
   clientCapabilities: JsonObject;
   clientInfo: JsonObject;
@@ -89,6 +91,7 @@ export class SessionTokens {
 function compact(claims: SessionClaims): JsonObject {
   const out: JsonObject = { n: claims.nonce, v: claims.protocolVersion, c: claims.clientCapabilities, i: claims.clientInfo, u: {}, t: claims.iat };
   if (claims.principal !== undefined) out.p = claims.principal;
+  if (claims.endpoint !== undefined) out.e = claims.endpoint;
   for (const [name, state] of Object.entries(claims.upstreams)) {
     const entry: JsonObject = { v: state.protocolVersion, c: state.capabilities };
     if (state.session !== undefined) entry.s = state.session;
@@ -106,5 +109,6 @@ function expand(value: unknown): SessionClaims | undefined {
   }
   const claims: SessionClaims = { nonce: value.n, protocolVersion: value.v, clientCapabilities: value.c, clientInfo: value.i, upstreams, iat: value.t };
   if (typeof value.p === 'string') claims.principal = value.p;
+  if (typeof value.e === 'string') claims.endpoint = value.e;
   return claims;
 }

@@ -12,11 +12,13 @@ export interface UpstreamLink {
 
 /** What a session learned of one tool from its upstream session's list (see router/tool-facts.ts). */
 export interface ToolFact {
-  /** The fact's content (destructiveness and schema text): equal keys, equal facts. */
+  /** The fact's content (annotation hints and schema text): equal keys, equal facts. */
   readonly key: string;
   /** The inputSchema, when small enough to be checked. */
   readonly schema: JsonObject | undefined;
   readonly destructive: boolean;
+  /** The annotation hints its upstream set to true (for `annotation:` rules). */
+  readonly hints: readonly string[];
 }
 
 /** The names an upstream session lists, with what is known of each (tools: their facts). */

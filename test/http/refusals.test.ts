@@ -35,6 +35,7 @@ const EXPECTED: Record<RefusalName, { status: number; code: number; detail?: unk
   tokenRequired: { status: 401, code: -32600, message: 'Unauthorized: an access token is required', carries: ['www-authenticate'] },
   invalidToken: { status: 401, code: -32600, detail: 'the token has expired', message: 'Unauthorized: the token has expired', carries: ['www-authenticate'] },
   tokenInQuery: { status: 400, code: -32600, detail: 'no tokens in URLs', message: 'Bad Request: no tokens in URLs', carries: ['www-authenticate'] },
+  endpointForbidden: { status: 403, code: -32600, message: 'Forbidden: this endpoint is not open to your teams' },
   insufficientScope: { status: 403, code: -32600, detail: 'the token lacks scope a', message: 'Forbidden: the token lacks scope a', carries: ['www-authenticate'] },
   keysUnavailable: { status: 503, code: -32600, message: 'Service Unavailable: tokens cannot be verified right now', headers: { 'retry-after': '5' } },
   postNotAcceptable: { status: 406, code: -32600, message: 'Not Acceptable: Accept must list application/json and text/event-stream' },

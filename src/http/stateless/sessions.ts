@@ -136,7 +136,7 @@ export class StatelessSessions {
 
   #key(request: StatelessRequest, caller: Caller): string {
     const principal = caller.principal?.id ?? '';
-    return createHash('sha256').update(`${principal}\0${stableJson(request.clientCapabilities)}\0${stableJson(request.clientInfo)}`).digest('base64url');
+    return createHash('sha256').update(`${principal}\0${caller.endpoint ?? ''}\0${stableJson(request.clientCapabilities)}\0${stableJson(request.clientInfo)}`).digest('base64url');
   }
 
   /** Runs a request; its answer (or input_required) reaches `sink`. */
