@@ -1,7 +1,9 @@
 // `switchyard check FILE [--connect]`: validates a config and shows what each team would get.
 // Without --connect it reports the config as written; with it, it starts every upstream once,
 // reads its lists and prints, per team, the exposed names, the names shortened to fit, and
-// collisions (two items under one name). Exit 0 when all is well, 1 on any error.
+// collisions (two items under one name); then, per endpoint and team, what tools/list lists,
+// what search covers, and the bytes of tools/list in list mode against search mode. Exit 0
+// when all is well, 1 on any error.
 import { Agent } from 'undici';
 import type { Config } from './config/schema.js';
 import { isObject, type JsonObject } from './mcp/jsonrpc.js';
@@ -10,6 +12,7 @@ import { Policy } from './policy/policy.js';
 import { Catalog, LIST_KINDS, type ListKind } from './router/catalog.js';
 import { NamespaceCodec } from './router/namespace.js';
 import { shapeItem } from './router/shape.js';
+import { searchModeTools } from './router/search.js';
 import { UpstreamPool } from './upstream/pool.js';
 import { silentLogger } from './util/log.js';
 import { LATEST_VERSION } from './mcp/versions.js';
@@ -27,7 +30,7 @@ export async function checkConfig(file: string, config: Config, options: CheckOp
   const { print } = options;
   const prefixes = new Map(Object.entries(config.upstreams).map(([name, entry]) => [name, entry.prefix ?? name]));
   const codec = new NamespaceCodec(config.namespacing, [...prefixes].map(([upstream, prefix]) => ({ upstream, prefix })));
-  const policy = new Policy(config.teams, { separator: config.namespacing.separator, prefixes });
+  const policy = new Policy(config.teams, { separator: config.namespacing.separator, prefixes }, config.endpoints);
   print(`config ${file}: valid`);
   for (const [name, entry] of Object.entries(config.upstreams)) {
     const how = entry.stdio ? `stdio: ${entry.stdio.command} ${entry.stdio.args.join(' ')}` : `${entry.http!.transport}: ${entry.http!.url}`;
@@ -37,6 +40,11 @@ export async function checkConfig(file: string, config: Config, options: CheckOp
   if (!options.connect) {
     for (const team of config.teams ?? []) {
       print(`team ${team.name}${team.default ? ' (default)' : ''}: allow ${team.allow.join(', ') || '(nothing)'}; deny ${team.deny.join(', ') || '(nothing)'}; ${Object.keys(team.views).length} views${team.confirm ? '; confirms destructive tools' : ''}`);
+    }
+    for (const endpoint of config.endpoints) {
+      print(
+        `endpoint ${endpoint.path}: teams ${endpoint.teams?.join(', ') ?? '(anyone)'}; allow ${endpoint.allow.join(', ') || '(nothing)'}; deny ${endpoint.deny.join(', ') || '(nothing)'}; discovery ${endpoint.discovery}${endpoint.pinned.length > 0 ? `; pinned ${endpoint.pinned.join(', ')}` : ''}`,
+      );
     }
     print('names: run with --connect to start the upstreams and list what each team sees');
     return 0;
@@ -92,6 +100,30 @@ export async function checkConfig(file: string, config: Config, options: CheckOp
         }
         seen.set(key, from);
       }
+    }
+  }
+  for (const endpoint of [{ path: config.listen.path, scope: undefined }, ...config.endpoints.map((e) => ({ path: e.path, scope: e.path }))]) {
+    const endpointTeams = policy.endpoint(endpoint.scope)?.teams;
+    for (const team of endpointTeams ?? teams) {
+      const access = policy.enabled ? policy.accessOfTeams([team], endpoint.scope) : policy.access(undefined, endpoint.scope);
+      const tools: JsonObject[] = [];
+      for (const [upstream, items] of [...listed].sort(([a], [b]) => a.localeCompare(b))) {
+        for (const { kind, item } of items) {
+          const shown = kind === 'tools' ? shapeItem(access, kind, upstream, item) : undefined;
+          if (shown) tools.push(shown);
+        }
+      }
+      const listBytes = Buffer.byteLength(JSON.stringify({ tools }));
+      const search = access.endpoint?.discovery === 'search';
+      const pinned = new Set(access.endpoint?.pinned);
+      const upstreams = [...listed.keys()].filter((name) => access.canSeeUpstream(name)).sort();
+      const searchTools = [...tools.filter((tool) => pinned.has(tool.name as string)), ...searchModeTools(upstreams, tools.length)];
+      const listedTools = search ? searchTools : tools;
+      const searchBytes = Buffer.byteLength(JSON.stringify({ tools: searchTools }));
+      print(`endpoint ${endpoint.path}, team ${team}: discovery ${search ? 'search' : 'list'}`);
+      print(`  lists ${listedTools.length} tool(s): ${listedTools.map((tool) => tool.name).join(', ') || '(none)'}`);
+      if (search) print(`  search covers ${tools.length} tool(s): ${tools.map((tool) => tool.name).join(', ') || '(none)'}`);
+      print(`  tools/list bytes: list mode ${listBytes}, search mode ${searchBytes} (${listBytes === 0 ? '-' : (searchBytes / listBytes).toFixed(2)}×)`);
     }
   }
   print(`${collisions} collision(s), ${failed} upstream(s) that could not be listed`);
