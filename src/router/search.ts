@@ -47,6 +47,53 @@ function stem(word: string): string {
   return word;
 }
 
+/**
+ * Words tool names and descriptions use for the same action or thing (a user says "look up",
+ * a tool says "search"). A query's words are also searched as their group's other words, at a
+ * lower weight than the words themselves.
+ */
+const SYNONYMS: readonly (readonly string[])[] = [
+  ['search', 'find', 'lookup', 'look', 'query', 'locate', 'seek'],
+  ['get', 'fetch', 'retrieve', 'read', 'obtain', 'load', 'view'],
+  ['create', 'add', 'new', 'make', 'insert', 'register'],
+  ['delete', 'remove', 'drop', 'erase', 'destroy', 'purge', 'clear'],
+  ['update', 'edit', 'modify', 'change', 'patch', 'set'],
+  ['list', 'enumerate', 'browse', 'show', 'all'],
+  ['run', 'execute', 'invoke', 'call', 'trigger', 'start', 'launch'],
+  ['write', 'save', 'store', 'put', 'persist'],
+  ['send', 'post', 'notify', 'message'],
+  ['sum', 'add', 'total', 'plus'],
+  ['compress', 'zip', 'gzip', 'archive'],
+  ['move', 'rename', 'relocate'],
+  ['copy', 'duplicate', 'clone'],
+  ['directory', 'folder', 'dir'],
+  ['file', 'document', 'doc'],
+  ['image', 'picture', 'photo', 'screenshot'],
+  ['environment', 'env', 'variable', 'config'],
+  ['error', 'fail', 'failure', 'bug', 'issue'],
+  ['repeat', 'echo', 'return', 'back'],
+];
+
+/** word → the other words of its groups (stemmed). */
+const RELATED = new Map<string, string[]>();
+for (const group of SYNONYMS) {
+  const stems = group.map(stem);
+  for (const word of stems) RELATED.set(word, [...new Set([...(RELATED.get(word) ?? []), ...stems.filter((other) => other !== word)])]);
+}
+
+/** The query's words' related words, for a second, lighter query. */
+function relatedWords(query: string): string[] {
+  const words = new Set<string>();
+  const own = new Set<string>();
+  for (const token of tokenize(query)) {
+    const term = processTerm(token);
+    if (term === null) continue;
+    own.add(term);
+    for (const related of RELATED.get(term) ?? []) words.add(related);
+  }
+  return [...words].filter((word) => !own.has(word));
+}
+
 function processTerm(term: string): string | null {
   return STOP_WORDS.has(term) ? null : stem(term);
 }
@@ -61,6 +108,9 @@ function argumentText(schema: unknown): string {
   }
   return parts.join(' ');
 }
+
+/** Field weights of a query's related words: half of the words' own. */
+const RELATED_BOOST = { name: 1, title: 0.75, description: 0.5, args: 0.3 };
 
 /** A tool as a search result: the fields tools/list gives (description always present). */
 function resultOf(tool: JsonObject): JsonObject {
@@ -113,8 +163,10 @@ export class ToolIndex {
 
   /** The best `limit` matches of `query`, best first. */
   search(query: string, limit: number): JsonObject[] {
+    const related = relatedWords(query);
+    const expanded = related.length === 0 ? query : { combineWith: 'OR' as const, queries: [query, { queries: [related.join(' ')], boost: RELATED_BOOST }] };
     return this.#search
-      .search(query)
+      .search(expanded)
       .slice(0, limit)
       .map((hit) => resultOf(this.#tools[hit.id as number]!));
   }
