@@ -167,6 +167,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     const listeners = [main, admin];
     main = undefined;
     admin = undefined;
+    router.stopSweeping();
     await sessions.closeAll();
     await pool.close();
     await Promise.all(listeners.map((listener) => listener?.close()));
@@ -187,7 +188,9 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
         admin = await startListener({ fetch: createMetricsApp(metricsPath, metrics.registry).fetch, host: adminHost, port: adminPort, path: metricsPath, logger });
       }
       sessions.startSweeper();
+      router.startSweeping();
       pool.startProbing(config.health.probeInterval);
+      pool.startWarming();
       return main.url;
     },
     async drain() {

@@ -3,6 +3,9 @@
 import { z } from 'zod';
 import { parseDuration } from '../util/duration.js';
 import { LOG_LEVELS } from '../util/log.js';
+import { endpoint, team } from './policy-schema.js';
+
+export { ANNOTATION_HINTS } from './policy-schema.js';
 
 export const UPSTREAM_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
 
@@ -122,6 +125,28 @@ const upstream = z
      * probe); stateless: 2026-07-28 only (a server that is not is a connection error).
      */
     era: z.enum(['auto', 'sessions', 'stateless']).default('auto').describe('The protocol era the server speaks. auto: probe with server/discover and fall back to initialize (remembered for the upstream); sessions: initialize only; stateless: 2026-07-28 only (not with `sse`).'),
+    /**
+     * A session's own upstream session with nothing in flight (no request, subscription, task or
+     * server-initiated request) for this long is closed; the next request opens a new one.
+     */
+    idleTimeout: duration
+      .optional()
+      .describe(
+        "A client session's own upstream session (its stdio child, or HTTP session) with no request in flight, no subscription, no task and no open server-initiated request for this long is closed; the next request that needs it opens a new one. Default 5m for stdio, off for HTTP; 0 is off. Not for `stateful` or `shared` upstreams.",
+      ),
+    /** The server keeps per-session state in memory: its session is never closed for idleness. */
+    stateful: z
+      .boolean()
+      .default(false)
+      .describe("The server holds what a session did in memory (its session's state would be lost with its child): a session's own upstream session is kept for the client session's lifetime, never closed for idleness."),
+    /** Children spawned ahead, so a session's first call does not wait for a spawn. */
+    warm: z
+      .number()
+      .int()
+      .min(0)
+      .max(64)
+      .default(0)
+      .describe("stdio children kept spawned ahead (not yet initialized), so a session's first request does not wait for a spawn; each is initialized with the session's own capabilities when handed over, and replaced. They count against maxProcesses."),
   })
   .superRefine((value, ctx) => {
     if ((value.stdio === undefined) === (value.http === undefined)) {
@@ -129,6 +154,12 @@ const upstream = z
     }
     if (value.http?.transport === 'sse' && value.era === 'stateless') {
       ctx.addIssue({ code: 'custom', path: ['era'], message: 'the legacy SSE transport is sessions-era only' });
+    }
+    if (value.warm > 0 && (!value.stdio || value.sharing === 'shared')) {
+      ctx.addIssue({ code: 'custom', path: ['warm'], message: '`warm` is for stdio upstreams with per-session sharing' });
+    }
+    if (value.warm > 0 && value.maxProcesses !== undefined && value.warm >= value.maxProcesses) {
+      ctx.addIssue({ code: 'custom', path: ['warm'], message: `warm (${value.warm}) must leave room under maxProcesses (${value.maxProcesses})` });
     }
     if (value.sharing === 'shared' && !value.stdio) {
       ctx.addIssue({ code: 'custom', path: ['sharing'], message: '`shared` is for stdio upstreams; an HTTP upstream already serves many sessions' });
@@ -214,64 +245,6 @@ const auth = z
   .superRefine((value, ctx) => {
     if (!value.oauth && value.apiKeys.length === 0) ctx.addIssue({ code: 'custom', message: 'needs `oauth`, `apiKeys`, or both' });
   });
-
-const teamMatch = z.union([
-  /** A JWT claim (dotted path for nested claims) equal to, or an array containing, the value. */
-  z.strictObject({
-    claim: z.string().min(1).describe('A JWT claim (dotted path for nested claims) that must equal, or be an array containing, `value`.'),
-    value: z.union([z.string(), z.number(), z.boolean()]).describe('The value `claim` must equal or contain.'),
-  }),
-  /** One principal by id (`<issuer>|<sub>` or `apikey:<id>`). */
-  z.strictObject({ principal: z.string().min(1).describe('One principal by id (`<issuer>|<sub>` or `apikey:<id>`).') }),
-]);
-
-const toolView = z.strictObject({
-  /** The name this team sees the tool under (it shadows any other tool of that name). */
-  name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match ^[A-Za-z0-9_-]{1,64}$').optional().describe('The name this team sees the tool under (it shadows any other tool of that name).'),
-  title: z.string().optional().describe('The title this team sees.'),
-  description: z.string().optional().describe('The description this team sees.'),
-  /** Arguments fixed for this team: clients cannot override them and do not see them. */
-  pin: z.record(z.string(), z.unknown()).default({}).describe('Arguments fixed for this team: clients cannot override them and do not see them.'),
-});
-
-/** The annotations a selector can name (tools.mdx ToolAnnotations); only `true` matches. */
-export const ANNOTATION_HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
-const SELECTORS =
-  'Globs over namespaced tool and prompt names and resource URIs, `upstream:<name>` (everything of an upstream), or `annotation:<hint>` (tools whose upstream annotations set readOnlyHint, destructiveHint, idempotentHint or openWorldHint to true; a tool without it does not match).';
-const selector = z
-  .string()
-  .min(1)
-  .refine((entry) => !entry.startsWith('annotation:') || (ANNOTATION_HINTS as readonly string[]).includes(entry.slice('annotation:'.length)), {
-    message: `annotation selectors name one of ${ANNOTATION_HINTS.join(', ')}`,
-  });
-
-const team = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).describe("The team's name, unique among the teams."),
-  /** Principals in the team: any of these. API keys name their team themselves. */
-  match: z.union([teamMatch, z.array(teamMatch)]).optional().describe('Principals in the team: any of these (one match or a list). API keys name their team themselves.'),
-  /** The team of principals that match no team. */
-  default: z.boolean().default(false).describe('The team of principals that match no team (at most one team).'),
-  /** Globs over namespaced tool and prompt names and resource URIs, `upstream:<name>`, or `annotation:<hint>`. */
-  allow: z.array(selector).default(['*']).describe(SELECTORS),
-  deny: z.array(selector).default([]).describe('Selectors as in `allow`; deny wins over allow.'),
-  /** Per-tool renames, descriptions and pinned arguments, by namespaced tool name. */
-  views: z.record(z.string(), toolView).default({}).describe('Per-tool renames, descriptions and pinned arguments, by namespaced tool name.'),
-  /** Ask the user (elicitation) before a destructive tool runs; refuse when they cannot be asked. */
-  confirm: z.boolean().default(false).describe('Ask the user (elicitation) before a destructive tool runs; refuse when they cannot be asked.'),
-});
-
-const endpoint = z.strictObject({
-  path: z
-    .string()
-    .regex(/^\/[A-Za-z0-9._~\/-]*$/, 'must be an absolute path of plain characters')
-    .describe('Where this endpoint is served, beside listen.path (same auth and session rules; a change needs a restart).'),
-  teams: z.array(z.string().min(1)).min(1).optional().describe("Only principals of these teams may use it (others get 403); omitted: anyone."),
-  allow: z.array(selector).default(['*']).describe(`What it shows, within what the principal's teams see. ${SELECTORS}`),
-  deny: z.array(selector).default([]).describe('Selectors as in `allow`; deny wins over allow.'),
-  discovery: z.enum(['list', 'search']).default('list').describe('list: tools/list lists every tool; search: tools/list lists `pinned` plus search_tools and call_tool.'),
-  pinned: z.array(z.string().min(1)).default([]).describe('Tools (namespaced names, as listed) always listed in search mode, when visible.'),
-  instructions: z.string().optional().describe('Prepended to the merged instructions of this endpoint.'),
-});
 
 const limit = z.strictObject({
   rate: z.number().positive().describe('Requests allowed per `per`.'),

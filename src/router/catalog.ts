@@ -12,6 +12,7 @@ import type { NamespaceCodec } from './namespace.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { LRUCache } from 'lru-cache';
 import { listMethodOf, type ListKind } from '../mcp/methods.js';
+import type { Listing } from './catalogs.js';
 
 export type { ListKind } from '../mcp/methods.js';
 
@@ -33,6 +34,8 @@ export const LIST_KINDS: Record<ListKind, KindInfo> = {
 };
 
 export type Upstreams = ReadonlyMap<string, UpstreamClient>;
+/** What a merged list reads from: each upstream's own session, or its catalog (catalogs.ts). */
+export type Sources = ReadonlyMap<string, Listing>;
 /** An upstream client and a name (or URI) as that upstream knows it. */
 export interface Target {
   client: UpstreamClient;
@@ -114,7 +117,7 @@ export class Catalog {
    */
   async list(
     kind: ListKind,
-    upstreams: Upstreams,
+    upstreams: Sources,
     cursor: unknown,
     options: { signal?: CancelSignal; observe?: PageObserver; shape?: (upstream: string, item: JsonObject) => JsonObject | undefined } = {},
   ): Promise<JsonObject> {
@@ -158,7 +161,7 @@ export class Catalog {
   }
 
   /** The fingerprint of an upstream's whole list of `kind`, read afresh (after a restart). */
-  async fingerprint(kind: ListKind, client: UpstreamClient): Promise<string | undefined> {
+  async fingerprint(kind: ListKind, client: Listing): Promise<string | undefined> {
     if (!supportsMethod(client.capabilities, LIST_KINDS[kind].method)) return undefined;
     let fingerprint = '';
     await this.scan(kind, client, (page) => (fingerprint = extendFingerprint(fingerprint, page.items)));
@@ -166,7 +169,7 @@ export class Catalog {
   }
 
   /** Reads an upstream's whole list of `kind`, page by page (bounded), telling `onPage` each. */
-  async scan(kind: ListKind, client: UpstreamClient, onPage: PageObserver): Promise<void> {
+  async scan(kind: ListKind, client: Listing, onPage: PageObserver): Promise<void> {
     if (!supportsMethod(client.capabilities, LIST_KINDS[kind].method)) return;
     let cursor: string | undefined;
     let seen: Seen | undefined;
@@ -211,7 +214,7 @@ export class Catalog {
    * One page of an upstream's list, renamed. `seen` is what earlier pages of the traversal
    * listed: a tool list stops at the upstream's limit (the rest of the page and its cursor go).
    */
-  async #page(kind: ListKind, client: UpstreamClient, cursor: string | undefined, signal?: CancelSignal, seen?: Seen): Promise<{ items: JsonObject[]; originals: string[]; nextCursor?: string; seen?: Seen }> {
+  async #page(kind: ListKind, client: Listing, cursor: string | undefined, signal?: CancelSignal, seen?: Seen): Promise<{ items: JsonObject[]; originals: string[]; nextCursor?: string; seen?: Seen }> {
     const { method, field } = LIST_KINDS[kind];
     const result = await client.request(method, cursor === undefined ? undefined : { cursor }, { signal });
     const raw = Array.isArray(result[kind]) ? (result[kind] as unknown[]) : [];
@@ -262,7 +265,7 @@ export class Catalog {
     return exposed;
   }
 
-  async #refreshAliases(kind: ListKind, client: UpstreamClient): Promise<void> {
+  async #refreshAliases(kind: ListKind, client: Listing): Promise<void> {
     await this.scan(kind, client, () => {});
   }
 }

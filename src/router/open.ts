@@ -1,8 +1,13 @@
 // Opening client sessions: initialize (or a session the edge keeps for a client that has none),
 // a session taken over from another replica, upstreams left out and tried again on use, and a
-// config reload applied to the open sessions. Each upstream session is opened with the client's
-// own capabilities and info and wired to the client session that owns it.
-import { mergeCapabilities } from '../mcp/capabilities.js';
+// config reload applied to the open sessions. A session starts with no upstream session of its
+// own: it lists from the gateway's catalog of each upstream (catalogs.ts), and the first request
+// that must reach an upstream opens the session's own upstream session there, with the client's
+// own capabilities and info, wired to the client session that owns it. Own upstream sessions
+// idle for their upstream's idleTimeout are closed again (the sweep below). Shared children are
+// leased at once, and so are HTTP upstreams when session ids are self-describing (the id then
+// carries their sessions to any replica).
+import { mergeCapabilities, supportsMethod } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, notification, success, type JsonObject, type JsonRpcRequest, type JsonRpcResponse } from '../mcp/jsonrpc.js';
 import { negotiateVersion } from '../mcp/versions.js';
@@ -10,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import type { Delivery, SessionInfo } from '../session/session.js';
 import type { SessionTokens, UpstreamState } from '../session/token.js';
 import type { UpstreamClient } from '../upstream/client.js';
-import type { UpstreamChanges, UpstreamPool } from '../upstream/pool.js';
+import { ProcessLimitError, type UpstreamChanges, type UpstreamPool } from '../upstream/pool.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Policy } from '../policy/policy.js';
 import type { Logger } from '../util/log.js';
@@ -18,6 +23,9 @@ import { GATEWAY_NAME, GATEWAY_VERSION } from '../version.js';
 import type { Caller } from './context.js';
 import type { Catalog } from './catalog.js';
 import { afterRestart } from './recovery.js';
+import { UpstreamCatalogs, type CatalogSession, type Listing } from './catalogs.js';
+import type { ListKind } from './catalog.js';
+import { startIdleSweep } from './idle.js';
 import { wireUpstream } from './relay.js';
 import { forgetNames } from './existence.js';
 import { SharedHub } from './shared.js';
@@ -38,6 +46,13 @@ export interface OpenerDeps {
 /** A left-out upstream is tried again on use at most this often. */
 const LEFT_OUT_RETRY_MS = 2_000;
 
+const CHANGED_BY_LIST: Record<string, [capability: string, method: string, names?: 'tools' | 'prompts']> = {
+  'tools/list': ['tools', 'notifications/tools/list_changed', 'tools'],
+  'prompts/list': ['prompts', 'notifications/prompts/list_changed', 'prompts'],
+  'resources/list': ['resources', 'notifications/resources/list_changed'],
+  'resources/templates/list': ['resources', 'notifications/resources/list_changed'],
+};
+
 const LIST_CHANGED_BY_CAPABILITY = [
   ['tools', 'notifications/tools/list_changed'],
   ['prompts', 'notifications/prompts/list_changed'],
@@ -50,9 +65,12 @@ export class SessionOpener {
   readonly #hubs = new Map<UpstreamClient, SharedHub>();
   /** Sessions being taken over from another replica, so concurrent requests resume once. */
   readonly #resuming = new Map<string, Promise<DownstreamSession | undefined>>();
+  readonly #catalogs: UpstreamCatalogs;
+  #sweeper: NodeJS.Timeout | undefined;
 
   constructor(deps: OpenerDeps) {
     this.#deps = deps;
+    this.#catalogs = new UpstreamCatalogs({ pool: deps.pool, logger: deps.logger, onListsChanged: (catalog, methods) => this.#catalogChanged(catalog, methods) });
   }
 
   /**
@@ -92,7 +110,7 @@ export class SessionOpener {
     // notification or a capability, can reach this client.
     const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
     const instructions = await this.#openUpstreams(session, names);
-    session.capabilities = mergeCapabilities([...session.upstreams.values()].map((c) => c.capabilities));
+    session.capabilities = this.#capabilitiesOf(session);
     const own = session.access.endpoint?.instructions;
     if (own !== undefined) instructions.unshift(own);
     if (instructions.length > 0) session.instructions = instructions.join('\n\n');
@@ -133,7 +151,7 @@ export class SessionOpener {
     session.access = this.#deps.policy().access(caller.principal, claims.endpoint);
     const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
     await this.#openUpstreams(session, names, claims.upstreams);
-    session.capabilities = mergeCapabilities([...session.upstreams.values()].map((c) => c.capabilities));
+    session.capabilities = this.#capabilitiesOf(session);
     logger.info('session resumed from its id', { session: id.slice(0, 8), upstreams: [...session.upstreams.keys()] });
     return session;
   }
@@ -147,10 +165,13 @@ export class SessionOpener {
     const { info } = session;
     const params = { protocolVersion: info.protocolVersion, capabilities: info.clientCapabilities, clientInfo: info.clientInfo };
     const opened = await Promise.allSettled(
-      names.map(async (name): Promise<{ client: UpstreamClient; release?: () => void }> => {
+      names.map(async (name): Promise<{ client: UpstreamClient; release?: () => void } | { catalog: CatalogSession }> => {
         if (pool.isShared(name)) return this.#joinShared(session, name);
         const wire = (client: UpstreamClient): void => this.#wire(session, client);
-        return { client: await (states ? pool.resume(name, states[name], params, wire) : pool.open(name, params, wire)) };
+        const state = states?.[name];
+        if (state?.session !== undefined) return { client: await pool.resume(name, state, params, wire) };
+        if (this.#opensAtOnce(name)) return { client: await pool.open(name, params, wire) };
+        return { catalog: await this.#catalogs.ready(name, info) };
       }),
     );
     const instructions: string[] = [];
@@ -160,6 +181,13 @@ export class SessionOpener {
         logger.warn('upstream left out of session', { upstream: name, session: session.id.slice(0, 8), err: outcome.reason });
         const reason = outcome.reason instanceof Error ? outcome.reason.message : String(outcome.reason);
         session.links.leaveOut(name, reason, Date.now());
+        return;
+      }
+      if ('catalog' in outcome.value) {
+        if (session.closed) return;
+        session.links.defer(name);
+        const text = outcome.value.catalog.instructions;
+        if (text) instructions.push(`## ${name}\n${text}`);
         return;
       }
       const { client, release } = outcome.value;
@@ -176,13 +204,133 @@ export class SessionOpener {
   }
 
   /**
+   * An upstream whose session is opened with the client session: an HTTP upstream while session
+   * ids are self-describing (so that the id carries its session to another replica).
+   */
+  #opensAtOnce(name: string): boolean {
+    return this.#deps.tokens !== undefined && this.#deps.pool.config(name)?.http !== undefined;
+  }
+
+  /** What the session's upstreams offer, from their own sessions or their catalogs. */
+  #capabilitiesOf(session: DownstreamSession): JsonObject {
+    const offered: JsonObject[] = [];
+    const key = this.#catalogs.keyOf(session.info);
+    for (const [name, record] of session.links.entries()) {
+      if (record.client) offered.push(record.client.capabilities);
+      else if (record.deferred) {
+        const catalog = this.#catalogs.peek(name, key);
+        if (catalog) offered.push(catalog.capabilities);
+      }
+    }
+    return mergeCapabilities(offered);
+  }
+
+  /**
+   * What the session's lists of `kind` read from: each upstream's own session, or its catalog
+   * (opened again if it was closed; an upstream whose catalog cannot be had is left out of
+   * this list). Tasks are the session's own: only its own sessions list them.
+   */
+  sources(session: DownstreamSession, kind: ListKind): ReadonlyMap<string, Listing> | Promise<ReadonlyMap<string, Listing>> {
+    if (!session.links.hasDeferred()) return session.upstreams;
+    const sources = new Map<string, Listing>();
+    const waits: Promise<void>[] = [];
+    for (const [name, record] of session.links.entries()) {
+      if (record.client) sources.set(name, record.client);
+      else if (record.deferred && kind !== 'tasks') {
+        try {
+          const ready = this.#catalogs.ready(name, session.info);
+          if (ready instanceof Promise) waits.push(ready.then((catalog) => void sources.set(name, catalog), () => {}));
+          else sources.set(name, ready);
+        } catch {
+          // left out of this list; the catalog is being tried again
+        }
+      }
+    }
+    return waits.length === 0 ? sources : Promise.all(waits).then(() => sources);
+  }
+
+  /** A catalog's lists changed: the sessions listing from it forget what they knew and hear it. */
+  #catalogChanged(catalog: CatalogSession, methods: readonly string[]): void {
+    for (const session of this.#deps.sessions.all()) {
+      if (session.closed || !session.links.get(catalog.name)?.deferred || this.#catalogs.keyOf(session.info) !== catalog.key) continue;
+      const sent = new Set<string>();
+      for (const method of methods) {
+        const [capability, changed, names] = CHANGED_BY_LIST[method] ?? [];
+        if (!changed || sent.has(changed)) continue;
+        sent.add(changed);
+        if (names) forgetNames(session, catalog.name, names);
+        if (names === 'tools') session.toolsChanged();
+        if (isObject(session.capabilities[capability!])) session.deliver(notification(changed));
+      }
+    }
+  }
+
+  /** Opens the session's own upstream session of a deferred upstream, on the first request that needs it. */
+  #openOwn(session: DownstreamSession, name: string): Promise<void> {
+    const record = session.links.get(name)!;
+    record.opening ??= this.#openDeferred(session, name).finally(() => {
+      record.opening = undefined;
+    });
+    return record.opening;
+  }
+
+  async #openDeferred(session: DownstreamSession, name: string): Promise<void> {
+    const { pool, logger } = this.#deps;
+    const record = session.links.get(name)!;
+    const { info } = session;
+    let client: UpstreamClient;
+    const params = { protocolVersion: info.protocolVersion, capabilities: info.clientCapabilities, clientInfo: info.clientInfo };
+    const wire = (c: UpstreamClient): void => this.#wire(session, c);
+    try {
+      client = await pool.open(name, params, wire).catch((err: unknown) => {
+        // At maxProcesses, an idle catalog child of the upstream makes room for a session's own
+        // (lists open a catalog again when there is room).
+        if (err instanceof ProcessLimitError && this.#catalogs.yieldOne(name)) return pool.open(name, params, wire);
+        throw err;
+      });
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      logger.warn('upstream session could not be opened', { upstream: name, session: session.id.slice(0, 8), err });
+      if (session.links.get(name) === record) session.links.leaveOut(name, reason, Date.now());
+      throw new GatewayError('upstream_unavailable', `Upstream ${name} is unavailable: ${reason}`);
+    }
+    // Ended, dropped by a reload or opened otherwise meanwhile: this one is nobody's.
+    if (session.closed || session.links.get(name) !== record || !record.deferred) {
+      void client.close();
+      if (session.closed) throw new GatewayError('upstream_closed', 'the client session has ended');
+      return;
+    }
+    session.links.attach(name, client);
+    logger.debug('upstream session opened on first use', { upstream: name, session: session.id.slice(0, 8) });
+    // What the client set before (its log level) reaches the new session before its first request.
+    if (session.logLevel !== undefined && supportsMethod(client.capabilities, 'logging/setLevel')) {
+      await client.request('logging/setLevel', { level: session.logLevel }).catch(() => {});
+    }
+  }
+
+  /** Starts closing idle upstream sessions (idle.ts). */
+  startSweeping(): void {
+    this.stopSweeping();
+    const { pool, sessions, logger } = this.#deps;
+    this.#sweeper = startIdleSweep({ pool, sessions, logger, catalogs: this.#catalogs });
+  }
+
+  stopSweeping(): void {
+    clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
+  }
+
+  /**
    * An upstream left out of the session (it failed, or was at its process limit) is opened on
    * first use once some time has passed; otherwise the call gets the reason it is unavailable.
    */
   ensure(session: DownstreamSession, upstream: string | undefined): Promise<void> | undefined {
     // Nothing to open (the usual case, on every call's path): no promise.
-    if (upstream === undefined || session.links.get(upstream)?.leftOut === undefined) return undefined;
-    return this.#openLeftOut(session, upstream);
+    const record = upstream === undefined ? undefined : session.links.get(upstream);
+    if (record === undefined || record.client !== undefined) return undefined;
+    if (record.deferred) return this.#openOwn(session, upstream!);
+    if (record.leftOut === undefined) return undefined;
+    return this.#openLeftOut(session, upstream!);
   }
 
   async #openLeftOut(session: DownstreamSession, upstream: string): Promise<void> {
@@ -196,10 +344,10 @@ export class SessionOpener {
     if (!session.links.hasLeftOut()) return;
     const due = [...session.links.leftOut()].filter(([name, left]) => (only === undefined || name === only) && Date.now() - left.at >= LEFT_OUT_RETRY_MS).map(([name]) => name);
     if (due.length === 0) return;
-    const before = session.upstreams.size;
+    const before = session.links.reachable();
     await this.#openUpstreams(session, due.filter((name) => this.#deps.pool.config(name) && session.access.canSeeUpstream(name)));
     // The client's lists lacked it: tell it they changed.
-    if (session.upstreams.size !== before) announceListChanges(session);
+    if (session.links.reachable() !== before) announceListChanges(session);
   }
 
   /** A lease on a shared upstream's child, registered with its hub until the session ends. */
@@ -259,19 +407,22 @@ export class SessionOpener {
   async reconfigure(changes: UpstreamChanges, namingChanged: boolean, policyChanged: boolean): Promise<void> {
     const { sessions, pool } = this.#deps;
     const replaced = new Set([...changes.removed, ...changes.changed]);
+    this.#catalogs.retire([...replaced]);
+    if (changes.added.length + changes.changed.length > 0) this.startSweeping();
     await Promise.allSettled(
       [...sessions.all()].map(async (session) => {
         if (policyChanged) session.access = this.#deps.policy().access(session.principal, session.info.endpoint);
         let touched = namingChanged || policyChanged;
-        for (const name of [...session.upstreams.keys()]) {
+        for (const name of [...session.links.names()]) {
           if (!replaced.has(name) && session.access.canSeeUpstream(name)) continue;
           session.links.drop(name);
           touched = true;
         }
-        const opening = pool.names.filter((name) => !session.upstreams.has(name) && session.access.canSeeUpstream(name) && (changes.added.includes(name) || changes.changed.includes(name) || policyChanged));
-        const before = session.upstreams.size;
+        const reachable = (name: string): boolean => session.upstreams.has(name) || session.links.get(name)?.deferred === true;
+        const opening = pool.names.filter((name) => !reachable(name) && session.access.canSeeUpstream(name) && (changes.added.includes(name) || changes.changed.includes(name) || policyChanged));
+        const before = session.links.reachable();
         await this.#openUpstreams(session, opening);
-        if (session.upstreams.size !== before) touched = true;
+        if (session.links.reachable() !== before) touched = true;
         if (!touched || session.closed) return;
         announceListChanges(session);
       }),

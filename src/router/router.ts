@@ -26,7 +26,7 @@ import type { Logger } from '../util/log.js';
 import { forward, requireString, toolError, type Call } from './call.js';
 import { describeCall, outcomeOf } from './call-log.js';
 import type { Caller, RequestContext } from './context.js';
-import type { Catalog, ListedPage, ListKind } from './catalog.js';
+import type { Catalog, ListedPage, ListKind, Sources } from './catalog.js';
 import { listKindOf } from '../mcp/methods.js';
 import { listObserver, recordSubscription } from './recovery.js';
 import { answerFromClient, routeClientNotification } from './relay.js';
@@ -91,7 +91,12 @@ export class Router {
       ensure: (session, upstream) => this.#opener.ensure(session, upstream),
       learn: (page) => this.#learnTools(page),
       factOf: (item) => deps.facts.fact(item),
-      ownTask: (session, upstream, taskId) => this.hubOf(session, upstream)?.ownTask(taskId, session),
+      ownTask: (session, upstream, taskId) => {
+        // A session's own upstream session with a task is kept (never closed for idleness).
+        const record = session.links.get(upstream);
+        if (record) record.tasks = true;
+        this.hubOf(session, upstream)?.ownTask(taskId, session);
+      },
     };
   }
 
@@ -108,6 +113,15 @@ export class Router {
   /** A session another replica opened, taken over from its self-describing id. */
   resume(id: string, caller: Caller): Promise<DownstreamSession | undefined> {
     return this.#opener.resume(id, caller);
+  }
+
+  /** Starts closing idle upstream sessions (see open.ts). */
+  startSweeping(): void {
+    this.#opener.startSweeping();
+  }
+
+  stopSweeping(): void {
+    this.#opener.stopSweeping();
   }
 
   /** A config reload applied to the open sessions. */
@@ -170,24 +184,24 @@ export class Router {
     const args = searchArguments(params.arguments);
     if (typeof args === 'string') return toolError(args);
     const { session } = call;
-    const index = this.#search.cached(session, session.toolsEpoch, [...session.upstreams.values()]) ?? (await this.#visibleTools(call)).index;
+    const epoch = session.toolsEpoch;
+    const sources = await this.#opener.sources(session, 'tools');
+    const index = this.#search.cached(session, epoch, [...sources.values()]) ?? (await this.#visibleTools(call, epoch, sources)).index;
     return searchResult(index.search(args.query, args.limit));
   }
 
   /** Every tool the session may call, as it is shown them, and their search index (made afresh). */
-  async #visibleTools(call: Call): Promise<{ tools: JsonObject[]; index: ToolIndex }> {
+  async #visibleTools(call: Call, epoch: number, sources: Sources): Promise<{ tools: JsonObject[]; index: ToolIndex }> {
     const { session } = call;
-    const epoch = session.toolsEpoch;
-    const sources = [...session.upstreams.values()];
     const tools: JsonObject[] = [];
     let cursor: unknown;
     for (let page = 0; page < MAX_SEARCH_PAGES; page++) {
-      const result = await this.#deps.catalog.list('tools', session.upstreams, cursor, { signal: call.signal, ...this.#listOptions(session, 'tools') });
+      const result = await this.#deps.catalog.list('tools', sources, cursor, { signal: call.signal, ...this.#listOptions(session, 'tools') });
       tools.push(...(result.tools as JsonObject[]));
       cursor = result.nextCursor;
       if (cursor === undefined) break;
     }
-    return { tools, index: this.#search.remember(session, epoch, sources, tools) };
+    return { tools, index: this.#search.remember(session, epoch, [...sources.values()], tools) };
   }
 
   /** tools/list in search mode: the pinned tools the session may see, and the two search tools. */
@@ -195,9 +209,11 @@ export class Router {
     if (cursor !== undefined) throw new GatewayError('invalid_cursor', 'Invalid cursor');
     const { session } = call;
     await this.#opener.retryLeftOut(session);
-    const { tools } = await this.#visibleTools(call);
+    const epoch = session.toolsEpoch;
+    const sources = await this.#opener.sources(session, 'tools');
+    const { tools } = await this.#visibleTools(call, epoch, sources);
     const pinned = new Set(session.access.endpoint?.pinned);
-    return { tools: [...tools.filter((tool) => pinned.has(tool.name as string)), ...searchModeTools([...session.upstreams.keys()], tools.length)] };
+    return { tools: [...tools.filter((tool) => pinned.has(tool.name as string)), ...searchModeTools([...sources.keys()], tools.length)] };
   }
 
   /** What a list traversal of the session tells the session (names, facts, views) and how it shapes each item. */
@@ -318,7 +334,7 @@ export class Router {
     if (kind) {
       if (kind === 'tools' && session.access.endpoint?.discovery === 'search') return this.#searchModeList(call, params.cursor);
       if (params.cursor === undefined) await this.#opener.retryLeftOut(session);
-      return catalog.list(kind, session.upstreams, params.cursor, { signal, ...this.#listOptions(session, kind) });
+      return catalog.list(kind, await this.#opener.sources(session, kind), params.cursor, { signal, ...this.#listOptions(session, kind) });
     }
     switch (method) {
       case 'ping':

@@ -74,11 +74,16 @@ const SYNONYMS: readonly (readonly string[])[] = [
   ['repeat', 'echo', 'return', 'back'],
 ];
 
-/** word → the other words of its groups (stemmed). */
-const RELATED = new Map<string, string[]>();
-for (const group of SYNONYMS) {
-  const stems = group.map(stem);
-  for (const word of stems) RELATED.set(word, [...new Set([...(RELATED.get(word) ?? []), ...stems.filter((other) => other !== word)])]);
+/** word → the other words of its groups (stemmed); built once, never changed. */
+const RELATED: ReadonlyMap<string, readonly string[]> = relatedOf(SYNONYMS);
+
+function relatedOf(groups: readonly (readonly string[])[]): ReadonlyMap<string, readonly string[]> {
+  const related = new Map<string, string[]>();
+  for (const group of groups) {
+    const stems = group.map(stem);
+    for (const word of stems) related.set(word, [...new Set([...(related.get(word) ?? []), ...stems.filter((other) => other !== word)])]);
+  }
+  return related;
 }
 
 /** The query's words' related words, for a second, lighter query. */

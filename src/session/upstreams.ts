@@ -36,8 +36,19 @@ export interface ListView {
 }
 
 export interface SessionUpstream<C> {
-  /** The upstream session, once its handshake completed; undefined while left out. */
+  /** The session's own upstream session, once its handshake completed; undefined while left out or deferred. */
   client: C | undefined;
+  /**
+   * No upstream session of its own yet (or no longer: closed for idleness): its lists come from
+   * the gateway's catalog of the upstream, and the first request that must reach it opens one.
+   */
+  deferred: boolean;
+  /** That opening, while it runs (concurrent requests wait for the same one). */
+  opening: Promise<void> | undefined;
+  /** A task was created there: the upstream session is never closed for idleness. */
+  tasks: boolean;
+  /** When the idle sweep first saw it with nothing in flight, and how many requests it had sent by then. */
+  idle: { since: number; requests: number } | undefined;
   /** Why it could not be opened for this session, and when that was tried (tried again on use). */
   leftOut: { reason: string; at: number } | undefined;
   /** Set when a shared child serves it: releases the lease (the child is never closed). */
@@ -70,19 +81,66 @@ export class UpstreamRecords<C extends UpstreamLink> {
     const record = this.#ensure(name);
     record.client = client;
     record.leftOut = undefined;
+    record.deferred = false;
     record.release = release;
+    record.idle = undefined;
     return record;
+  }
+
+  /** Records an upstream the session lists from the catalog until a request needs its own session. */
+  defer(name: string): SessionUpstream<C> {
+    const record = this.#ensure(name);
+    record.leftOut = undefined;
+    record.deferred = true;
+    return record;
+  }
+
+  /** Closes the session's own upstream session (idle) and lists from the catalog again; what it knew stays. */
+  release(name: string): Promise<void> | undefined {
+    const record = this.#records.get(name);
+    if (!record || record.client === undefined || record.release !== undefined) return undefined;
+    const closing = record.client.close();
+    record.client = undefined;
+    record.deferred = true;
+    record.idle = undefined;
+    return closing;
+  }
+
+  /** Every upstream the session has a record of, opened or not. */
+  names(): IterableIterator<string> {
+    return this.#records.keys();
+  }
+
+  /** Every record, by upstream name. */
+  entries(): IterableIterator<[string, SessionUpstream<C>]> {
+    return this.#records.entries();
   }
 
   /** Records that the upstream could not be opened, and why. */
   leaveOut(name: string, reason: string, at: number): void {
     const record = this.#ensure(name);
-    if (record.client === undefined) record.leftOut = { reason, at };
+    if (record.client === undefined) {
+      record.leftOut = { reason, at };
+      record.deferred = false;
+    }
   }
 
   /** Left-out upstreams with their reasons. */
   *leftOut(): IterableIterator<[string, { reason: string; at: number }]> {
     for (const [name, record] of this.#records) if (record.leftOut) yield [name, record.leftOut];
+  }
+
+  /** Whether some upstream lists from the catalog (has no own session yet). */
+  hasDeferred(): boolean {
+    for (const record of this.#records.values()) if (record.deferred) return true;
+    return false;
+  }
+
+  /** Upstreams the session lists from: own sessions and deferred ones. */
+  reachable(): number {
+    let n = 0;
+    for (const record of this.#records.values()) if (record.client !== undefined || record.deferred) n++;
+    return n;
   }
 
   hasLeftOut(): boolean {
@@ -107,7 +165,7 @@ export class UpstreamRecords<C extends UpstreamLink> {
   #ensure(name: string): SessionUpstream<C> {
     let record = this.#records.get(name);
     if (!record) {
-      record = { client: undefined, leftOut: undefined, release: undefined, listViews: new Map(), known: {}, subscriptions: new Set() };
+      record = { client: undefined, deferred: false, opening: undefined, tasks: false, idle: undefined, leftOut: undefined, release: undefined, listViews: new Map(), known: {}, subscriptions: new Set() };
       this.#records.set(name, record);
     }
     return record;

@@ -40,6 +40,7 @@ export class ReconnectingTransport implements Transport {
   #reinits = 0;
   #reinit: { id: string; resolve: (result: JsonObject) => void; reject: (err: Error) => void } | undefined;
   readonly #crashes: number[] = [];
+  #started: Promise<void> | undefined;
 
   onmessage?: Transport['onmessage'];
   onerror?: Transport['onerror'];
@@ -65,9 +66,20 @@ export class ReconnectingTransport implements Transport {
     return this.#inner.sessionId;
   }
 
-  async start(): Promise<void> {
+  /** Starts the first connection; again, the same start (a child spawned ahead is started once). */
+  start(): Promise<void> {
+    this.#started ??= this.#start();
+    return this.#started;
+  }
+
+  async #start(): Promise<void> {
     this.#connectedAt = Date.now();
     await this.#inner.start();
+  }
+
+  /** Whether the connection ended for good (closed, or given up after a crash loop). */
+  get closed(): boolean {
+    return this.#closed;
   }
 
   setProtocolVersion(protocolVersion: string | undefined): void {

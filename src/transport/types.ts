@@ -57,6 +57,8 @@ export interface Transport {
   readonly cancelsByClosing?: boolean;
   /** The upstream's own session id, when it has one (Streamable HTTP). */
   readonly sessionId?: string | undefined;
+  /** Ended for good (closed, or given up), where the transport knows it. */
+  readonly closed?: boolean;
 
   onmessage?: (message: JsonRpcMessage, extra?: MessageExtra) => void;
   onerror?: (error: Error) => void;

@@ -95,6 +95,8 @@ export class UpstreamClient {
   readonly #pending = new PendingRequests<Pending>();
   readonly #taskRoutes = new TaskProgressRoutes();
   #nextId = 0;
+  /** Requests made so far (the idle sweep compares counts: nothing on the call path). */
+  #requests = 0;
   #closed = false;
   #init: InitializeResult | undefined;
   /** Set for a 2026-07-28 upstream: how the session's requests are made statelessly. */
@@ -139,6 +141,11 @@ export class UpstreamClient {
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** Requests made through this client so far. */
+  get requests(): number {
+    return this.#requests;
   }
 
   /** Requests in flight (for tests and health). */
@@ -256,6 +263,7 @@ export class UpstreamClient {
   request(method: string, params: JsonObject | undefined, options: RequestOptions, done: Settled): void;
   request(method: string, params: JsonObject | undefined, options: RequestOptions = {}, done?: Settled): Promise<JsonObject> | void {
     if (!done) return promiseOf((settled) => this.request(method, params, options, settled));
+    this.#requests++;
     if (!this.#handshake && !this.#stateless) return this.#post(method, params, options, done);
     this.#deferred(method, params, options).then(done, (err: unknown) => done(asError(err)));
   }

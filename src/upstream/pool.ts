@@ -72,6 +72,8 @@ interface UpstreamRecord {
   readonly shared: SharedChild[];
   /** Its calls in flight against maxConcurrent. */
   readonly slots: ConcurrencySlots;
+  /** Children spawned ahead (`warm`), not yet initialized: the next sessions' first. */
+  readonly warm: Transport[];
 }
 
 interface SharedChild {
@@ -82,6 +84,13 @@ interface SharedChild {
   ready: Promise<void>;
   /** Its upstream was changed or removed: it stops when its last session lets it go. */
   retired?: boolean;
+}
+
+/** An upstream at its `maxProcesses`: nothing wrong with the upstream, only no room now. */
+export class ProcessLimitError extends GatewayError {
+  constructor(name: string, limit: number) {
+    super('upstream_unavailable', `Upstream ${name} is at its process limit (maxProcesses ${limit}); try again later`);
+  }
 }
 
 /** The bounded label for why a request was cancelled upstream. */
@@ -99,6 +108,8 @@ export class UpstreamPool {
   readonly #live = new Set<UpstreamClient>();
   #probeTimer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** Keep `warm` children spawned (from start on). */
+  #warming = false;
 
   constructor(upstreams: Readonly<Record<string, UpstreamConfig>>, deps: UpstreamPoolDeps) {
     this.#deps = deps;
@@ -153,6 +164,7 @@ export class UpstreamPool {
 
   /** A record replaced or removed: its shared children stop once no session uses them. */
   #retire(record: UpstreamRecord): void {
+    for (const transport of record.warm.splice(0)) void transport.close();
     for (const child of record.shared.splice(0)) {
       child.retired = true;
       if (child.refs === 0) void child.client.close();
@@ -172,7 +184,40 @@ export class UpstreamPool {
     const oauth = config.http?.oauth;
     const { onSecret } = this.#deps;
     const credentials = oauth ? new ClientCredentials({ ...oauth, dispatcher: this.#deps.dispatcher, ...(onSecret ? { onToken: onSecret } : {}) }) : undefined;
-    return { config, health, breaker, getStream, credentials, era: undefined, shared: [], slots };
+    const record: UpstreamRecord = { config, health, breaker, getStream, credentials, era: undefined, shared: [], slots, warm: [] };
+    if (this.#warming) queueMicrotask(() => this.#fillWarm(name, record));
+    return record;
+  }
+
+  /** From now on, keeps each upstream's `warm` children spawned ahead. */
+  startWarming(): void {
+    this.#warming = true;
+    for (const [name, record] of this.#records) this.#fillWarm(name, record);
+  }
+
+  /** Spawns children ahead up to `warm`, within maxProcesses (a warm child counts). */
+  #fillWarm(name: string, record: UpstreamRecord): void {
+    const { config } = record;
+    if (this.#closed || !this.#warming || this.#records.get(name) !== record) return;
+    while (record.warm.length < config.warm && this.#running(name) + record.warm.length < (config.maxProcesses ?? Infinity)) {
+      const transport = this.#transport(name, record);
+      record.warm.push(transport);
+      transport.start().catch((err: unknown) => {
+        const at = record.warm.indexOf(transport);
+        if (at >= 0) record.warm.splice(at, 1);
+        void transport.close();
+        this.#deps.logger.warn('a child spawned ahead did not start', { upstream: name, err });
+      });
+    }
+  }
+
+  /** A child spawned ahead, if one is ready to be handed over (one that has died is dropped). */
+  #takeWarm(record: UpstreamRecord): Transport | undefined {
+    while (record.warm.length > 0) {
+      const transport = record.warm.shift()!;
+      if (transport.closed !== true) return transport;
+    }
+    return undefined;
   }
 
   /**
@@ -180,10 +225,13 @@ export class UpstreamPool {
    * failure. `prepare` wires handlers before the handshake, so nothing the upstream sends right
    * after it is lost.
    */
-  async open(name: string, initializeParams: JsonObject, prepare?: (client: UpstreamClient) => void): Promise<UpstreamClient> {
+  async open(name: string, initializeParams: JsonObject, prepare?: (client: UpstreamClient) => void, options: { warm?: boolean } = {}): Promise<UpstreamClient> {
     const record = this.#recordOf(name);
-    this.#checkProcessLimit(name, record.config);
-    const { client, opened } = this.#client(name, record, this.#transport(name, record));
+    // A child spawned ahead is initialized now, with this session's own capabilities.
+    const warm = options.warm === false ? undefined : this.#takeWarm(record);
+    if (!warm) this.#checkProcessLimit(name, record.config);
+    const { client, opened } = this.#client(name, record, warm ?? this.#transport(name, record));
+    if (warm) queueMicrotask(() => this.#fillWarm(name, record));
     prepare?.(client);
     try {
       await this.#connect(name, record, client, initializeParams);
@@ -290,7 +338,8 @@ export class UpstreamPool {
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#probeTimer);
-    await Promise.allSettled([...this.#live].map((client) => client.close()));
+    const warm = [...this.#records.values()].flatMap((record) => record.warm.splice(0));
+    await Promise.allSettled([...[...this.#live].map((client) => client.close()), ...warm.map((transport) => transport.close())]);
   }
 
   health(): Record<string, UpstreamHealth> {
@@ -314,11 +363,15 @@ export class UpstreamPool {
   /** maxProcesses: children of one stdio upstream at once on this replica. */
   #checkProcessLimit(name: string, config: UpstreamConfig): void {
     if (transportKind(config) !== 'stdio' || config.maxProcesses === undefined) return;
+    const warm = this.#records.get(name)?.warm.length ?? 0;
+    if (this.#running(name) + warm >= config.maxProcesses) throw new ProcessLimitError(name, config.maxProcesses);
+  }
+
+  /** The upstream's children (or sessions) open now. */
+  #running(name: string): number {
     let running = 0;
     for (const client of this.#live) if (client.name === name && !client.closed) running++;
-    if (running >= config.maxProcesses) {
-      throw new GatewayError('upstream_unavailable', `Upstream ${name} is at its process limit (maxProcesses ${config.maxProcesses}); try again later`);
-    }
+    return running;
   }
 
   /** What is known of the upstream's era, and where to remember what its first session finds. */

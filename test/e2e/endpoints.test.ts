@@ -296,6 +296,21 @@ describe('endpoints on loopback without auth', () => {
     const refused = await postRpc(at(gw, '/ops/mcp'), initializeMessage());
     expect(refused.status, refused.text).toBe(403);
   });
+
+  it('serves a 2026-07-28 client the same intersection, and calls outside it as unknown', async () => {
+    const V = '2026-07-28';
+    const meta = { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' } };
+    const send = (id: number, method: string, params: Record<string, unknown>, name?: string) =>
+      postRpc(at(gw, '/readonly/mcp'), { jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } }, { protocolVersion: V, headers: { 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) } });
+    const listed = await send(1, 'tools/list', {});
+    expect(listed.status, listed.text).toBe(200);
+    const tools = ((listed.json as { result: { tools: { name: string }[] } }).result.tools).map((t) => t.name);
+    expect(sorted(tools)).toEqual(sorted(EVERYTHING_READ_ONLY.filter((n) => n !== 'everything__get-env')));
+    const hidden = await send(2, 'tools/call', { name: 'everything__get-env', arguments: {} }, 'everything__get-env');
+    expect(hidden.json).toMatchObject({ id: 2, error: { code: -32602, message: 'Unknown tool: everything__get-env' } });
+    const other = await postRpc(at(gw, '/ops/mcp'), { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: meta } }, { protocolVersion: V, headers: { 'mcp-method': 'tools/list' } });
+    expect(other.status, other.text).toBe(403);
+  });
 });
 
 describe('annotation selectors', () => {

@@ -61,7 +61,8 @@ describe('metrics', () => {
     expect(get('switchyard_server_requests_total{method="sampling/createMessage",outcome="answered"}')).toBe(1);
     expect(get('switchyard_server_requests_total{method="elicitation/create",outcome="refused"}')).toBe(1);
     expect(get('switchyard_sessions')).toBe(1);
-    expect(get('switchyard_upstream_sessions{upstream="rogue"}')).toBe(1);
+    // The catalog's upstream session and the session's own (opened by its first call).
+    expect(get('switchyard_upstream_sessions{upstream="rogue"}')).toBe(2);
     expect(get('switchyard_upstream_state{upstream="rogue",state="up"}')).toBe(1);
     expect(get('switchyard_upstream_pending_requests{upstream="rogue"}')).toBe(0);
     expect(get('switchyard_open_streams{kind="standalone"}')).toBe(1);
@@ -130,7 +131,9 @@ describe('label cardinality', () => {
           await noUpstreams.gateway.app.request(noUpstreams.url.pathname, { method: 'DELETE', headers: { 'mcp-session-id': id } });
         }
         const clientsAfter = new Set((await scrape(new URL('/metrics', noUpstreams.url))).keys());
-        expect([...clientsAfter].filter((k) => !clientsBefore.has(k) && k.startsWith('switchyard_'))).toEqual(['switchyard_requests_total{method="initialize",upstream="none",outcome="ok"}'].filter((k) => !clientsBefore.has(k)));
+        expect([...clientsAfter].filter((k) => !clientsBefore.has(k) && k.startsWith('switchyard_'))).toEqual(
+          ['switchyard_requests_total{method="initialize",upstream="none",outcome="ok"}', 'switchyard_endpoint_requests_total{endpoint="/mcp",method="initialize",outcome="ok"}'].filter((k) => !clientsBefore.has(k)),
+        );
       } finally {
         await noUpstreams.close();
       }

@@ -363,13 +363,14 @@ describe('two teams on one gateway', () => {
 
     it('never start an upstream a team cannot see for its sessions', async () => {
       const initializes = async () => (await readFile(recordFile, 'utf8').catch(() => '')).split('\n').filter((line) => line.includes('"method":"initialize"')).length;
+      // Each session declares capabilities no earlier session did, so the catalogs it lists
+      // from are opened for it (catalogs.ts): only those of upstreams its teams can see.
+      let n = 0;
       const opens = async (headers: Record<string, string>): Promise<Record<string, number>> => {
         const before = await upstreamSessions(gw);
-        await open(gw, headers);
+        await open(gw, headers, { experimental: { [`policy-probe-${++n}`]: {} } });
         return delta(await upstreamSessions(gw), before);
       };
-      // Earlier tests' sessions are gone (ended after each test) before counting starts.
-      await poll(async () => (Object.values(await upstreamSessions(gw)).every((n) => n === 0) ? true : undefined), 'no upstream sessions', PROMPT_MS);
       const rogueStartsBefore = await initializes();
       expect(await opens(await support())).toEqual({ everything: 1, paged: 0, rogue: 0 });
       expect(await opens(await nobody())).toEqual({ everything: 0, paged: 0, rogue: 0 });
@@ -496,12 +497,15 @@ describe('the default team', () => {
   const GUESTS: Names = { tools: ['paged__echo', 'paged__pid'], prompts: [], resources: ['paged+fixture://item/0'], templates: [] };
 
   it('gives a token that matches no team, and an API key without a team, the default team\'s view', async () => {
+    let n = 0;
     for (const headers of [await tokenFor('nina', { groups: ['marketing'] }), apiKey(LOOSE_KEY)]) {
       const before = await upstreamSessions(gw);
-      const { client } = await open(gw, headers);
-      expect(delta(await upstreamSessions(gw), before)).toEqual({ paged: 1, rogue: 0 });
+      // Capabilities no session declared before: its catalog of paged is its own to open.
+      const { client } = await open(gw, headers, { experimental: { [`default-team-${++n}`]: {} } });
       expectNames(await namesOf(client), GUESTS);
       expect(textOf(await client.callTool({ name: 'paged__echo', arguments: { message: 'hi' } }))).toBe('echo {"message":"hi"}');
+      // paged's catalog and the session's own upstream session; nothing of rogue.
+      expect(delta(await upstreamSessions(gw), before)).toEqual({ paged: 2, rogue: 0 });
       expect((await client.readResource({ uri: 'paged+fixture://item/0' })).contents).toHaveLength(1);
       expect(await notAnsweredAsUnknown(client, 'tool', ['paged__sleep', 'paged__tool-00'])).toEqual([]);
       expect(await notAnsweredAsUnknown(client, 'prompt', ['paged__prompt-00'])).toEqual([]);
@@ -691,15 +695,18 @@ describe('policy reload in the running CLI', () => {
     expect(await failureOf(client.callTool({ name: 'paged__tool-03', arguments: {} }))).toEqual({ code: -32602, message: 'Unknown tool: paged__tool-03' });
     expect(sessionId(client)).toBe(session);
 
-    // Revoked: paged goes, and the session's upstream session of it with it.
+    // Revoked: paged goes, and the session's upstream session of it with it (paged's catalog
+    // stays until it idles: it is the gateway's, not the session's).
+    const health = async () => ((await (await fetch(new URL('/healthz', cli!.url))).json()) as { upstreams: Record<string, { sessions: number }> }).upstreams;
+    const pagedBefore = (await health()).paged!.sessions;
     heard = changes();
     await writeConfig(file, config({ allow: ['upstream:rogue'] }));
     await poll(() => (changes() > heard ? true : undefined), 'tools/list_changed after revoking', PROMPT_MS);
     expect(await toolNames()).toEqual(sorted(ROGUE_TOOLS));
     expect(await failureOf(client.callTool({ name: 'paged__pid', arguments: {} }))).not.toBe('answered');
     expect(sessionId(client)).toBe(session);
-    const health = async () => ((await (await fetch(new URL('/healthz', cli!.url))).json()) as { upstreams: Record<string, { sessions: number }> }).upstreams;
-    await poll(async () => ((await health()).paged?.sessions === 0 ? true : undefined), 'paged\'s upstream session to close', PROMPT_MS);
+    await poll(async () => ((await health()).paged?.sessions === pagedBefore - 1 ? true : undefined), 'the session\'s own upstream session of paged to close', PROMPT_MS);
+    // rogue's catalog: the session listed rogue's tools and never called one.
     expect((await health()).rogue?.sessions).toBe(1);
   });
 });

@@ -69,6 +69,9 @@ describe('notifications', () => {
   it('relays the client\'s roots/list_changed to its upstream sessions', async () => {
     const client = await connectClient(gw.url, { roots: { listChanged: true } });
     try {
+      // The session's own upstream session is opened by its first call (one opened later asks
+      // the client for its roots itself).
+      await journal(client, 'rogue__journal');
       await client.sendRootsListChanged();
       const deadline = Date.now() + 5_000;
       let seen = await journal(client, 'rogue__journal');

@@ -120,7 +120,9 @@ describe('roots', () => {
       }),
     );
     try {
-      // server-everything asks for roots shortly after initialization.
+      // server-everything asks for roots shortly after its initialization: the session's own
+      // upstream session is opened by its first request that must reach the upstream.
+      await client.callTool({ name: `${name}__echo`, arguments: { message: 'open' } });
       await until(() => asked >= 1, (wake) => wakers.add(wake), 10_000, 'the first roots/list');
       expect(textOf(await client.callTool({ name: `${name}__get-roots-list`, arguments: {} }))).toContain('file:///first');
       roots = [{ uri: 'file:///second', name: 'second' }];

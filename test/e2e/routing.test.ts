@@ -44,8 +44,9 @@ describe('routing', () => {
     await expect(client.setLoggingLevel('debug')).resolves.toEqual({});
     await expect(client.subscribeResource({ uri: 'paged+fixture://item/1' })).rejects.toMatchObject({ code: -32601 });
     const unhandled = JSON.parse(textOf(await client.callTool({ name: 'paged__unhandled', arguments: {} }))) as string[];
-    // Only the era probe, which every upstream must answer (2026-07-28 server/discover.mdx).
-    expect(unhandled).toEqual(['server/discover']);
+    // Nothing: not even the era probe (2026-07-28 server/discover.mdx), which went to the
+    // upstream's first session, the catalog's, and is remembered for the upstream.
+    expect(unhandled).toEqual([]);
     // The same calls on everything, which declares both, succeed.
     const { resources } = await client.listResources();
     const uri = resources.find((r) => r.uri.startsWith('everything+'))!.uri;

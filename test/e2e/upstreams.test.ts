@@ -92,6 +92,8 @@ describe('ending a client session', () => {
     const client = await connectClient(gw.url);
     const before = await remote.stats();
     const pid = Number(textOf(await client.callTool({ name: 'paged__pid', arguments: {} })));
+    // A session's own upstream sessions are opened by its first requests that need them.
+    expect(textOf(await client.callTool({ name: 'remote__echo', arguments: { message: 'open' } }))).toBe('Echo: open');
     expect(alive(pid)).toBe(true);
     try {
       await terminateSession(client);

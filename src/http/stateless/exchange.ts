@@ -25,6 +25,7 @@ import { answerFromClient } from '../../router/relay.js';
 import type { RequestChannel } from '../../router/context.js';
 import type { DownstreamSession } from '../../router/session.js';
 import type { Logger } from '../../util/log.js';
+import { stableJson } from '../../util/stable-json.js';
 
 /** Where one HTTP exchange's messages go: related notifications, then exactly one answer. */
 export interface Sink {
@@ -45,11 +46,6 @@ export interface StatelessRequest {
 }
 
 export const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
-export function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  if (isObject(value)) return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stableJson(value[k])}`).join(',')}}`;
-  return JSON.stringify(value) ?? 'null';
-}
 
 /** A request's method and params without `_meta` and the fields that change between rounds. */
 export function digestOf(request: Pick<StatelessRequest, 'method' | 'params'>): string {

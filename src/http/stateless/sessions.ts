@@ -28,7 +28,8 @@ import { answerFromClient } from '../../router/relay.js';
 import type { Router } from '../../router/router.js';
 import type { DownstreamSession, SessionStore } from '../../router/session.js';
 import type { Logger } from '../../util/log.js';
-import { digestOf, Exchange, LEVELS, stableJson, type Sink, type StatelessRequest } from './exchange.js';
+import { digestOf, Exchange, LEVELS, type Sink, type StatelessRequest } from './exchange.js';
+import { stableJson } from '../../util/stable-json.js';
 
 /** Fingerprints remembered before ended sessions' are swept out. */
 const MAX_KEYS = 10_000;

@@ -1,0 +1,294 @@
+// The gateway's catalog of each upstream: one upstream session per upstream and per distinct
+// protocol version, client capabilities and client info (servers offer different tools to
+// clients with sampling, elicitation or roots, some by client), initialized as the client
+// session's own would be, opened by the first client session that needs it and shared by every
+// later one with the same key (at most MAX_KEYS per upstream, the least used closed first). A client session lists from it until a request of its
+// own must reach the upstream (open.ts opens the session's own upstream session then), so a
+// session that only initializes and lists costs no child of its own. Lists are cached per
+// catalog session and forgotten on its list_changed, its restart and a reload. A catalog child
+// counts against the upstream's maxProcesses, and gives way (is closed) when a session needs a
+// child of its own and there is no room. A probe that fails (or never answers) leaves the
+// upstream out of every session's catalog at once, with one retry in the background at a time,
+// so a hung upstream costs one initTimeoutMs, not one per session.
+import { LRUCache } from 'lru-cache';
+import { GatewayError } from '../mcp/errors.js';
+import type { JsonObject } from '../mcp/jsonrpc.js';
+import { stableJson } from '../util/stable-json.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import { ProcessLimitError, type UpstreamPool } from '../upstream/pool.js';
+import type { Logger } from '../util/log.js';
+import type { CancelSignal } from '../util/cancel.js';
+
+/** What a merged list needs of an upstream: its own session's client, or a catalog session. */
+export interface Listing {
+  readonly name: string;
+  readonly closed: boolean;
+  readonly capabilities: JsonObject;
+  request(method: string, params?: JsonObject, options?: { signal?: CancelSignal }): Promise<JsonObject>;
+}
+
+/** The session facts a catalog is kept for. */
+export interface CatalogKeyInfo {
+  protocolVersion: string;
+  clientCapabilities: JsonObject;
+  clientInfo: JsonObject;
+}
+
+/** The lists a catalog answers (tasks are a session's own). */
+const LIST_METHODS = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list']);
+const CHANGED_LISTS: Record<string, string[]> = {
+  'notifications/tools/list_changed': ['tools/list'],
+  'notifications/prompts/list_changed': ['prompts/list'],
+  'notifications/resources/list_changed': ['resources/list', 'resources/templates/list'],
+};
+/** Distinct catalogs kept per upstream (clients that vary their info cannot spawn without end). */
+const MAX_KEYS = 16;
+/** A failed probe is tried again (in the background) at most this often. */
+export const CATALOG_RETRY_MS = 30_000;
+/** Pages of lists kept per catalog session (a hostile upstream's endless cursors stay bounded). */
+const MAX_CACHED_PAGES = 256;
+
+/** One catalog session: an upstream session read for its lists, shared by sessions of one key. */
+export class CatalogSession implements Listing {
+  readonly key: string;
+  readonly client: UpstreamClient;
+  usedAt: number;
+  readonly #cache = new LRUCache<string, Promise<JsonObject>>({ max: MAX_CACHED_PAGES });
+  readonly #now: () => number;
+
+  constructor(key: string, client: UpstreamClient, now: () => number) {
+    this.key = key;
+    this.client = client;
+    this.#now = now;
+    this.usedAt = now();
+  }
+
+  get name(): string {
+    return this.client.name;
+  }
+
+  get closed(): boolean {
+    return this.client.closed;
+  }
+
+  get capabilities(): JsonObject {
+    return this.client.capabilities;
+  }
+
+  get instructions(): string | undefined {
+    return this.client.initialized?.instructions;
+  }
+
+  /** A list page, from the cache or read once for every session asking (no caller's signal cancels it). */
+  request(method: string, params?: JsonObject): Promise<JsonObject> {
+    this.usedAt = this.#now();
+    if (!LIST_METHODS.has(method)) return Promise.reject(new GatewayError('method_not_found', `a catalog answers lists only, not ${method}`));
+    const cursor = params?.cursor;
+    const key = `${method}\0${typeof cursor === 'string' ? cursor : ''}`;
+    const cached = this.#cache.get(key);
+    if (cached) return cached;
+    const reading = this.client.request(method, cursor === undefined ? undefined : { cursor });
+    this.#cache.set(key, reading);
+    reading.catch(() => {
+      if (this.#cache.get(key) === reading) this.#cache.delete(key);
+    });
+    return reading;
+  }
+
+  /** Forgets the cached pages of these list methods (all, without any). */
+  forget(methods?: readonly string[]): void {
+    if (!methods) return this.#cache.clear();
+    for (const key of [...this.#cache.keys()]) if (methods.includes(key.slice(0, key.indexOf('\0')))) this.#cache.delete(key);
+  }
+
+  /** The methods whose cached first pages differ from what the upstream lists now (after a restart). */
+  async changedLists(): Promise<string[]> {
+    const before = [...this.#cache.entries()].filter(([key]) => key.endsWith('\0'));
+    this.forget();
+    const changed = await Promise.all(
+      before.map(async ([key, old]) => {
+        const method = key.slice(0, -1);
+        const [was, now] = await Promise.allSettled([old, this.request(method)]);
+        return was.status !== 'fulfilled' || now.status !== 'fulfilled' || stableJson(was.value) !== stableJson(now.value) ? method : undefined;
+      }),
+    );
+    return changed.filter((method): method is string => method !== undefined);
+  }
+}
+
+interface Slot {
+  session?: CatalogSession;
+  opening?: Promise<CatalogSession>;
+  /** The latest probe failed: sessions leave the upstream out without waiting. */
+  failed?: { reason: string; at: number };
+}
+
+export interface CatalogsDeps {
+  pool: UpstreamPool;
+  logger: Logger;
+  /** A catalog session's lists of these methods changed: tell the sessions listing from it. */
+  onListsChanged: (catalog: CatalogSession, methods: readonly string[]) => void;
+  now?: () => number;
+}
+
+export class UpstreamCatalogs {
+  readonly #deps: CatalogsDeps;
+  readonly #slots = new Map<string, Map<string, Slot>>();
+  readonly #now: () => number;
+
+  constructor(deps: CatalogsDeps) {
+    this.#deps = deps;
+    this.#now = deps.now ?? Date.now;
+  }
+
+  /** The key of the catalog sessions like `info` list from. */
+  keyOf(info: CatalogKeyInfo): string {
+    return `${info.protocolVersion}\0${stableJson(info.clientCapabilities)}\0${stableJson(info.clientInfo)}`;
+  }
+
+  /** The catalog session of `upstream` if it is open. */
+  peek(upstream: string, key: string): CatalogSession | undefined {
+    const session = this.#slots.get(upstream)?.get(key)?.session;
+    return session && !session.closed ? session : undefined;
+  }
+
+  /**
+   * The catalog of `upstream` for sessions like `info`, opened on first need. Throws at once
+   * (no waiting) when its latest probe failed; the next probe then runs in the background.
+   */
+  ready(upstream: string, info: CatalogKeyInfo): CatalogSession | Promise<CatalogSession> {
+    const key = this.keyOf(info);
+    let slots = this.#slots.get(upstream);
+    if (!slots) this.#slots.set(upstream, (slots = new Map()));
+    let slot = slots.get(key);
+    if (!slot) {
+      if (slots.size >= MAX_KEYS) this.#evict(slots);
+      slots.set(key, (slot = {}));
+    }
+    const open = slot.session;
+    if (open && !open.closed) {
+      open.usedAt = this.#now();
+      return open;
+    }
+    const { failed } = slot;
+    if (slot.opening) {
+      if (failed) throw leftOut(upstream, failed.reason);
+      return slot.opening;
+    }
+    if (failed && this.#now() - failed.at < CATALOG_RETRY_MS) throw leftOut(upstream, failed.reason);
+    const opening = this.#open(upstream, key, info, slot);
+    if (!failed) return opening;
+    // Tried again in the background: nobody waits for an upstream that failed last time.
+    opening.catch(() => {});
+    throw leftOut(upstream, failed.reason);
+  }
+
+  #open(upstream: string, key: string, info: CatalogKeyInfo, slot: Slot): Promise<CatalogSession> {
+    const { pool, logger } = this.#deps;
+    let catalog: CatalogSession | undefined;
+    const params = { protocolVersion: info.protocolVersion, capabilities: info.clientCapabilities, clientInfo: info.clientInfo };
+    const opening = pool
+      .open(upstream, params, (client) => {
+        // Only list changes matter here: no client is behind a catalog to hear anything else,
+        // and its server-initiated requests are refused (UpstreamClient answers them so).
+        client.onnotification = (message) => {
+          const methods = CHANGED_LISTS[message.method];
+          if (!methods || !catalog) return;
+          catalog.forget(methods);
+          this.#deps.onListsChanged(catalog, methods);
+        };
+        client.onreconnect = () => {
+          if (!catalog) return;
+          const restarted = catalog;
+          void restarted.changedLists().then((methods) => methods.length > 0 && this.#deps.onListsChanged(restarted, methods));
+        };
+        // Children spawned ahead are for sessions' first calls.
+      }, { warm: false })
+      .then(
+        (client) => {
+          catalog = new CatalogSession(key, client, this.#now);
+          // Retired (reload) or closed while opening: this one is nobody's.
+          if (this.#slots.get(upstream)?.get(key) !== slot) {
+            void client.close();
+            return catalog;
+          }
+          slot.session = catalog;
+          slot.failed = undefined;
+          return catalog;
+        },
+        (err: unknown) => {
+          const reason = err instanceof Error ? err.message : String(err);
+          // No room for a child is not the upstream failing: the next session tries again.
+          if (err instanceof ProcessLimitError) throw err;
+          slot.failed = { reason, at: this.#now() };
+          logger.warn('upstream left out of the catalog', { upstream, err });
+          throw leftOut(upstream, reason);
+        },
+      )
+      .finally(() => {
+        slot.opening = undefined;
+      });
+    slot.opening = opening;
+    return opening;
+  }
+
+  /** Makes room for one more key: the least recently used catalog that is not opening goes. */
+  #evict(slots: Map<string, Slot>): void {
+    let oldest: [string, Slot] | undefined;
+    for (const entry of slots) {
+      if (entry[1].opening) continue;
+      if (!oldest || (entry[1].session?.usedAt ?? 0) < (oldest[1].session?.usedAt ?? 0)) oldest = entry;
+    }
+    if (!oldest) return;
+    slots.delete(oldest[0]);
+    void oldest[1].session?.client.close();
+  }
+
+  /** Closes one catalog session of `upstream` with nothing in flight, to make room; whether there was one. */
+  yieldOne(upstream: string): boolean {
+    const slots = this.#slots.get(upstream);
+    for (const [key, slot] of slots ?? []) {
+      const { session } = slot;
+      if (!session || session.closed || session.client.pendingCount > 0) continue;
+      slots!.delete(key);
+      void session.client.close();
+      this.#deps.logger.info('catalog session closed to make room for a session of its own', { upstream });
+      return true;
+    }
+    return false;
+  }
+
+  /** The catalogs of upstreams a reload changed or removed: closed, opened afresh on next need. */
+  retire(upstreams: readonly string[]): void {
+    for (const upstream of upstreams) {
+      const slots = this.#slots.get(upstream);
+      this.#slots.delete(upstream);
+      for (const slot of slots?.values() ?? []) void slot.session?.client.close();
+    }
+  }
+
+  /** Closes catalog sessions no list has used for their upstream's idle timeout. */
+  sweep(idleMs: (upstream: string) => number | undefined): void {
+    const now = this.#now();
+    for (const [upstream, slots] of this.#slots) {
+      const idle = idleMs(upstream);
+      for (const [key, slot] of slots) {
+        const { session } = slot;
+        if (session?.closed && !slot.opening) slots.delete(key);
+        if (!session || session.closed || idle === undefined || now - session.usedAt < idle || session.client.pendingCount > 0) continue;
+        slots.delete(key);
+        void session.client.close();
+        this.#deps.logger.info('idle catalog session closed', { upstream, idleMs: now - session.usedAt });
+      }
+    }
+  }
+
+  /** Every catalog session open now (for tests and health). */
+  *sessions(): IterableIterator<CatalogSession> {
+    for (const slots of this.#slots.values()) for (const slot of slots.values()) if (slot.session && !slot.session.closed) yield slot.session;
+  }
+}
+
+function leftOut(upstream: string, reason: string): GatewayError {
+  return new GatewayError('upstream_unavailable', `Upstream ${upstream} is unavailable: ${reason}`);
+}

@@ -1,0 +1,73 @@
+// Giving upstream sessions back when they idle (upstreams.<name>.idleTimeout): a client
+// session's own upstream session with no request in flight, no subscription, no task and no
+// server-initiated request waiting for the client, seen so by consecutive sweeps for its
+// upstream's idleTimeout, is closed; the session lists from the catalog again, and its next
+// request that needs the upstream opens a new one (open.ts). Nothing is read on a call's path:
+// a sweep compares the upstream client's request count with the one it saw before. Catalog
+// sessions no list used for as long are closed too.
+import type { UpstreamConfig } from '../config/schema.js';
+import type { UpstreamPool } from '../upstream/pool.js';
+import type { Logger } from '../util/log.js';
+import type { UpstreamCatalogs } from './catalogs.js';
+import type { DownstreamSession, SessionStore } from './session.js';
+
+/** A stdio upstream's own sessions are closed after this long idle unless configured otherwise. */
+const STDIO_IDLE_MS = 5 * 60_000;
+/** The sweep runs at a quarter of the shortest idleTimeout, within these bounds. */
+const SWEEP_MIN_MS = 25;
+const SWEEP_MAX_MS = 15_000;
+
+/** How long a session's own upstream session may idle before it is closed (undefined: never). */
+export function idleTimeoutOf(config: UpstreamConfig | undefined): number | undefined {
+  if (!config || config.stateful || config.sharing === 'shared') return undefined;
+  const idle = config.idleTimeout ?? (config.stdio ? STDIO_IDLE_MS : 0);
+  return idle > 0 ? idle : undefined;
+}
+
+export interface IdleSweepDeps {
+  pool: UpstreamPool;
+  sessions: SessionStore;
+  catalogs: UpstreamCatalogs;
+  logger: Logger;
+}
+
+/** Starts sweeping now and then; clearInterval the timer to stop. */
+export function startIdleSweep(deps: IdleSweepDeps): NodeJS.Timeout {
+  const { pool } = deps;
+  const idles = pool.names.map((name) => idleTimeoutOf(pool.config(name))).filter((ms): ms is number => ms !== undefined);
+  const every = Math.max(SWEEP_MIN_MS, Math.min(SWEEP_MAX_MS, Math.min(STDIO_IDLE_MS, ...idles) / 4));
+  const timer = setInterval(() => sweepIdle(deps), every);
+  timer.unref();
+  return timer;
+}
+
+/** One sweep over every session's own upstream sessions, then the catalogs. */
+export function sweepIdle(deps: IdleSweepDeps, now = Date.now()): void {
+  const { pool, sessions, logger } = deps;
+  for (const session of sessions.all()) {
+    for (const [name, record] of session.links.entries()) {
+      const { client } = record;
+      if (!client || record.release || record.opening) continue;
+      const idle = idleTimeoutOf(pool.config(name));
+      if (idle === undefined || record.tasks || record.subscriptions.size > 0 || client.pendingCount > 0 || asksClient(session, name)) {
+        record.idle = undefined;
+        continue;
+      }
+      if (!record.idle || record.idle.requests !== client.requests) {
+        record.idle = { since: now, requests: client.requests };
+        continue;
+      }
+      const idleMs = now - record.idle.since;
+      if (idleMs < idle) continue;
+      void session.links.release(name);
+      logger.info('idle upstream session closed', { upstream: name, session: session.id.slice(0, 8), idleMs });
+    }
+  }
+  deps.catalogs.sweep((upstream) => idleTimeoutOf(pool.config(upstream)));
+}
+
+/** Whether a server-initiated request of `upstream` waits for the client of this session. */
+function asksClient(session: DownstreamSession, upstream: string): boolean {
+  for (const [, request] of session.clientRequests.values()) if (request.upstream === upstream) return true;
+  return false;
+}
