@@ -47,6 +47,15 @@ export class NamespaceCodec {
     this.#unprefixed = unprefixed;
   }
 
+  get separator(): string {
+    return this.#separator;
+  }
+
+  /** The prefix an upstream's names carry ("" for the unprefixed upstream). */
+  prefixOf(upstream: string): string {
+    return upstream === this.#unprefixed ? '' : (this.#routing.get(upstream) ?? upstream);
+  }
+
   /** The client-facing name of an upstream's tool or prompt. */
   exposeName(upstream: string, name: string): string {
     if (upstream === this.#unprefixed && this.#fitsBare(name)) return name;

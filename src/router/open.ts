@@ -111,6 +111,7 @@ export class SessionOpener {
     const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
     const instructions = await this.#openUpstreams(session, names);
     session.capabilities = this.#capabilitiesOf(session);
+    if (instructions.length > 0) instructions.unshift(this.#namingNote());
     const own = session.access.endpoint?.instructions;
     if (own !== undefined) instructions.unshift(own);
     if (instructions.length > 0) session.instructions = instructions.join('\n\n');
@@ -187,7 +188,7 @@ export class SessionOpener {
         if (session.closed) return;
         session.links.defer(name);
         const text = outcome.value.catalog.instructions;
-        if (text) instructions.push(`## ${name}\n${text}`);
+        if (text) instructions.push(this.#section(name, text));
         return;
       }
       const { client, release } = outcome.value;
@@ -198,9 +199,21 @@ export class SessionOpener {
       }
       session.links.attach(name, client, release);
       const text = client.initialized?.instructions;
-      if (text) instructions.push(`## ${name}\n${text}`);
+      if (text) instructions.push(this.#section(name, text));
     });
     return instructions;
+  }
+
+  /** An upstream's instructions under a heading of the prefix its names carry here. */
+  #section(upstream: string, text: string): string {
+    const prefix = this.#deps.catalog.codec.prefixOf(upstream);
+    return prefix === '' ? `## ${upstream} (names unchanged)\n${text}` : `## ${prefix}\n${text}`;
+  }
+
+  /** Said once above the sections: the upstreams' own texts name their tools without the prefix. */
+  #namingNote(): string {
+    const { separator } = this.#deps.catalog.codec;
+    return `Each section below is one server's own instructions, under the prefix its names carry here: a tool or prompt it calls \`x\` is \`<prefix>${separator}x\` through this gateway.`;
   }
 
   /**

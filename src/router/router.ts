@@ -33,6 +33,7 @@ import { answerFromClient, routeClientNotification } from './relay.js';
 import { listed, rememberNames } from './existence.js';
 import { SessionOpener } from './open.js';
 import { shapeItem } from './shape.js';
+import { exposePromptResult, exposeReadResult, exposeToolResult } from './content.js';
 import type { SharedHub } from './shared.js';
 import { callTool, type ToolCallDeps } from './tool-call.js';
 import type { Settled } from '../mcp/pending.js';
@@ -344,7 +345,7 @@ export class Router {
       case 'prompts/get': {
         const name = requireString(params, 'name');
         const target = await this.#visiblePrompt(session, name);
-        return forward(call, target.client, method, { ...params, name: target.name });
+        return exposePromptResult(await forward(call, target.client, method, { ...params, name: target.name }), catalog.codec, target.client.name);
       }
       case 'tasks/get':
       case 'tasks/cancel':
@@ -365,7 +366,7 @@ export class Router {
           throw resourceNotFound(err) ? new GatewayError('unknown_name', `Unknown resource: ${uri}`) : err;
         });
         if (method !== 'resources/read') recordSubscription(session, target.client.name, target.uri, method === 'resources/subscribe');
-        return result;
+        return method === 'resources/read' ? exposeReadResult(result, catalog.codec, target.client.name) : result;
       }
       case 'completion/complete':
         return this.#complete(call, params);
@@ -408,7 +409,7 @@ export class Router {
     const hub = split && this.hubOf(session, split.upstream);
     if (!split || !client || (hub && !hub.owns(split.taskId, session))) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
     const result = await forward(call, client, method, { ...params, taskId: split.taskId });
-    if (method === 'tasks/result') return mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id));
+    if (method === 'tasks/result') return exposeToolResult(mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id)), codec, client.name);
     return typeof result.taskId === 'string' ? { ...result, taskId: codec.exposeTaskId(client.name, result.taskId) } : result;
   }
 

@@ -15,6 +15,7 @@ import type { Catalog, ListedPage, Target } from './catalog.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, surface } from '../util/callbacks.js';
 import { factOfTool, listed, type FactOf } from './existence.js';
+import { exposeToolResult } from './content.js';
 import type { DownstreamSession } from './session.js';
 import type { ToolFacts } from './tool-facts.js';
 
@@ -174,8 +175,8 @@ class ToolCall {
     this.#slot = undefined;
     // A task-augmented call answers with the task; the client sees its gateway-wide id.
     const taskId = outcome instanceof Error || !isObject(this.#params.task) ? undefined : createdTaskId(outcome);
-    if (taskId === undefined) return this.#finish(outcome);
     const upstream = this.#target!.client.name;
+    if (taskId === undefined) return this.#finish(outcome instanceof Error ? outcome : exposeToolResult(outcome, this.#deps.catalog.codec, upstream));
     this.#deps.ownTask(this.#call.session, upstream, taskId);
     this.#finish(withCreatedTaskId(outcome as JsonObject, this.#deps.catalog.codec.exposeTaskId(upstream, taskId)));
   }

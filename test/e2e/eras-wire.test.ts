@@ -134,7 +134,7 @@ describe('results', () => {
   it('reads a resource with ttlMs 0 and a private cacheScope', async () => {
     const uri = 'everything+demo://resource/static/document/architecture.md';
     const res = await send(gw.url, request(3, 'resources/read', { uri }), { 'mcp-name': uri });
-    expect(res.body!.result).toMatchObject({ contents: [{ uri: uri.slice('everything+'.length) }], resultType: 'complete', ttlMs: 0, cacheScope: 'private' });
+    expect(res.body!.result).toMatchObject({ contents: [{ uri }], resultType: 'complete', ttlMs: 0, cacheScope: 'private' });
   });
 
   it('answers concurrent requests that reuse one id each with its own result', async () => {

@@ -51,7 +51,7 @@ describe('MCP Inspector CLI', () => {
     const { resources } = (await inspector('--method', 'resources/list')) as { resources: { uri: string }[] };
     const uri = resources.find((r) => r.uri.startsWith('remote+'))!.uri;
     const read = (await inspector('--method', 'resources/read', '--uri', uri)) as { contents: { uri: string }[] };
-    expect(read.contents[0]!.uri).toBe(uri.slice('remote+'.length));
+    expect(read.contents[0]!.uri).toBe(uri);
     const prompt = (await inspector('--method', 'prompts/get', '--prompt-name', 'everything__simple-prompt')) as { messages: unknown[] };
     expect(prompt.messages.length).toBeGreaterThan(0);
   });

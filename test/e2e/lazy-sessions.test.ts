@@ -253,7 +253,7 @@ describe("a session's own upstream session", () => {
     expect(await childrenNamed(EVERYTHING_BIN)).toHaveLength(1);
     const firsts: [string, (client: Client) => Promise<unknown>][] = [
       ['prompts/get', async (c) => expect((await c.getPrompt({ name: 'everything__simple-prompt' })).messages.length).toBeGreaterThan(0)],
-      ['resources/read', async (c) => expect((await c.readResource({ uri })).contents[0]).toMatchObject({ uri: uri.slice('everything+'.length) })],
+      ['resources/read', async (c) => expect((await c.readResource({ uri })).contents[0]).toMatchObject({ uri })],
       ['completion/complete', async (c) => expect((await c.complete({ ref: { type: 'ref/prompt', name: 'everything__completable-prompt' }, argument: { name: argument, value: '' } })).completion.values.length).toBeGreaterThan(0)],
     ];
     for (const [i, [method, first]] of firsts.entries()) {

@@ -33,9 +33,9 @@ describe('routing', () => {
     expect(result.completion.values).toEqual(['ref/resource:fixture://item/{id}:4']);
   });
 
-  it('reads a resource and gets a prompt with the original URI and name', async () => {
+  it('reads a resource and gets a prompt by the original URI and name upstream, the contents carrying the URI the client reads it by', async () => {
     const read = await client.readResource({ uri: 'paged+fixture://item/7' });
-    expect(read.contents).toEqual([{ uri: 'fixture://item/7', mimeType: 'text/plain', text: 'content of fixture://item/7' }]);
+    expect(read.contents).toEqual([{ uri: 'paged+fixture://item/7', mimeType: 'text/plain', text: 'content of fixture://item/7' }]);
     const prompt = await client.getPrompt({ name: 'paged__prompt-01', arguments: { topic: 'gateways' } });
     expect(prompt.messages[0]!.content).toEqual({ type: 'text', text: 'prompt prompt-01 about gateways' });
   });

@@ -1,0 +1,71 @@
+// URIs an upstream writes inside content, shown as the client can use them through the gateway
+// (DESIGN.md §5): a `resource_link`'s uri and an embedded `resource`'s uri in tool results
+// (content, and a task's result), in prompt messages, and `contents[].uri` of resources/read
+// come back namespaced (`<prefix>+<uri>`; unchanged for an unprefixed upstream), so the client
+// can read or subscribe to what it was given. structuredContent and free text are the tool's
+// data and stay as they are. A result with nothing to rewrite is returned as it came (no copy).
+import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
+
+/** What rewrites a URI of one upstream (the namespace codec). */
+export interface UriCodec {
+  exposeUri(upstream: string, uri: string): string;
+}
+
+/** One content block with its URI namespaced, or the same block. */
+function block(item: unknown, codec: UriCodec, upstream: string): unknown {
+  if (!isObject(item)) return item;
+  if (item.type === 'resource_link' && typeof item.uri === 'string') {
+    const uri = codec.exposeUri(upstream, item.uri);
+    return uri === item.uri ? item : { ...item, uri };
+  }
+  if (item.type === 'resource' && isObject(item.resource) && typeof item.resource.uri === 'string') {
+    const uri = codec.exposeUri(upstream, item.resource.uri);
+    return uri === item.resource.uri ? item : { ...item, resource: { ...item.resource, uri } };
+  }
+  return item;
+}
+
+function isLink(item: unknown): boolean {
+  return isObject(item) && (item.type === 'resource_link' || item.type === 'resource');
+}
+
+/** The blocks of an array, the same array when none changed. */
+function blocks(items: unknown[], map: (item: unknown) => unknown): unknown[] {
+  let out: unknown[] | undefined;
+  for (let i = 0; i < items.length; i++) {
+    const mapped = map(items[i]);
+    if (mapped !== items[i]) (out ??= items.slice())[i] = mapped;
+  }
+  return out ?? items;
+}
+
+/** A tools/call (or tasks/result) result with the URIs of its content blocks namespaced. */
+export function exposeToolResult(result: JsonObject, codec: UriCodec, upstream: string): JsonObject {
+  if (!Array.isArray(result.content)) return result;
+  // Every call's path: most results carry text only, and are returned untouched without a copy.
+  if (!result.content.some(isLink)) return result;
+  const content = blocks(result.content, (item) => block(item, codec, upstream));
+  return content === result.content ? result : { ...result, content };
+}
+
+/** A prompts/get result with the URIs of its messages' content namespaced. */
+export function exposePromptResult(result: JsonObject, codec: UriCodec, upstream: string): JsonObject {
+  if (!Array.isArray(result.messages)) return result;
+  const messages = blocks(result.messages, (message) => {
+    if (!isObject(message)) return message;
+    const content = Array.isArray(message.content) ? blocks(message.content, (item) => block(item, codec, upstream)) : block(message.content, codec, upstream);
+    return content === message.content ? message : { ...message, content };
+  });
+  return messages === result.messages ? result : { ...result, messages };
+}
+
+/** A resources/read result with each content's uri namespaced. */
+export function exposeReadResult(result: JsonObject, codec: UriCodec, upstream: string): JsonObject {
+  if (!Array.isArray(result.contents)) return result;
+  const contents = blocks(result.contents, (item) => {
+    if (!isObject(item) || typeof item.uri !== 'string') return item;
+    const uri = codec.exposeUri(upstream, item.uri);
+    return uri === item.uri ? item : { ...item, uri };
+  });
+  return contents === result.contents ? result : { ...result, contents };
+}
