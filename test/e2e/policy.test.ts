@@ -784,6 +784,27 @@ describe('switchyard check', () => {
     expect(stdout.trimEnd().split('\n').at(-1)).toBe('1 collision(s), 0 upstream(s) that could not be listed');
   });
 
+  it('prints per endpoint and team what tools/list lists, what search covers, and the bytes of tools/list in list and search mode', async () => {
+    const file = join(await mkdtemp(join(dir, 'check-')), 'endpoints.yaml');
+    const config = checkConfig('pay_echo');
+    await writeConfig(file, { ...config, endpoints: [{ path: '/ops/mcp', teams: ['ops'], discovery: 'search', pinned: ['rogue__pid'] }] });
+    const { code, stdout, stderr } = await runCheck([file, '--connect']);
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    const lines = stdout.split('\n');
+    const at = lines.indexOf('endpoint /ops/mcp, team ops: discovery search');
+    expect(at, stdout).toBeGreaterThanOrEqual(0);
+    expect(lines[at + 1]).toBe('  lists 3 tool(s): rogue__pid, search_tools, call_tool');
+    expect(lines[at + 2]).toMatch(new RegExp(`^ {2}search covers ${ROGUE_TOOLS.length} tool\\(s\\): `));
+    expect(sorted(lines[at + 2]!.split(': ')[1]!.split(', '))).toEqual(sorted(ROGUE_TOOLS));
+    const bytes = /^ {2}tools\/list bytes: list mode (\d+), search mode (\d+) \((\d+\.\d+)×\)$/.exec(lines[at + 3]!);
+    expect(bytes, lines[at + 3]).not.toBeNull();
+    expect(Number(bytes![1])).toBeGreaterThan(0);
+    // The main endpoint lists in list mode for each team; the ops endpoint is for ops only.
+    expect(lines).toContain('endpoint /mcp, team payments: discovery list');
+    expect(lines).toContain('endpoint /mcp, team ops: discovery list');
+    expect(lines.some((l) => l.startsWith('endpoint /ops/mcp, team payments'))).toBe(false);
+  });
+
   it('exits 0 when no names collide', async () => {
     const file = join(await mkdtemp(join(dir, 'check-')), 'clean.yaml');
     await writeConfig(file, checkConfig('pay_echo'));
