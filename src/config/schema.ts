@@ -64,7 +64,7 @@ const circuit = z.strictObject({
   /** Consecutive 5xx answers or connection failures that open the circuit. */
   failures: z.number().int().min(1).default(5).describe('Consecutive 5xx answers or connection failures that open the circuit.'),
   /** How long an open circuit fails fast before one probe request goes through. */
-  openFor: duration.default(10_000).describe('How long an open circuit fails fast (-32002) before one probe request goes through.'),
+  openFor: duration.default(10_000).describe('How long an open circuit fails fast (-32005) before one probe request goes through.'),
 });
 
 const upstream = z
@@ -94,10 +94,10 @@ const upstream = z
     maxMessageBytes: z.number().int().min(1_024).default(16 * 1024 * 1024).describe('A message from the upstream larger than this is treated like a crash.'),
     /**
      * What may wait to be written to a stdio child that stops reading its stdin, in bytes and
-     * messages: past either a request fails at once (-32002) and the child stays up.
+     * messages: past either a request fails at once (-32005) and the child stays up.
      */
-    maxQueuedBytes: z.number().int().min(1_024).default(16 * 1024 * 1024).describe('What may wait to be written to a stdio child that stops reading its stdin, in bytes: past it a request fails at once (-32002) and the child stays up.'),
-    maxQueuedMessages: z.number().int().min(1).default(10_000).describe('The same bound in messages: past it a request fails at once (-32002) and the child stays up.'),
+    maxQueuedBytes: z.number().int().min(1_024).default(16 * 1024 * 1024).describe('What may wait to be written to a stdio child that stops reading its stdin, in bytes: past it a request fails at once (-32005) and the child stays up.'),
+    maxQueuedMessages: z.number().int().min(1).default(10_000).describe('The same bound in messages: past it a request fails at once (-32005) and the child stays up.'),
     /** Restarting crashed stdio children (and reconnecting legacy SSE streams). */
     restart: restart.prefault({}).describe('Restarting crashed stdio children (and reconnecting dropped legacy SSE streams).'),
     /** Failing fast on an HTTP upstream that keeps failing. */

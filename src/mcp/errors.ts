@@ -10,12 +10,22 @@ export const ErrorCode = {
   MethodNotFound: -32601,
   InvalidParams: -32602,
   InternalError: -32603,
-  // Gateway codes live in -32000..-32019 (DESIGN.md §7).
+  // Gateway codes live in -32000..-32019 (DESIGN.md §7), for clients of the sessions era; not
+  // -32002, which is resource-not-found up to 2025-11-25. A 2026-07-28 client gets none of them
+  // (basic/index.mdx): statelessError() maps them to -32603 with the reason in data.
   UpstreamClosed: -32000,
   Timeout: -32001,
-  UpstreamUnavailable: -32002,
   RateLimited: -32003,
+  UpstreamUnavailable: -32005,
 } as const;
+
+/** The gateway's reason for each of its codes in -32000..-32019, for clients that may not see the codes. */
+const REASONS: Record<number, string> = {
+  [ErrorCode.UpstreamClosed]: 'upstream_closed',
+  [ErrorCode.Timeout]: 'upstream_timeout',
+  [ErrorCode.RateLimited]: 'rate_limited',
+  [ErrorCode.UpstreamUnavailable]: 'upstream_unavailable',
+};
 
 export type GatewayErrorCode =
   | 'upstream_closed' // the upstream connection or process ended with the request pending
@@ -32,12 +42,16 @@ export type GatewayErrorCode =
 
 export class GatewayError extends Error {
   override readonly name = 'GatewayError';
+  /** What goes in the JSON-RPC error's data (e.g. the uri of a resource not found). */
+  readonly data: Readonly<Record<string, unknown>> | undefined;
+
   constructor(
     readonly code: GatewayErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; data?: Record<string, unknown> },
   ) {
     super(message, options);
+    this.data = options?.data;
   }
 }
 
@@ -70,8 +84,21 @@ const gatewayCodes: Record<GatewayErrorCode, number> = {
  */
 export function toJsonRpcError(err: unknown): JsonRpcErrorObject {
   if (err instanceof RpcError) return err.error;
-  if (err instanceof GatewayError) return { code: gatewayCodes[err.code], message: err.message };
+  if (err instanceof GatewayError) return err.data ? { code: gatewayCodes[err.code], message: err.message, data: err.data } : { code: gatewayCodes[err.code], message: err.message };
   return { code: ErrorCode.InternalError, message: 'Internal error' };
+}
+
+/**
+ * An error as a 2026-07-28 client may receive it (basic/index.mdx): no code of the legacy range
+ * -32000..-32019 (the gateway's, or a sessions-era upstream's) and no -32002: those become
+ * -32603 with the reason in data (a resource not found becomes -32602, as that revision says).
+ */
+export function statelessError(error: JsonRpcErrorObject): JsonRpcErrorObject {
+  const { code } = error;
+  if (code > -32000 || code < -32019) return error;
+  const data = typeof error.data === 'object' && error.data !== null ? (error.data as Record<string, unknown>) : {};
+  if (code === -32002) return { code: ErrorCode.InvalidParams, message: error.message, data };
+  return { code: ErrorCode.InternalError, message: error.message, data: { ...data, reason: REASONS[code] ?? 'upstream_error' } };
 }
 
 /** True for failures the gateway itself caused or could not explain (worth logging as errors). */

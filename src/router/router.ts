@@ -253,7 +253,7 @@ export class Router {
 
   /** The upstream and original URI of a resource (or template) the session may see. */
   async #visibleResource(session: DownstreamSession, uri: string): Promise<{ client: UpstreamClient; uri: string }> {
-    const unknown = new GatewayError('unknown_name', `Unknown resource: ${uri}`);
+    const unknown = new GatewayError('unknown_name', `Unknown resource: ${uri}`, { data: { uri } });
     const { catalog } = this.#deps;
     const owner = catalog.codec.splitUri(uri)?.upstream;
     if (owner === undefined || !session.access.canSee('resource', uri, owner)) throw unknown;
@@ -363,7 +363,7 @@ export class Router {
           return method === 'resources/subscribe' ? hub.subscribe(session, target.uri, params) : hub.unsubscribe(session, target.uri, params);
         }
         const result = await forward(call, target.client, method, { ...params, uri: target.uri }).catch((err: unknown) => {
-          throw resourceNotFound(err) ? new GatewayError('unknown_name', `Unknown resource: ${uri}`) : err;
+          throw resourceNotFound(err) ? new GatewayError('unknown_name', `Unknown resource: ${uri}`, { data: { uri } }) : err;
         });
         if (method !== 'resources/read') recordSubscription(session, target.client.name, target.uri, method === 'resources/subscribe');
         return method === 'resources/read' ? exposeReadResult(result, catalog.codec, target.client.name) : result;
@@ -384,6 +384,8 @@ export class Router {
 
   async #complete(call: Call, params: JsonObject): Promise<JsonObject> {
     const { session } = call;
+    // Not offered (no upstream the session sees declares completions): not a method served here.
+    if (!supportsMethod(session.capabilities, 'completion/complete')) throw new GatewayError('method_not_found', 'Method not found: completion/complete');
     const ref = params.ref;
     if (!isObject(ref)) throw new GatewayError('invalid_params', 'completion/complete needs a ref');
     if (ref.type === 'ref/prompt') {

@@ -574,7 +574,7 @@ describe("the gateway's own client-credentials token towards an upstream", () =>
         const callsBefore = (await flaky.stats()).calls;
         const failed = echo(client, 'x');
         await expect(failed).rejects.toBeInstanceOf(McpError);
-        await expect(failed).rejects.toMatchObject({ code: -32002, message: expect.stringMatching(/^MCP error -32002: Upstream api is unavailable: .*token endpoint answered HTTP 401/) });
+        await expect(failed).rejects.toMatchObject({ code: -32005, message: expect.stringMatching(/^MCP error -32005: Upstream api is unavailable: .*token endpoint answered HTTP 401/) });
         // The other upstream is unaffected, and so is the gateway.
         expect(textOf(await client.callTool({ name: 'rogue__pid', arguments: {} }))).toMatch(/^\d+$/);
         expect((await flaky.stats()).calls).toBe(callsBefore);

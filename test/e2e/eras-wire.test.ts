@@ -88,6 +88,57 @@ describe('validation', () => {
     expect(mismatch.body).toMatchObject({ id: 4, error: { code: -32020 } });
   });
 
+  it('answers a header the body contradicts -32020 before looking at whether either version is supported', async () => {
+    const res = await send(gw.url, request(4, 'tools/list', {}, { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }));
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ id: 4, error: { code: -32020 } });
+  });
+
+  it('answers a method no upstream of this client serves 404 / -32601 (completion without completions)', async () => {
+    const bare = await startGateway({ upstreams: { rogue: upstream.rogue() } });
+    try {
+      const res = await send(bare.url, request(7, 'completion/complete', { ref: { type: 'ref/prompt', name: 'rogue__x' }, argument: { name: 'a', value: 'b' } }));
+      expect(res.status).toBe(404);
+      expect(res.body).toMatchObject({ id: 7, error: { code: -32601 } });
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it('sends no code of -32000..-32019 to a 2026-07-28 client: an unavailable upstream is -32603 with its reason', async () => {
+    const left = await startGateway({ upstreams: { rogue: upstream.rogue(), gone: { stdio: { command: '/nonexistent/switchyard-test-server' } } } });
+    try {
+      const res = await send(left.url, call(8, 'gone__anything', {}), { 'mcp-name': 'gone__anything' });
+      expect(res.body).toMatchObject({ id: 8, error: { code: -32603, data: { reason: 'upstream_unavailable' } } });
+      // The same call from a sessions-era client keeps the gateway's code, which is not -32002.
+      const client = await connectClient(left.url);
+      try {
+        await expect(client.callTool({ name: 'gone__anything', arguments: {} })).rejects.toMatchObject({ code: -32005 });
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await left.close();
+    }
+  });
+
+  it("answers an upstream's -32021 (a capability the client lacks) with HTTP 400, and maps its legacy codes", async () => {
+    const missing = await send(gw.url, call(10, 'rogue__fail', { code: -32021, message: 'needs sampling', data: { requiredCapabilities: { sampling: {} } } }), { 'mcp-name': 'rogue__fail' });
+    expect(missing.status).toBe(400);
+    expect(missing.body).toMatchObject({ id: 10, error: { code: -32021, data: { requiredCapabilities: { sampling: {} } } } });
+    const legacy = await send(gw.url, call(11, 'rogue__fail', { code: -32010, message: 'an old server error' }), { 'mcp-name': 'rogue__fail' });
+    expect(legacy.status).toBe(200);
+    expect(legacy.body).toMatchObject({ id: 11, error: { code: -32603, message: 'an old server error', data: { reason: 'upstream_error' } } });
+    const notFound = await send(gw.url, call(12, 'rogue__fail', { code: -32002, message: 'Resource not found', data: { uri: 'x://y' } }), { 'mcp-name': 'rogue__fail' });
+    expect(notFound.body).toMatchObject({ id: 12, error: { code: -32602, data: { uri: 'x://y' } } });
+  });
+
+  it('answers a resource that does not exist -32602 with its uri in data', async () => {
+    const uri = 'everything+demo://resource/static/document/no-such.md';
+    const res = await send(gw.url, request(9, 'resources/read', { uri }), { 'mcp-name': uri });
+    expect(res.body).toMatchObject({ id: 9, error: { code: -32602, data: { uri } } });
+  });
+
   it('accepts an Mcp-Name in the Base64 sentinel form', async () => {
     const res = await send(gw.url, call(5, 'everything__echo', { message: 'sentinel' }), { 'mcp-name': `=?base64?${Buffer.from('everything__echo').toString('base64')}?=` });
     expect(res.status).toBe(200);
@@ -120,15 +171,16 @@ describe('results', () => {
       capabilities: { tools: expect.any(Object), prompts: expect.any(Object), resources: expect.any(Object) },
       _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'switchyard' } },
       ttlMs: expect.any(Number),
-      cacheScope: 'public',
+      // What the gateway offers depends on who asks (teams, the client's capabilities).
+      cacheScope: 'private',
     });
   });
 
-  it('lists namespaced tools with resultType, ttlMs and cacheScope', async () => {
+  it('lists namespaced tools with resultType, ttlMs and a private cacheScope (lists depend on the caller)', async () => {
     const res = await send(gw.url, request(2, 'tools/list'));
     const result = res.body!.result as { tools: { name: string }[]; resultType: string; ttlMs: number; cacheScope: string };
     expect(result.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['everything__echo', 'rogue__slow']));
-    expect(result).toMatchObject({ resultType: 'complete', ttlMs: expect.any(Number), cacheScope: 'public' });
+    expect(result).toMatchObject({ resultType: 'complete', ttlMs: expect.any(Number), cacheScope: 'private' });
   });
 
   it('reads a resource with ttlMs 0 and a private cacheScope', async () => {

@@ -143,7 +143,7 @@ describe('a gateway in front of a flaky Streamable HTTP upstream', () => {
     await flaky.control({ forget: true });
     const error = await failure(client.callTool({ name: 'flaky__echo', arguments: { message: 'only once' } }));
 
-    expect(error.code).toBe(-32002);
+    expect(error.code).toBe(-32005);
     expect(error.message).toMatch(/upstream flaky: upstream session expired/);
     // The next call runs on the renewed session; its count shows the failed one never ran.
     expect(textOf(await client.callTool({ name: 'flaky__count', arguments: {} }))).toBe(String(before.calls + 1));
@@ -163,7 +163,7 @@ describe('a gateway in front of a flaky Streamable HTTP upstream', () => {
     await flaky.control({ fail: 3, status: 503 });
     for (let i = 0; i < 3; i++) {
       const error = await failure(echo(client, `fails ${i}`));
-      expect(error.code).toBe(-32002);
+      expect(error.code).toBe(-32005);
       expect(error.message).toMatch(/upstream flaky: upstream answered HTTP 503/);
     }
     const opened = await flaky.stats();
@@ -174,7 +174,7 @@ describe('a gateway in front of a flaky Streamable HTTP upstream', () => {
 
     for (let i = 0; i < 3; i++) {
       const error = await failure(echo(client, `fast ${i}`), OPEN_FOR_MS);
-      expect(error.code).toBe(-32002);
+      expect(error.code).toBe(-32005);
       expect(error.message).toMatch(/upstream flaky: circuit open/);
     }
     expect(textOf(await client.callTool({ name: 'paged__echo', arguments: {} }))).toBe('echo {}');
@@ -218,7 +218,7 @@ describe('a gateway in front of a flaky Streamable HTTP upstream', () => {
     try {
       res = await sendIn(session, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'flaky__echo', arguments: { message: 'raw' } } });
       const sdkError = await failure(echo(client, 'sdk'));
-      expect(sdkError.code).toBe(-32002);
+      expect(sdkError.code).toBe(-32005);
       expect(sdkError.message).toMatch(/upstream flaky: upstream answered HTTP 401/);
       // 4xx says nothing about the upstream's health: more 401s than `failures` leave the circuit closed.
       for (let i = 0; i < 3; i++) await failure(echo(client, `again ${i}`));
@@ -234,7 +234,7 @@ describe('a gateway in front of a flaky Streamable HTTP upstream', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('www-authenticate')).toBeNull();
     const answer = rpcAnswer(res, 2);
-    expect(answer).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32002 } });
+    expect(answer).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32005 } });
     expect(answer.error?.message).toMatch(/upstream flaky: upstream answered HTTP 401/);
     expect(res.text).not.toMatch(/realm|invalid_token|bearer/i);
 
@@ -344,7 +344,7 @@ describe('an upstream that goes away', () => {
       await flaky.close();
       for (let i = 0; i < 3; i++) {
         const error = await failure(echo(client, `gone ${i}`));
-        expect(error.code).toBe(-32002);
+        expect(error.code).toBe(-32005);
         expect(error.message).toMatch(/upstream flaky: upstream unreachable/);
       }
       const error = await failure(echo(client, 'fast'), OPEN_FOR_MS);

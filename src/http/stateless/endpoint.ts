@@ -8,8 +8,8 @@
 // An answer is JSON unless a related notification (progress, a log message the request asked
 // for) goes first: then it is an SSE stream without event ids (streams are not resumable in
 // this era). The client closing the connection before the answer cancels the request upstream.
-import { ALL_VERSIONS, META, decodeHeaderValue, isStatelessVersion, requestMetaOf } from '../../mcp/era.js';
-import { toJsonRpcError } from '../../mcp/errors.js';
+import { ALL_VERSIONS, META, StatelessErrorCode, decodeHeaderValue, isStatelessVersion, requestMetaOf } from '../../mcp/era.js';
+import { ErrorCode, statelessError, toJsonRpcError } from '../../mcp/errors.js';
 import { existsIn, hasMcpName, isCacheable, mirroredName } from '../../mcp/methods.js';
 import { failure, isObject, isRequest, metaOf, type JsonObject, type JsonRpcMessage, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
 import { isSupportedVersion } from '../../mcp/versions.js';
@@ -47,6 +47,10 @@ export function validateStateless(input: HttpInput, message: JsonRpcMessage): St
   const header = input.header('mcp-protocol-version');
   const declared = 'params' in message && isObject(message.params) ? message.params : undefined;
   const meta = requestMetaOf(declared);
+  // A header that says otherwise than the body is the first thing wrong, whatever either says.
+  if (header !== undefined && typeof meta !== 'string' && header !== meta.protocolVersion) {
+    return refuse(refusals.versionHeaderMismatch, { header, body: meta.protocolVersion }, { id });
+  }
   const version = typeof meta === 'string' ? header : meta.protocolVersion;
   if (version !== undefined && !isStatelessVersion(version) && !isSupportedVersion(version)) {
     return refuse(refusals.unsupportedProtocolVersion, version, { id, data: { supported: ALL_VERSIONS, requested: version } });
@@ -55,7 +59,6 @@ export function validateStateless(input: HttpInput, message: JsonRpcMessage): St
   if (!isRequest(message)) return refuse(refusals.notARequest); // notifications are handled before
   if (typeof meta === 'string') return refuse(refusals.invalidMeta, meta, { id });
   if (header === undefined) return refuse(refusals.versionHeaderRequired, { id });
-  if (header !== meta.protocolVersion) return refuse(refusals.versionHeaderMismatch, { header, body: meta.protocolVersion }, { id });
   const method = input.header('mcp-method');
   if (method === undefined) return refuse(refusals.methodHeaderRequired, { id });
   if (method !== message.method) return refuse(refusals.methodHeaderMismatch, { header: method, body: message.method }, { id });
@@ -85,16 +88,29 @@ export function validateStateless(input: HttpInput, message: JsonRpcMessage): St
 }
 
 /** A result as a client of this era reads it: resultType, the gateway's serverInfo, caching hints. */
-export function shapeResult(method: string, result: JsonObject, session: DownstreamSession): JsonObject {
+export function shapeResult(method: string, result: JsonObject): JsonObject {
   const out: JsonObject = { ...result, resultType: typeof result.resultType === 'string' ? result.resultType : 'complete' };
   out._meta = { ...metaOf(result), [META.serverInfo]: { name: GATEWAY_NAME, version: GATEWAY_VERSION } };
   if (isCacheable(method) && out.resultType === 'complete') {
     out.ttlMs = method === 'resources/read' ? 0 : LIST_TTL_MS;
-    // What a principal's teams see is theirs alone; without policy every principal sees the
-    // same lists. A resource's content may be anyone's (per-session servers): never shared.
-    out.cacheScope = session.access.shaped || method === 'resources/read' ? 'private' : 'public';
+    // Never `public` (caching.mdx: only where every caller gets the same bytes): what a
+    // principal's teams see is theirs alone, upstreams list by the client's capabilities
+    // (server-everything offers sampling tools only to clients that sample), lists hold a
+    // session's own resources, and a resource's content may be anyone's.
+    out.cacheScope = 'private';
   }
   return out;
+}
+
+/**
+ * The HTTP status of an answer sent as JSON: a method not served is 404 (streamable-http.mdx),
+ * a capability the client lacks 400 (basic/index.mdx); everything else 200.
+ */
+function statusOf(response: JsonRpcResponse): number {
+  if (!('error' in response)) return 200;
+  if (response.error.code === ErrorCode.MethodNotFound) return 404;
+  if (response.error.code === StatelessErrorCode.MissingRequiredClientCapability) return 400;
+  return 200;
 }
 
 /** server/discover: the versions the gateway speaks and what the client's teams can see. */
@@ -115,9 +131,10 @@ export interface StatelessEndpointDeps {
 export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInput, request: StatelessRequest, caller: Caller): Promise<Response> {
   const { stateless } = deps;
   const session = await stateless.session(request, caller);
-  const shape = (response: JsonRpcResponse): JsonRpcResponse => ('result' in response ? { ...response, result: shapeResult(request.method, response.result, session) } : response);
+  const shape = (response: JsonRpcResponse): JsonRpcResponse =>
+    'result' in response ? { ...response, result: shapeResult(request.method, response.result) } : { ...response, error: statelessError(response.error) };
   if (request.method === 'server/discover') {
-    return Response.json({ jsonrpc: '2.0', id: request.id, result: shapeResult(request.method, discover(session), session) });
+    return Response.json({ jsonrpc: '2.0', id: request.id, result: shapeResult(request.method, discover(session)) });
   }
   if (request.method === 'subscriptions/listen') return listen(deps, input, session, request, caller);
 
@@ -139,7 +156,7 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
         if (connection) {
           connection.write(encodeSseEvent(JSON.stringify(shaped)));
           connection.close();
-        } else resolve(Response.json(shaped));
+        } else resolve(Response.json(shaped, { status: statusOf(shaped) }));
       },
     };
     const requestState = request.params.requestState;
@@ -148,7 +165,8 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
       const resumed = stateless.resume(requestState, request, sink, caller);
       if (!(resumed instanceof Error)) exchange = resumed;
       else {
-        resolve(Response.json(failure(request.id, toJsonRpcError(resumed))));
+        const refused = failure(request.id, statelessError(toJsonRpcError(resumed)));
+        resolve(Response.json(refused, { status: statusOf(refused) }));
         return;
       }
     } else {
