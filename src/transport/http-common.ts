@@ -2,7 +2,7 @@
 import type { Readable } from 'node:stream';
 import { parseMessage, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { SseParser, type SseEvent } from '../util/sse.js';
-import { TransportError } from './types.js';
+import { systemCodeOf, TransportError } from './types.js';
 
 /** JSON-RPC messages in a JSON body (one message or a batch); invalid entries are dropped. */
 export function decodeMessages(text: string): JsonRpcMessage[] {
@@ -56,8 +56,21 @@ export function headerValue(headers: Record<string, string | string[] | undefine
   return Array.isArray(value) ? value[0] : value;
 }
 
+/**
+ * A failed connection, said without the address or stack (the message reaches clients): the
+ * system error code alone (ECONNREFUSED); the whole cause stays on the error for the log.
+ */
 export function networkError(err: unknown): TransportError {
   if (err instanceof TransportError) return err;
-  const message = err instanceof Error ? err.message : String(err);
-  return new TransportError('network', `upstream unreachable: ${message}`, undefined, { cause: err });
+  const code = systemCodeOf(err);
+  return new TransportError('network', code ? `upstream unreachable (${code})` : 'upstream unreachable', undefined, { cause: err });
 }
+
+/** What a token request's failure may say to a client: the endpoint's answer, never its address. */
+export function publicTokenError(err: unknown): string {
+  const message = err instanceof Error ? err.message : '';
+  if (message.startsWith('token endpoint answered')) return message;
+  const code = systemCodeOf(err);
+  return code ? `token endpoint unreachable (${code})` : 'token endpoint failed';
+}
+

@@ -6,7 +6,7 @@ import { isRequest, parseMessage, type JsonRpcId, type JsonRpcMessage, type Json
 import { later } from '../util/callbacks.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { truncate, type Logger } from '../util/log.js';
-import { sendByPost, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
+import { sendByPost, systemCodeOf, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
 
 export interface StdioTransportOptions {
   command: string;
@@ -105,7 +105,11 @@ export class StdioTransport implements Transport {
     this.#child = child;
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
-      child.once('error', (err) => reject(new TransportError('spawn_failed', `cannot start ${command}: ${err.message}`, undefined, { cause: err })));
+      // The command and its path are the operator's to read (in the log, with the cause), not a client's.
+      child.once('error', (err) => {
+        this.#options.logger.warn('cannot start the upstream command', { command, err });
+        reject(new TransportError('spawn_failed', `cannot start the upstream's command${systemCodeOf(err) ? ` (${systemCodeOf(err)})` : ''}`, undefined, { cause: err }));
+      });
     });
     child.on('error', (err) => this.onerror?.(err));
     this.#exited = new Promise((resolve) => {

@@ -6,7 +6,7 @@ import { encodeHeaderValue, isStatelessVersion } from '../mcp/era.js';
 import { mirroredName } from '../mcp/methods.js';
 import { isObject, isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
-import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError } from './http-common.js';
+import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError, publicTokenError } from './http-common.js';
 import { sendByPost, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
 import { SseParser } from '../util/sse.js';
 import { after, asError, later } from '../util/callbacks.js';
@@ -263,7 +263,8 @@ export class StreamableHttpTransport implements Transport {
     try {
       return { authorization: await credentials.authorization() };
     } catch (err) {
-      throw new TransportError('network', `cannot get a token for the upstream: ${(err as Error).message}`, undefined, { cause: err });
+      // The token endpoint's answer is worth saying (401, 400 invalid_client); its address is not.
+      throw new TransportError('network', `cannot get a token for the upstream: ${publicTokenError(err)}`, undefined, { cause: err });
     }
   }
 

@@ -111,3 +111,12 @@ export function sendThen(transport: Transport, message: JsonRpcMessage, options:
 export function sendByPost(transport: Required<Pick<Transport, 'post'>>, message: JsonRpcMessage, options: SendOptions | undefined): Promise<void> {
   return new Promise((resolve, reject) => transport.post(message, options, (err) => (err === undefined ? resolve() : reject(err))));
 }
+
+/** The system error code of an error or of its causes (ECONNREFUSED, ENOTFOUND, UND_ERR_…). */
+export function systemCodeOf(err: unknown): string | undefined {
+  for (let at = err, depth = 0; at instanceof Error && depth < 4; at = at.cause, depth++) {
+    const code = (at as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[A-Z][A-Z0-9_]{2,40}$/.test(code)) return code;
+  }
+  return undefined;
+}

@@ -58,6 +58,13 @@ describe('failing upstreams', () => {
       expect(health.upstreams.hangs!.lastError).toMatch(/did not initialize within 300 ms/);
       // A call to a left-out upstream names it.
       await expect(client.callTool({ name: 'hangs__anything', arguments: {} })).rejects.toThrow(/hangs is unavailable/);
+      // What failed, but never the command's path or the address (those are the log's).
+      const missing = await client.callTool({ name: 'missing__anything', arguments: {} }).catch((err: Error & { code?: number }) => err);
+      expect(missing).toMatchObject({ code: -32005, message: expect.stringMatching(/missing is unavailable: cannot start the upstream's command \(ENOENT\)/) });
+      const refused = await client.callTool({ name: 'refused__anything', arguments: {} }).catch((err: Error & { code?: number }) => err);
+      expect(refused).toMatchObject({ code: -32005, message: expect.stringMatching(/refused is unavailable: .*upstream unreachable \(ECONNREFUSED\)/) });
+      for (const message of [(missing as Error).message, (refused as Error).message]) expect(message).not.toMatch(/nonexistent|127\.0\.0\.1|:1\b|\n\s+at /);
+      expect(gw.logs.some((line) => line.includes('/nonexistent/binary'))).toBe(true);
     } finally {
       await client.close();
       await gw.close();
