@@ -59,7 +59,7 @@ const until = (step, global) => `add(${JSON.stringify(step)}, globalThis.${globa
 
 const PATCHES = [
   wrap('http/listener.js', 'edge, synchronous part', 'direct(incoming, outgoing)'),
-  wrap('http/app.js', 'authenticate', 'authenticate(input, requestId)', { lead: 'const outcome = ' }),
+  wrap('http/app.js', 'authenticate', 'authenticate(input, requestId, scope)', { lead: 'const outcome = ' }),
   mark('http/input.js', 'const onEnd = () => {', '__inplaceBody'),
   wrap('http/mcp-endpoint.js', 'JSON.parse client message', 'JSON.parse(text)'),
   wrap('transport/streamable-http.js', 'JSON.stringify upstream request', 'JSON.stringify(message)'),

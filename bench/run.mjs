@@ -7,8 +7,14 @@
 //                                        the seconds of each)
 //                      [--profile DIR]   (gateway started with --cpu-prof, profiles written there)
 //                      [--build-dir DIR] (where the gateway is compiled to; default .tmp/bench-dist)
-//                      [--only http,latency,stdio,init,idle,catalog] (run only these sections; targets
-//                                        are judged only where their figures were measured)
+//                      [--only http,latency,stdio,init,idle,catalog,search,lazy] (run only these
+//                                        sections; targets are judged only where their figures
+//                                        were measured)
+//                      [--search-iterations N] (search: calls of each kind and client per
+//                                        round, default 1,000; --quick 100)
+//                      [--lazy-base DIR] (lazy: measurements 1, 2 and 4 also on the build in DIR,
+//                                        one from before lazy sessions, e.g. a worktree of 40a6873
+//                                        compiled there; its measurement 1 holds 100 sessions)
 //                      [--only inplace]  (opt-in: the steps of a call timed in an instrumented
 //                                        copy of the build, bench/inplace.mjs)
 //                      [--keep-processes] (one process per target for the whole run, instead of
@@ -18,12 +24,14 @@
 //                                        across upstream shapes, bench/shapes.mjs; 2 rounds of
 //                                        8 turns unless --rounds/--slices say otherwise)
 //                      [--shape-names base,tools-1000,…] (only these shapes)
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { catalogStall } from './catalog-stall.mjs';
 import { instrument, STEPS } from './inplace.mjs';
+import { lazyTargets, runLazy } from './lazy.mjs';
+import { runSearch } from './search.mjs';
 import { runShapes, shapeHeading } from './shapes.mjs';
 import { authServer, build, gatewayConfig, here, loadgen, median, renewable, root, start, stopAll } from './parts.mjs';
 import { cpuSeconds, rssBytes } from './proc.mjs';
@@ -42,6 +50,8 @@ const { values } = parseArgs({
     'keep-processes': { type: 'boolean', default: false },
     shapes: { type: 'boolean', default: false },
     'shape-names': { type: 'string' },
+    'search-iterations': { type: 'string' },
+    'lazy-base': { type: 'string' },
 
   },
 });
@@ -53,7 +63,7 @@ const SLICES = Number(values.slices ?? (quick ? 2 : 10));
 const SLICE = Number(values.slice ?? (quick ? 0.25 : 0.5));
 const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
 const INITS = quick ? 20 : 300;
-const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'catalog'];
+const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'catalog', 'search', 'lazy'];
 /** Sections run only when named: diagnostics, not targets. */
 const OPT_IN = ['inplace', 'shapes'];
 const only = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : SECTIONS);
@@ -183,6 +193,10 @@ function row(label, results, key, digits = 0) {
 // The gateway runs as it does in production (the image runs `node dist/main.js`): compiled, here
 // into a directory of its own inside the repository (so its imports resolve to node_modules).
 const buildDir = resolve(root, values['build-dir'] ?? join('.tmp', 'bench-dist'));
+const lazyBase = values['lazy-base'] && resolve(values['lazy-base']);
+if (lazyBase) await access(join(lazyBase, 'main.js')).catch(() => {
+  throw new Error(`--lazy-base ${values['lazy-base']}: no main.js there (a compiled build's directory, e.g. its dist)`);
+});
 await build(buildDir);
 const dir = await mkdtemp(join(tmpdir(), 'switchyard-bench-'));
 const started = performance.now();
@@ -297,6 +311,23 @@ try {
     report.figures.catalog = catalog;
   }
 
+  // 7. Search discovery: search_tools over 1,000 tools against a plain tools/call, tools/list
+  // bytes of a search endpoint against a list endpoint, recall over real servers' tools.
+  let searched;
+  if (only.has('search')) {
+    const iterations = Number(values['search-iterations'] ?? (quick ? 100 : 1_000));
+    searched = await runSearch({ buildDir, dir, rounds: ROUNDS, iterations, warmUp: quick ? 20 : 200, say, fmt });
+    report.figures.search = searched;
+  }
+
+  // 8. Lazy sessions: idle sessions with stdio upstreams, initialize, a session's first call, a
+  // hung upstream, children after abandoned sessions idle (and on a base build, with --lazy-base).
+  let lazy;
+  if (only.has('lazy')) {
+    lazy = await runLazy({ buildDir, baseDir: lazyBase, dir, upstreamUrl: upstream.url, idle: IDLE, rounds: ROUNDS, quick, say, fmt });
+    report.figures.lazy = lazy;
+  }
+
   if (only.has('inplace')) {
     const inplaceDir = `${buildDir}-inplace`;
     await rm(inplaceDir, { recursive: true, force: true });
@@ -349,6 +380,7 @@ try {
   const verdict = (met) => (met ? 'met' : 'NOT met');
   for (const t of gateways) {
     const variant = t === plain ? 'plain' : 'jwt+metrics';
+    if (!(tp || lat || st || idle[idleNames[variant]] || init)) continue; // none of its figures in this run
     say(` ${variant}:`);
     if (tp) {
       const ratio = pairedRatio(tp, t.name, hop.name, sliceThroughput);
@@ -378,6 +410,21 @@ try {
   if (catalog) {
     const p99 = median(catalog.map((r) => r.p99));
     say(` catalog:\n  ping p99 during a ${catalog[0].listed}-tool list (ms) ${fmt(p99, 1)} ≤ 50  ${verdict(check('catalog-ping-p99', p99, 50, '<=', 'catalog'))}`);
+  }
+  if (searched) {
+    // Judged as the gateway answers on the wire; as the SDK client sees it too (its own work in).
+    say(' search:');
+    for (const [kind, name, label] of [['wire', 'search-p50', 'wire client'], ['sdk', 'search-p50-sdk', 'SDK v1 client']]) {
+      const p50 = median(searched.latency.map((r) => r[kind].search.p50));
+      say(`  search_tools p50 over ${searched.catalogue.toLocaleString('en')} tools, ${label} (ms) ${fmt(p50, 3)} ≤ 2  ${verdict(check(name, p50, 2, '<=', 'search'))}`);
+    }
+  }
+  if (lazy) {
+    say(' lazy:');
+    for (const [name, label, value, limit, comparison, sound] of lazyTargets(lazy, median)) {
+      const digits = name === 'lazy-idle-children' ? 0 : name === 'lazy-idle-rss' ? 1 : 2;
+      say(`  ${label.padEnd(35)} ${fmt(value, digits)} ${comparison === '<=' ? '≤' : '≥'} ${limit}  ${verdict(check(name, value, limit, comparison, 'lazy') && sound)}`);
+    }
   }
   if (tp) say(`\nDirect reaches ${fmt(median(tp[direct.name].map((r) => r.throughput)), 0)} calls/s; the naive hop ${fmt(pairedRatio(tp, hop.name, direct.name, sliceThroughput))} × direct.`);
   say(`Took ${fmt((performance.now() - started) / 1000, 0)} s.`);

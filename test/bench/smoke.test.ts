@@ -48,16 +48,21 @@ async function inTempDir<T>(run: (dir: string) => Promise<T>): Promise<T> {
   }
 }
 
+const LAZY_TARGETS = ['lazy-idle-rss', 'lazy-initialize', 'lazy-first-call', 'lazy-hung-initialize', 'lazy-idle-children'];
+
 describe('npm run bench', () => {
   it('runs a quick pass and reports throughput, latency, CPU, idle memory, initialize and every target', async () => {
     await inTempDir(async (dir) => {
       const report = await runBench(dir, ['--quick', '--idle', '100']);
-      expect(Object.keys(report.figures).sort()).toEqual(['catalog', 'idle', 'initialize', 'latency', 'stdio', 'throughput']);
+      expect(Object.keys(report.figures).sort()).toEqual(['catalog', 'idle', 'initialize', 'latency', 'lazy', 'search', 'stdio', 'throughput']);
+      expect(report.targets.filter((t) => t.variant === 'lazy').map((t) => t.name)).toEqual(LAZY_TARGETS);
       // Another session's ping while one lists a big catalog (20,000 tools in --quick).
       expect(report.targets.filter((t) => t.variant === 'catalog').map((t) => t.name)).toEqual(['catalog-ping-p99']);
       const catalog = report.figures.catalog as { listed: number; pings: number }[];
       expect(catalog[0]).toMatchObject({ listed: 20_002 });
       expect(catalog[0]!.pings).toBeGreaterThan(0);
+      // search_tools over the 1,000-tool catalogue, judged against its p50 target.
+      expect(report.targets.filter((t) => t.variant === 'search').map((t) => t.name)).toEqual(['search-p50', 'search-p50-sdk']);
       const names = ['http-throughput', 'added-latency', 'stdio-throughput', 'cpu-per-call', 'idle-session-rss', 'initialize'];
       for (const variant of ['plain', 'jwt+metrics']) {
         expect(report.targets.filter((t) => t.variant === variant).map((t) => t.name)).toEqual(names);
@@ -73,6 +78,80 @@ describe('npm run bench', () => {
       const turns = Object.values(report.figures.throughput as Record<string, { slices: { machineIdle: number }[] }[]>).flat().flatMap((round) => round.slices);
       expect(turns.length).toBeGreaterThan(0);
       for (const turn of turns) expect(turn.machineIdle >= 0 && turn.machineIdle <= 1, `machineIdle ${turn.machineIdle}`).toBe(true);
+    });
+  }, 180_000);
+
+  it('measures search discovery (--only search): search_tools against tools/call, tools/list bytes against a list endpoint, recall', async () => {
+    await inTempDir(async (dir) => {
+      const report = await runBench(dir, ['--quick', '--only', 'search', '--search-iterations', '30']);
+      expect(Object.keys(report.figures)).toEqual(['search']);
+      type Quantiles = { n: number; p50: number; p90: number; p99: number };
+      type Bytes = { list: { tools: number; bytes: number }; search: { tools: number; names: string[]; bytes: number }; ratio: number };
+      const search = report.figures.search as {
+        catalogue: number;
+        latency: Record<'sdk' | 'wire', Record<'search' | 'call' | 'callTool', Quantiles>>[];
+        bytes: Record<'real' | 'withGithub', Bytes>;
+        retrieval: { tools: number; servers: number; queries: number; recallAt1: number; recallAt5: number };
+      };
+      expect(search.catalogue).toBe(1_000);
+      expect(search.latency).toHaveLength(1);
+      // Each kind of call by each client: the SDK v1 client's and the wire client's.
+      for (const client of ['sdk', 'wire'] as const) {
+        for (const kind of ['search', 'call', 'callTool'] as const) {
+          const q = search.latency[0]![client][kind];
+          expect(q.n).toBe(30);
+          for (const figure of [q.p50, q.p90, q.p99]) expect(Number.isFinite(figure) && figure > 0, `${client} ${kind} ${JSON.stringify(q)}`).toBe(true);
+        }
+      }
+      // The four real servers list 37 tools; the search endpoint lists search_tools and call_tool.
+      for (const b of [search.bytes.real, search.bytes.withGithub]) {
+        expect(b.search.names).toEqual(expect.arrayContaining(['search_tools', 'call_tool']));
+        expect(b.list.tools).toBeGreaterThan(b.search.tools);
+        expect(b.ratio > 0 && b.ratio < 1, `ratio ${b.ratio}`).toBe(true);
+      }
+      expect(search.bytes.real.list.tools).toBe(37);
+      expect(search.retrieval.tools).toBeGreaterThanOrEqual(60);
+      expect(search.retrieval.servers).toBe(5);
+      expect(search.retrieval.queries).toBeGreaterThanOrEqual(40);
+      for (const recall of [search.retrieval.recallAt1, search.retrieval.recallAt5]) expect(recall >= 0 && recall <= 1).toBe(true);
+      expect(search.retrieval.recallAt5).toBeGreaterThanOrEqual(search.retrieval.recallAt1);
+      // The figures were printed, and the p50 target judged (not asserted met: speed is never asserted here).
+      for (const text of ['SDK: search_tools (limit 5) p50', 'wire: search_tools (limit 5) p50', 'SDK: tools/call echo, list endpoint p50', 'wire: tools/call echo, list endpoint p50', 'search / list', 'recall@1', 'recall@5']) {
+        expect(report.summary.some((line) => line.includes(text)), text).toBe(true);
+      }
+      expect(report.targets.map((t) => [t.name, t.variant])).toEqual([['search-p50', 'search'], ['search-p50-sdk', 'search']]);
+      for (const target of report.targets) expect(Number.isFinite(target.value) && typeof target.met === 'boolean').toBe(true);
+    });
+  }, 180_000);
+
+  it('measures lazy sessions (--only lazy): idle sessions with stdio upstreams, initialize, a first call, a hung upstream, children after idle', async () => {
+    await inTempDir(async (dir) => {
+      const report = await runBench(dir, ['--quick', '--only', 'lazy', '--idle', '100']);
+      expect(Object.keys(report.figures)).toEqual(['lazy']);
+      type Pair = { a: number; b: number; ratio: number };
+      const lazy = report.figures.lazy as {
+        idle: { after: { sessions: number; opened: number; errors: number; bytesPerSession: number; children: number } };
+        init: { after: Pair[] };
+        hung: { after: Pair[] };
+        firstCall: { rounds: { first: number; second: number; ratio: number }[]; alone: { initialize: number; second: number } };
+        abandoned: { sessions: number; opened: number; errors: number; peak: number; beyondWarm: number };
+      };
+      expect(lazy.idle.after).toMatchObject({ sessions: 100, opened: 100, errors: 0 });
+      expect(Number.isFinite(lazy.idle.after.bytesPerSession)).toBe(true);
+      expect(lazy.idle.after.children).toBeGreaterThanOrEqual(0);
+      for (const pairs of [lazy.init.after, lazy.hung.after]) {
+        expect(pairs).toHaveLength(1);
+        for (const figure of [pairs[0]!.a, pairs[0]!.b, pairs[0]!.ratio]) expect(Number.isFinite(figure) && figure > 0, JSON.stringify(pairs)).toBe(true);
+      }
+      const [first] = lazy.firstCall.rounds;
+      for (const figure of [first!.first, first!.second, first!.ratio, lazy.firstCall.alone.initialize, lazy.firstCall.alone.second]) expect(Number.isFinite(figure) && figure > 0).toBe(true);
+      // Sessions that each made one call: a child each at some point, none asserted left (a target).
+      expect(lazy.abandoned).toMatchObject({ sessions: 50, opened: 50, errors: 0 });
+      expect(lazy.abandoned.peak).toBeGreaterThan(0);
+      expect(Number.isInteger(lazy.abandoned.beyondWarm)).toBe(true);
+      for (const text of ['KB/session', 'stdio ', 'first ', 'nine + hung ', 'children beyond warm']) expect(report.summary.some((line) => line.includes(text)), text).toBe(true);
+      expect(report.targets.map((t) => t.name)).toEqual(LAZY_TARGETS);
+      for (const target of report.targets) expect(Number.isFinite(target.value) && typeof target.met === 'boolean', target.name).toBe(true);
     });
   }, 180_000);
 
