@@ -146,7 +146,7 @@ const upstream = z
       .min(0)
       .max(64)
       .default(0)
-      .describe("stdio children kept spawned ahead (not yet initialized), so a session's first request does not wait for a spawn; each is initialized with the session's own capabilities when handed over, and replaced. They count against maxProcesses."),
+      .describe("stdio children kept spawned ahead, so a session's first request does not wait for a spawn: initialized ahead with the parameters of the upstream's latest session (a session with other parameters gets one initialized at hand-over with its own), and replaced when handed over. They count against maxProcesses."),
   })
   .superRefine((value, ctx) => {
     if ((value.stdio === undefined) === (value.http === undefined)) {

@@ -4,8 +4,8 @@
 import type { JsonObject } from '../mcp/jsonrpc.js';
 import type { ToolFact } from '../session/session.js';
 import type { DownstreamSession } from './session.js';
-import type { UpstreamClient } from '../upstream/client.js';
 import type { Catalog, ListedPage } from './catalog.js';
+import type { Listing } from './catalogs.js';
 
 /** A name new to the session reads the upstream's list again at most this often (unless it changed). */
 const REREAD_INTERVAL_MS = 10_000;
@@ -43,7 +43,7 @@ export function forgetNames(session: DownstreamSession, upstream: string, kind?:
  * Answered at once (no promise) from what the session knows; a promise only when the list must
  * be read again (every tools/call asks).
  */
-export function listed(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string, catalog: Catalog, learn?: (page: ListedPage) => void, factOf?: FactOf): boolean | Promise<boolean> {
+export function listed(session: DownstreamSession, kind: NamedKind, client: Listing, name: string, catalog: Catalog, learn?: (page: ListedPage) => void, factOf?: FactOf): boolean | Promise<boolean> {
   const known = session.links.get(client.name)?.known[kind];
   if (known?.names?.has(name)) return true;
   if (known && Date.now() - known.readAt < REREAD_INTERVAL_MS) return known.names === undefined;
@@ -55,7 +55,7 @@ export function factOfTool(session: DownstreamSession, upstream: string, name: s
   return session.links.get(upstream)?.known.tools?.names?.get(name);
 }
 
-async function readListed(session: DownstreamSession, kind: NamedKind, client: UpstreamClient, name: string, catalog: Catalog, learn?: (page: ListedPage) => void, factOf?: FactOf): Promise<boolean> {
+async function readListed(session: DownstreamSession, kind: NamedKind, client: Listing, name: string, catalog: Catalog, learn?: (page: ListedPage) => void, factOf?: FactOf): Promise<boolean> {
   const names = new Map<string, ToolFact | undefined>();
   try {
     await catalog.scan(kind, client, (page) => {

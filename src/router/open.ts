@@ -67,6 +67,8 @@ export class SessionOpener {
   readonly #resuming = new Map<string, Promise<DownstreamSession | undefined>>();
   readonly #catalogs: UpstreamCatalogs;
   #sweeper: NodeJS.Timeout | undefined;
+  /** Own upstream sessions whose lists may differ from their catalog's (they changed, or restarted). */
+  readonly #diverged = new WeakSet<UpstreamClient>();
 
   constructor(deps: OpenerDeps) {
     this.#deps = deps;
@@ -278,6 +280,16 @@ export class SessionOpener {
     }
   }
 
+  /**
+   * Where a session's check that a name exists reads an upstream's list: the catalog of the
+   * session's key (its cached pages: the own session was initialized exactly as it was) until
+   * the own session's lists changed or it restarted, then the own session.
+   */
+  listingOf(session: DownstreamSession, client: UpstreamClient): Listing {
+    if (this.#diverged.has(client) || session.links.isShared(client.name)) return client;
+    return this.#catalogs.peek(client.name, this.#catalogs.keyOf(session.info)) ?? client;
+  }
+
   /** Opens the session's own upstream session of a deferred upstream, on the first request that needs it. */
   #openOwn(session: DownstreamSession, name: string): Promise<void> {
     const record = session.links.get(name)!;
@@ -453,11 +465,15 @@ export class SessionOpener {
       metrics: this.#deps.metrics,
       // The next unknown name reads the new list at once.
       onToolsChanged: (upstream) => {
+        this.#diverged.add(client);
         forgetNames(session, upstream, 'tools');
         session.toolsChanged();
       },
     });
-    client.onreconnect = () => void afterRestart(session, client, catalog, logger);
+    client.onreconnect = () => {
+      this.#diverged.add(client);
+      void afterRestart(session, client, catalog, logger);
+    };
   }
 }
 

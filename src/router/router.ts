@@ -90,6 +90,7 @@ export class Router {
     this.#toolCall = {
       ...deps,
       ensure: (session, upstream) => this.#opener.ensure(session, upstream),
+      listingOf: (session, client) => this.#opener.listingOf(session, client),
       learn: (page) => this.#learnTools(page),
       factOf: (item) => deps.facts.fact(item),
       ownTask: (session, upstream, taskId) => {

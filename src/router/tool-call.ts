@@ -12,6 +12,8 @@ import type { Busy, ConcurrencySlots } from '../upstream/concurrency.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import { forward, requireString, toolError, type Call } from './call.js';
 import type { Catalog, ListedPage, Target } from './catalog.js';
+import type { Listing } from './catalogs.js';
+import type { UpstreamClient } from '../upstream/client.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, surface } from '../util/callbacks.js';
 import { factOfTool, listed, type FactOf } from './existence.js';
@@ -32,6 +34,8 @@ export interface ToolCallDeps {
   factOf: FactOf;
   /** Records a created task as this session's (a shared child serves many). */
   ownTask: (session: DownstreamSession, upstream: string, taskId: string) => void;
+  /** Where the session's check that a tool exists reads the upstream's list (its own session, or the catalog). */
+  listingOf: (session: DownstreamSession, client: UpstreamClient) => Listing;
   /** Opens the owning upstream if it was left out of the session (or says why it cannot); undefined when nothing is to do. */
   ensure: (session: DownstreamSession, upstream: string) => Promise<void> | undefined;
 }
@@ -117,7 +121,8 @@ class ToolCall {
     if (!target) throw this.#unknown();
     this.#target = target;
     this.#call.record.tool = target.name;
-    this.#then(listed(this.#call.session, 'tools', target.client, target.name, this.#deps.catalog, this.#deps.learn, this.#deps.factOf), this.#listed);
+    const { session } = this.#call;
+    this.#then(listed(session, 'tools', this.#deps.listingOf(session, target.client), target.name, this.#deps.catalog, this.#deps.learn, this.#deps.factOf), this.#listed);
   }
 
   /** Pinned arguments, the arguments' check, the upstream's capacity; then the tool's rate limit. */

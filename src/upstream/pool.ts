@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import { GatewayError } from '../mcp/errors.js';
-import type { JsonObject, JsonRpcRequest } from '../mcp/jsonrpc.js';
+import { isObject, type JsonObject, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 import type { UpstreamSessionState } from '../mcp/upstream-session.js';
 import { GATEWAY_VERSION } from '../version.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -20,6 +20,7 @@ import type { Transport } from '../transport/types.js';
 import { ConcurrencySlots } from './concurrency.js';
 import type { Logger } from '../util/log.js';
 import { UpstreamClient } from './client.js';
+import { WarmChildren } from './warm.js';
 import type { UpstreamEra } from './stateless-protocol.js';
 
 export interface UpstreamPoolDeps {
@@ -72,8 +73,8 @@ interface UpstreamRecord {
   readonly shared: SharedChild[];
   /** Its calls in flight against maxConcurrent. */
   readonly slots: ConcurrencySlots;
-  /** Children spawned ahead (`warm`), not yet initialized: the next sessions' first. */
-  readonly warm: Transport[];
+  /** Children spawned ahead (`warm`): the next sessions' first (warm.ts). */
+  warm: WarmChildren | undefined;
 }
 
 interface SharedChild {
@@ -164,7 +165,7 @@ export class UpstreamPool {
 
   /** A record replaced or removed: its shared children stop once no session uses them. */
   #retire(record: UpstreamRecord): void {
-    for (const transport of record.warm.splice(0)) void transport.close();
+    void record.warm?.close();
     for (const child of record.shared.splice(0)) {
       child.retired = true;
       if (child.refs === 0) void child.client.close();
@@ -184,40 +185,26 @@ export class UpstreamPool {
     const oauth = config.http?.oauth;
     const { onSecret } = this.#deps;
     const credentials = oauth ? new ClientCredentials({ ...oauth, dispatcher: this.#deps.dispatcher, ...(onSecret ? { onToken: onSecret } : {}) }) : undefined;
-    const record: UpstreamRecord = { config, health, breaker, getStream, credentials, era: undefined, shared: [], slots, warm: [] };
-    if (this.#warming) queueMicrotask(() => this.#fillWarm(name, record));
+    const record: UpstreamRecord = { config, health, breaker, getStream, credentials, era: undefined, shared: [], slots, warm: undefined };
+    if (config.warm > 0) {
+      record.warm = new WarmChildren(config.warm, {
+        spawn: () => this.#transport(name, record),
+        prime: (transport, params) => {
+          const { client, opened } = this.#client(name, record, transport);
+          return { client, ready: this.#connect(name, record, client, params).then(opened) };
+        },
+        room: (ahead) => !this.#closed && this.#warming && this.#records.get(name) === record && this.#running(name) + ahead < (config.maxProcesses ?? Infinity),
+        logger: this.#logger(name),
+      });
+      if (this.#warming) queueMicrotask(() => record.warm?.fill());
+    }
     return record;
   }
 
   /** From now on, keeps each upstream's `warm` children spawned ahead. */
   startWarming(): void {
     this.#warming = true;
-    for (const [name, record] of this.#records) this.#fillWarm(name, record);
-  }
-
-  /** Spawns children ahead up to `warm`, within maxProcesses (a warm child counts). */
-  #fillWarm(name: string, record: UpstreamRecord): void {
-    const { config } = record;
-    if (this.#closed || !this.#warming || this.#records.get(name) !== record) return;
-    while (record.warm.length < config.warm && this.#running(name) + record.warm.length < (config.maxProcesses ?? Infinity)) {
-      const transport = this.#transport(name, record);
-      record.warm.push(transport);
-      transport.start().catch((err: unknown) => {
-        const at = record.warm.indexOf(transport);
-        if (at >= 0) record.warm.splice(at, 1);
-        void transport.close();
-        this.#deps.logger.warn('a child spawned ahead did not start', { upstream: name, err });
-      });
-    }
-  }
-
-  /** A child spawned ahead, if one is ready to be handed over (one that has died is dropped). */
-  #takeWarm(record: UpstreamRecord): Transport | undefined {
-    while (record.warm.length > 0) {
-      const transport = record.warm.shift()!;
-      if (transport.closed !== true) return transport;
-    }
-    return undefined;
+    for (const record of this.#records.values()) record.warm?.fill();
   }
 
   /**
@@ -227,11 +214,18 @@ export class UpstreamPool {
    */
   async open(name: string, initializeParams: JsonObject, prepare?: (client: UpstreamClient) => void, options: { warm?: boolean } = {}): Promise<UpstreamClient> {
     const record = this.#recordOf(name);
+    const warm = options.warm === false ? undefined : record.warm?.take(initializeParams);
+    if (warm && 'client' in warm) {
+      // Initialized ahead with exactly these parameters: wired now, and told to ask for the
+      // roots again (it asked while nobody could answer).
+      prepare?.(warm.client);
+      await warm.ready;
+      if (isObject(initializeParams.capabilities) && isObject(initializeParams.capabilities.roots)) void warm.client.notify('notifications/roots/list_changed').catch(() => {});
+      return warm.client;
+    }
     // A child spawned ahead is initialized now, with this session's own capabilities.
-    const warm = options.warm === false ? undefined : this.#takeWarm(record);
     if (!warm) this.#checkProcessLimit(name, record.config);
-    const { client, opened } = this.#client(name, record, warm ?? this.#transport(name, record));
-    if (warm) queueMicrotask(() => this.#fillWarm(name, record));
+    const { client, opened } = this.#client(name, record, warm?.transport ?? this.#transport(name, record));
     prepare?.(client);
     try {
       await this.#connect(name, record, client, initializeParams);
@@ -338,8 +332,8 @@ export class UpstreamPool {
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#probeTimer);
-    const warm = [...this.#records.values()].flatMap((record) => record.warm.splice(0));
-    await Promise.allSettled([...[...this.#live].map((client) => client.close()), ...warm.map((transport) => transport.close())]);
+    const warm = [...this.#records.values()].flatMap((record) => record.warm?.close() ?? []);
+    await Promise.allSettled([...[...this.#live].map((client) => client.close()), ...warm]);
   }
 
   health(): Record<string, UpstreamHealth> {
@@ -363,7 +357,7 @@ export class UpstreamPool {
   /** maxProcesses: children of one stdio upstream at once on this replica. */
   #checkProcessLimit(name: string, config: UpstreamConfig): void {
     if (transportKind(config) !== 'stdio' || config.maxProcesses === undefined) return;
-    const warm = this.#records.get(name)?.warm.length ?? 0;
+    const warm = this.#records.get(name)?.warm?.unprimed ?? 0;
     if (this.#running(name) + warm >= config.maxProcesses) throw new ProcessLimitError(name, config.maxProcesses);
   }
 

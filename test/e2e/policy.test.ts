@@ -52,7 +52,7 @@ const PAGED_TOOLS = [...['echo', 'pid', 'sleep', 'unhandled'].map((n) => `paged_
 const PAGED_PROMPTS = range(12, (i) => `paged__prompt-${i}`);
 const PAGED_RESOURCES = Array.from({ length: 12 }, (_, i) => `paged+fixture://item/${i}`);
 const PAGED_TEMPLATE = 'paged+fixture://item/{id}';
-const ROGUE_TOOLS = ['slow', 'progress', 'journal', 'ask', 'notify', 'garbage', 'unknown-id', 'stderr', 'huge', 'crash', 'pid'].map((n) => `rogue__${n}`);
+const ROGUE_TOOLS = ['slow', 'progress', 'journal', 'ask', 'notify', 'garbage', 'unknown-id', 'stderr', 'huge', 'crash', 'pid', 'fail'].map((n) => `rogue__${n}`);
 const EVERYTHING_TOOLS = [
   'echo', 'get-annotated-message', 'get-env', 'get-resource-links', 'get-resource-reference', 'get-structured-content', 'get-sum', 'get-tiny-image',
   'gzip-file-as-resource', 'toggle-simulated-logging', 'toggle-subscriber-updates', 'trigger-long-running-operation', 'simulate-research-query',
@@ -305,7 +305,8 @@ describe('two teams on one gateway', () => {
       // The hidden real item and a missing one on the same upstream (server-everything, which
       // really checks names) must be told apart by nothing.
       const sup = (await open(gw, await support())).client;
-      const generic = (got: RpcFailure | 'answered', name: string) => (got === 'answered' ? got : { ...got, message: got.message.replace(name, '<name>') });
+      const generic = (got: RpcFailure | 'answered', name: string) =>
+        got === 'answered' ? got : { ...got, message: got.message.replace(name, '<name>'), ...(got.data === undefined ? {} : { data: JSON.parse(JSON.stringify(got.data).replaceAll(name, '<name>')) as unknown }) };
       const pairs = [
         ['prompt', 'everything__args-prompt', 'everything__no-such-prompt'],
         ['resource', 'everything+demo://resource/static/document/startup.md', 'everything+demo://resource/static/document/no-such.md'],
@@ -320,7 +321,7 @@ describe('two teams on one gateway', () => {
       }
       expect(answers).toEqual([
         { kind: 'prompt', hidden: { code: -32602, message: 'Unknown prompt: <name>' }, missing: { code: -32602, message: 'Unknown prompt: <name>' } },
-        { kind: 'resource', hidden: { code: -32602, message: 'Unknown resource: <name>' }, missing: { code: -32602, message: 'Unknown resource: <name>' } },
+        { kind: 'resource', hidden: { code: -32602, message: 'Unknown resource: <name>', data: { uri: '<name>' } }, missing: { code: -32602, message: 'Unknown resource: <name>', data: { uri: '<name>' } } },
       ]);
     });
   });

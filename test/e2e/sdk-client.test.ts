@@ -66,7 +66,7 @@ describe('gateway core with the SDK client', () => {
     expect(http.content).toEqual([{ type: 'text', text: 'Echo: via http' }]);
   });
 
-  it('relays content of every type and structuredContent unchanged', async () => {
+  it('relays content of every type and structuredContent unchanged, the URIs of resource links and embedded resources namespaced', async () => {
     for (const [name, args] of [
       ['get-tiny-image', {}],
       ['get-structured-content', { location: 'New York' }],
@@ -78,7 +78,9 @@ describe('gateway core with the SDK client', () => {
       const own = await direct.callTool({ name, arguments: args });
       // Dynamic resources carry their creation time; the two calls may straddle a second.
       const timeless = (value: unknown): unknown => JSON.parse(JSON.stringify(value).replace(/\d{1,2}:\d{2}:\d{2}\s?[AP]M/g, '<time>'));
-      expect(timeless(viaGateway), name).toEqual(timeless(own));
+      // What the client can read through the gateway: the upstream's URIs under its prefix.
+      const namespaced = (value: unknown): unknown => JSON.parse(JSON.stringify(value).replace(/"uri":"demo:\/\//g, '"uri":"everything+demo://'));
+      expect(timeless(viaGateway), name).toEqual(timeless(namespaced(own)));
     }
   });
 
@@ -100,7 +102,7 @@ describe('gateway core with the SDK client', () => {
     expect(first).toBeDefined();
     const read = await client.readResource({ uri: first!.uri });
     const own = await direct.readResource({ uri: first!.uri.slice('remote+'.length) });
-    expect(read.contents).toEqual(own.contents);
+    expect(read.contents).toEqual(own.contents.map((content) => ({ ...content, uri: `remote+${content.uri}` })));
 
     const { resourceTemplates } = await client.listResourceTemplates();
     const template = resourceTemplates.find((t) => t.uriTemplate.startsWith('everything+'));

@@ -114,8 +114,9 @@ export function attempt(client: Client, kind: Attempt, name: string): Promise<un
 
 const NOUN: Record<Attempt, string> = { tool: 'tool', prompt: 'prompt', resource: 'resource', subscribe: 'resource', 'complete-prompt': 'prompt', 'complete-resource': 'resource' };
 
-/** The answer a name that does not exist gets: -32602 and `Unknown <kind>: <the name sent>`. */
-export const unknownAnswer = (kind: Attempt, name: string): RpcFailure => ({ code: -32602, message: `Unknown ${NOUN[kind]}: ${name}` });
+/** The answer a name that does not exist gets: -32602 and `Unknown <kind>: <the name sent>` (a resource's with its uri in data). */
+export const unknownAnswer = (kind: Attempt, name: string): RpcFailure =>
+  NOUN[kind] === 'resource' ? { code: -32602, message: `Unknown resource: ${name}`, data: { uri: name } } : { code: -32602, message: `Unknown ${NOUN[kind]}: ${name}` };
 
 /** Every name among `names` whose answer is not exactly the unknown-name answer, with what it got. */
 export async function notAnsweredAsUnknown(client: Client, kind: Attempt, names: readonly string[]): Promise<{ name: string; got: RpcFailure | 'answered' }[]> {
@@ -187,6 +188,12 @@ export async function toolsThatDidNotRun(client: Client, tools: readonly string[
       await poll(async () => ((await journal(client, 'rogue__journal')).some((m) => m.method === 'tools/call' && m.params?.name === 'huge') ? true : undefined), 'rogue to receive huge', PROMPT_MS);
       controller.abort();
       await outcome;
+      continue;
+    }
+    if (tool === 'rogue__fail') {
+      // It answers the error it is asked for: that error is the proof it ran.
+      const got = await failureOf(client.callTool({ name: tool, arguments: { code: -32603, message: 'failed on purpose' } }));
+      if (got === 'answered' || got.code !== -32603 || got.message !== 'failed on purpose') failed.push({ tool, got });
       continue;
     }
     if (tool === 'rogue__crash') {

@@ -82,6 +82,7 @@ async function harness(setup: Setup = {}): Promise<Harness> {
     factOf: (item) => facts.fact(item),
     ownTask: (_session, upstream, taskId) => tasks.push([upstream, taskId]),
     ensure: () => undefined,
+    listingOf: (_session, client) => client,
   };
   const session: DownstreamSession = new Session<UpstreamClient>(
     'session-1',
