@@ -3,7 +3,7 @@
 // poolSize, maxProcesses, and self-describing session ids that another gateway process takes
 // over, including key rotation, tampering and another principal presenting the id.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -26,6 +26,7 @@ import {
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { startEverythingHttp, type EverythingHttp } from '../helpers/processes.js';
 import { initializeRaw, messagesOf, postRpc, rawFetch } from '../helpers/raw-http.js';
+import { descendantsOf, gone as goneWithin, running } from '../helpers/children.js';
 
 const LATEST = '2025-11-25';
 /** Bounds every single wait for something that should happen soon. */
@@ -39,51 +40,8 @@ const sessionKey = (): string => randomBytes(36).toString('base64url');
 // ---------------------------------------------------------------------------------------------
 // Processes: every descendant of this worker seen during the file must be gone at its end.
 
-interface ProcessEntry {
-  ppid: number;
-  state: string;
-}
-
-async function processTable(): Promise<Map<number, ProcessEntry>> {
-  const table = new Map<number, ProcessEntry>();
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    if (stat === '') continue;
-    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    table.set(Number(entry), { state: fields[0]!, ppid: Number(fields[1]) });
-  }
-  return table;
-}
-
-/** Live (non-zombie) descendants of `root`. */
-async function descendantsOf(root: number): Promise<number[]> {
-  const table = await processTable();
-  const found: number[] = [];
-  const queue = [root];
-  while (queue.length > 0) {
-    const parent = queue.shift()!;
-    for (const [pid, entry] of table) {
-      if (entry.ppid !== parent || entry.state === 'Z') continue;
-      found.push(pid);
-      queue.push(pid);
-    }
-  }
-  return found;
-}
-
-/** Whether `pid` runs (a zombie waiting for its parent does not count). */
-async function running(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-}
-
 /** Resolves once none of `pids` runs; bounded. */
-async function gone(pids: Iterable<number>, what: string): Promise<void> {
-  const list = [...pids];
-  await poll(async () => ((await Promise.all(list.map(running))).every((up) => !up) ? true : undefined), `${what} (${list.join(', ')}) to exit`, WAIT_MS);
-}
+const gone = (pids: Iterable<number>, what: string): Promise<void> => goneWithin(pids, what, WAIT_MS);
 
 /** Processes that were already there before this file started anything. */
 let baseline = new Set<number>();
