@@ -29,6 +29,12 @@ interface WarmChild {
 }
 
 /** A client initialized ahead (`ready` when its handshake is done), or a spawned child to initialize. */
+/**
+ * A handed-over child is replaced this long after, not at once: spawning is synchronous work of
+ * several milliseconds that would otherwise sit on the path of the very call it was handed to.
+ */
+const REFILL_DELAY_MS = 100;
+
 export type Handed = { client: UpstreamClient; ready: Promise<void> } | { transport: Transport };
 
 export class WarmChildren {
@@ -83,7 +89,7 @@ export class WarmChildren {
     const handed: Handed | undefined = ready ? { client: ready.primed!.client, ready: ready.primed!.ready } : this.#spawned();
     // The others are initialized ahead for these parameters now.
     for (const child of this.#children) if (child.started && !child.primed) this.#prime(child);
-    queueMicrotask(() => this.fill());
+    setTimeout(() => this.fill(), REFILL_DELAY_MS).unref();
     return handed;
   }
 

@@ -2,7 +2,7 @@
 // spawned within the room given; the first session gets one to initialize itself; later ones
 // are initialized ahead with the latest session's parameters and handed ready to a session
 // with exactly those; parameters that change replace the children primed for the old ones.
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { JsonObject } from '../../src/mcp/jsonrpc.js';
 import type { Transport } from '../../src/transport/types.js';
 import type { UpstreamClient } from '../../src/upstream/client.js';
@@ -10,6 +10,19 @@ import { WarmChildren } from '../../src/upstream/warm.js';
 import { silentLogger } from '../../src/util/log.js';
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
+/** A handed-over child is replaced a little later (off the call's path): that moment, now. */
+const refill = async (): Promise<void> => {
+  vi.advanceTimersByTime(100);
+  await settle();
+};
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['setTimeout'] });
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 function setup(want: number, room = 10) {
   const transports: { closed: boolean; started: boolean; start(): Promise<void>; close(): Promise<void> }[] = [];
@@ -49,7 +62,7 @@ describe('WarmChildren', () => {
     await settle();
     const first = warm.take(P);
     expect(first).toEqual({ transport: transports[0] });
-    await settle();
+    await refill();
     // The other one is initialized ahead with P, and one more spawned (and primed) to replace the first.
     expect(primed.map((p) => p.params)).toEqual([P, P]);
     const second = warm.take({ ...P, clientInfo: { version: '1', name: 'host' } });
@@ -61,13 +74,13 @@ describe('WarmChildren', () => {
     warm.fill();
     await settle();
     warm.take(P);
-    await settle();
+    await refill();
     expect(primed).toHaveLength(1);
     const other = { ...P, capabilities: { sampling: {} } };
     const handed = warm.take(other);
     // Nothing ready for `other`: the one primed for P is closed, a new one spawned and primed for `other`.
     expect(handed).toBeUndefined();
-    await settle();
+    await refill();
     expect(primed[0]!.client.closed).toBe(true);
     expect(primed.at(-1)!.params).toEqual(other);
     expect(warm.take(other)).toMatchObject({ client: primed.at(-1)!.client });
@@ -78,7 +91,7 @@ describe('WarmChildren', () => {
     warm.fill();
     await settle();
     warm.take(P);
-    await settle();
+    await refill();
     await Promise.all(warm.close());
     expect(primed.length).toBeGreaterThan(0);
     expect(primed.every((p) => p.client.closed)).toBe(true);
