@@ -86,6 +86,11 @@ function selects(rules: CompiledRules, kind: ItemKind, exposed: string, upstream
   return hints === undefined ? assume : rules.hints.some((hint) => hints.includes(hint));
 }
 
+/** Whether a team's or endpoint's rules let the item through (unknown hints: allowed if some hint would allow it, denied only by what denies regardless). */
+function admits(rules: { allow: CompiledRules; deny: CompiledRules }, kind: ItemKind, exposed: string, upstream: string, hints: ToolHints | undefined): boolean {
+  return !selects(rules.deny, kind, exposed, upstream, hints, false) && selects(rules.allow, kind, exposed, upstream, hints, true);
+}
+
 /** An endpoint beside the main one: who may use it, what it narrows, how its tools are found. */
 export interface EndpointScope {
   readonly path: string;
@@ -211,12 +216,15 @@ export class Access {
   readonly #viewNames = new Map<string, string>();
   /** The endpoint beside the main one this access is for, narrowing what the teams see. */
   readonly #endpoint: CompiledEndpoint | undefined;
+  readonly #readsHints: boolean;
 
   constructor(teams: CompiledTeam[] | undefined, names: string[], naming: PolicyNaming, endpoint?: CompiledEndpoint) {
     this.#teams = teams;
     this.teams = names;
     this.#naming = naming;
     this.#endpoint = endpoint;
+    const reads = (rules: { allow: CompiledRules; deny: CompiledRules }): boolean => rules.allow.hints.length + rules.deny.hints.length > 0;
+    this.#readsHints = (endpoint !== undefined && reads(endpoint)) || (teams?.some(reads) ?? false);
     for (const team of teams ?? []) {
       for (const [tool, view] of Object.entries(team.config.views)) {
         if (view.name !== undefined && !this.#viewNames.has(view.name)) this.#viewNames.set(view.name, tool);
@@ -261,16 +269,15 @@ export class Access {
 
   /** Whether any rule looks at tools' annotations (a call's decision then waits for its facts). */
   get readsHints(): boolean {
-    const reads = (rules: { allow: CompiledRules; deny: CompiledRules }): boolean => rules.allow.hints.length + rules.deny.hints.length > 0;
-    return (this.#endpoint !== undefined && reads(this.#endpoint)) || (this.#teams?.some(reads) ?? false);
+    return this.#readsHints;
   }
 
   #decide(kind: ItemKind, exposed: string, upstream: string, hints: ToolHints | undefined): boolean {
-    // Unknown hints: allowed if some hint would allow it, denied only by what denies regardless.
-    const admits = (rules: { allow: CompiledRules; deny: CompiledRules }): boolean =>
-      !selects(rules.deny, kind, exposed, upstream, hints, false) && selects(rules.allow, kind, exposed, upstream, hints, true);
-    if (this.#endpoint && !admits(this.#endpoint)) return false;
-    return !this.#teams || this.#teams.some(admits);
+    // Every call's path: no closure, no policy at all is one check.
+    if (this.#endpoint && !admits(this.#endpoint, kind, exposed, upstream, hints)) return false;
+    if (!this.#teams) return true;
+    for (const team of this.#teams) if (admits(team, kind, exposed, upstream, hints)) return true;
+    return false;
   }
 
   /** The first of this principal's teams that defines a view of the tool. */

@@ -135,15 +135,22 @@ export class UpstreamCatalogs {
   readonly #deps: CatalogsDeps;
   readonly #slots = new Map<string, Map<string, Slot>>();
   readonly #now: () => number;
+  /** Keys by a session's info object (the same object for the session's life). */
+  readonly #keys = new WeakMap<CatalogKeyInfo, string>();
 
   constructor(deps: CatalogsDeps) {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
   }
 
-  /** The key of the catalog sessions like `info` list from. */
+  /** The key of the catalog sessions like `info` list from (computed once per session's info). */
   keyOf(info: CatalogKeyInfo): string {
-    return `${info.protocolVersion}\0${stableJson(info.clientCapabilities)}\0${stableJson(info.clientInfo)}`;
+    let key = this.#keys.get(info);
+    if (key === undefined) {
+      key = `${info.protocolVersion}\0${stableJson(info.clientCapabilities)}\0${stableJson(info.clientInfo)}`;
+      this.#keys.set(info, key);
+    }
+    return key;
   }
 
   /** The catalog session of `upstream` if it is open. */

@@ -43,11 +43,21 @@ export function forgetNames(session: DownstreamSession, upstream: string, kind?:
  * Answered at once (no promise) from what the session knows; a promise only when the list must
  * be read again (every tools/call asks).
  */
-export function listed(session: DownstreamSession, kind: NamedKind, client: Listing, name: string, catalog: Catalog, learn?: (page: ListedPage) => void, factOf?: FactOf): boolean | Promise<boolean> {
+export function listed(
+  session: DownstreamSession,
+  kind: NamedKind,
+  client: Listing,
+  name: string,
+  catalog: Catalog,
+  learn?: (page: ListedPage) => void,
+  factOf?: FactOf,
+  readFrom?: () => Listing,
+): boolean | Promise<boolean> {
   const known = session.links.get(client.name)?.known[kind];
   if (known?.names?.has(name)) return true;
   if (known && Date.now() - known.readAt < REREAD_INTERVAL_MS) return known.names === undefined;
-  return readListed(session, kind, client, name, catalog, learn, factOf);
+  // Where the list is read from (`readFrom`: the catalog's cache) is asked only now, off the call path.
+  return readListed(session, kind, readFrom?.() ?? client, name, catalog, learn, factOf);
 }
 
 /** The facts this session learned of a tool of its upstream session (undefined: nothing known). */

@@ -122,7 +122,8 @@ class ToolCall {
     this.#target = target;
     this.#call.record.tool = target.name;
     const { session } = this.#call;
-    this.#then(listed(session, 'tools', this.#deps.listingOf(session, target.client), target.name, this.#deps.catalog, this.#deps.learn, this.#deps.factOf), this.#listed);
+    const deps = this.#deps;
+    this.#then(listed(session, 'tools', target.client, target.name, deps.catalog, deps.learn, deps.factOf, () => deps.listingOf(session, target.client)), this.#listed);
   }
 
   /** Pinned arguments, the arguments' check, the upstream's capacity; then the tool's rate limit. */
