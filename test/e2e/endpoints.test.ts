@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { configFromObject } from '../../src/config/load.js';
 import { poll } from '../helpers/cli.js';
-import { connectClient, startGateway, terminateSession, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
+import { connectClient, endSessions, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
 import { scrape } from '../helpers/metrics.js';
 import { startAuthServer, type AuthServer } from '../helpers/oauth.js';
 import { FIXTURES, MEMORY_BIN, NODE, ROOT } from '../helpers/paths.js';
@@ -45,14 +45,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'switchyard-endpoints-'));
 });
 
-afterEach(async () => {
-  await Promise.allSettled(
-    opened.splice(0).map(async (client) => {
-      await terminateSession(client).catch(() => {});
-      await client.close();
-    }),
-  );
-});
+afterEach(() => endSessions(opened));
 
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });

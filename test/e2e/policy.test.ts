@@ -14,7 +14,7 @@ import type { JWTPayload } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { poll, startCli, type CliProcess } from '../helpers/cli.js';
-import { connectClient, recordNotifications, startGateway, terminateSession, textOf, upstream, type NotificationLog, type TestGateway } from '../helpers/gateway.js';
+import { connectClient, endSessions, recordNotifications, startGateway, textOf, upstream, type NotificationLog, type TestGateway } from '../helpers/gateway.js';
 import { startAuthServer, type AuthServer } from '../helpers/oauth.js';
 import { FIXTURES, NODE, ROOT } from '../helpers/paths.js';
 import {
@@ -97,14 +97,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'switchyard-policy-'));
 });
 
-afterEach(async () => {
-  await Promise.allSettled(
-    opened.splice(0).map(async (client) => {
-      await terminateSession(client).catch(() => {});
-      await client.close();
-    }),
-  );
-});
+afterEach(() => endSessions(opened));
 
 afterAll(async () => {
   await as?.close();

@@ -10,7 +10,7 @@ import { CreateMessageRequestSchema, type ClientCapabilities } from '@modelconte
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { configFromObject } from '../../src/config/load.js';
 import { poll } from '../helpers/cli.js';
-import { connectClient, recordNotifications, startGateway, terminateSession, textOf, upstream, type NotificationLog, type TestGateway } from '../helpers/gateway.js';
+import { connectClient, endSessions, recordNotifications, startGateway, textOf, upstream, type NotificationLog, type TestGateway } from '../helpers/gateway.js';
 import { MEMORY_BIN, NODE, ROOT } from '../helpers/paths.js';
 import { failureOf, listAll, sorted, unknownAnswer } from '../helpers/policy.js';
 
@@ -30,14 +30,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'switchyard-search-'));
 });
 
-afterEach(async () => {
-  await Promise.allSettled(
-    opened.splice(0).map(async (client) => {
-      await terminateSession(client).catch(() => {});
-      await client.close();
-    }),
-  );
-});
+afterEach(() => endSessions(opened));
 
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });

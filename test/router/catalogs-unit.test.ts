@@ -58,6 +58,17 @@ function fakePool(next: (name: string, params: JsonObject) => Promise<FakeClient
   return { pool: pool as unknown as UpstreamPool, opens };
 }
 
+/** A pool of fake clients that keeps every client it made. */
+function recordingPool() {
+  const clients: FakeClient[] = [];
+  const { pool } = fakePool(async (name) => {
+    const client = fakeClient(name);
+    clients.push(client);
+    return client;
+  });
+  return { pool, clients };
+}
+
 const info = (caps: JsonObject = {}, client = 'host') => ({ protocolVersion: '2025-11-25', clientCapabilities: caps, clientInfo: { name: client, version: '1' } });
 
 describe('UpstreamCatalogs', () => {
@@ -139,12 +150,7 @@ describe('UpstreamCatalogs', () => {
 
   it('closes a catalog no list used for the idle timeout, and one idle to make room', async () => {
     let now = 0;
-    const clients: FakeClient[] = [];
-    const { pool } = fakePool(async (name) => {
-      const client = fakeClient(name);
-      clients.push(client);
-      return client;
-    });
+    const { pool, clients } = recordingPool();
     const catalogs = new UpstreamCatalogs({ pool, logger: silentLogger, onListsChanged: () => {}, now: () => now });
     const catalog = await catalogs.ready('up', info());
     now = 900;
@@ -165,12 +171,7 @@ describe('UpstreamCatalogs', () => {
 
   it('keeps at most 16 keys per upstream, closing the least used', async () => {
     let now = 0;
-    const clients: FakeClient[] = [];
-    const { pool } = fakePool(async (name) => {
-      const client = fakeClient(name);
-      clients.push(client);
-      return client;
-    });
+    const { pool, clients } = recordingPool();
     const catalogs = new UpstreamCatalogs({ pool, logger: silentLogger, onListsChanged: () => {}, now: () => ++now });
     for (let i = 0; i < 17; i++) await catalogs.ready('up', info({}, `host-${i}`));
     expect(clients.filter((c) => c.closed)).toEqual([clients[0]]);
@@ -178,12 +179,7 @@ describe('UpstreamCatalogs', () => {
   });
 
   it('closes the catalogs of an upstream a reload changed', async () => {
-    const clients: FakeClient[] = [];
-    const { pool } = fakePool(async (name) => {
-      const client = fakeClient(name);
-      clients.push(client);
-      return client;
-    });
+    const { pool, clients } = recordingPool();
     const catalogs = new UpstreamCatalogs({ pool, logger: silentLogger, onListsChanged: () => {} });
     await catalogs.ready('a', info());
     await catalogs.ready('b', info());
