@@ -26,6 +26,9 @@ import type { UpstreamClient } from './upstream/client.js';
 import { ReplayBudget } from './session/streams.js';
 import { SessionTokens } from './session/token.js';
 import { UpstreamPool } from './upstream/pool.js';
+import { createUserAuth } from './credentials/setup.js';
+import { PersonalUpstreams } from './router/personal.js';
+import { resolve as resolvePath } from 'node:path';
 import type { Logger } from './util/log.js';
 
 export interface GatewayOptions {
@@ -34,6 +37,8 @@ export interface GatewayOptions {
   baseEnv: Readonly<Record<string, string | undefined>>;
   /** The logger's redactor, told about the config's secrets (and new ones on reload). */
   redactor?: Redactor;
+  /** The config file's directory: relative paths in it (credentials.store.file.path) start there. */
+  configDir?: string;
 }
 
 export type { Readiness } from './http/app.js';
@@ -106,6 +111,16 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     replay: { events: config.sessions.replayEvents, bytes: config.sessions.replayBytes, budget: new ReplayBudget(config.sessions.replayTotalBytes) },
     logger,
   });
+  // Per-user upstream credentials (userAuth): connect URLs under publicUrl's origin, else the listener's.
+  const userAuth = createUserAuth(config, {
+    logger,
+    base: () => (config.listen.publicUrl ? new URL(config.listen.publicUrl).origin : (main?.url.origin ?? `http://${config.listen.host}:${config.listen.port}`)),
+    resolvePath: (path) => resolvePath(options.configDir ?? '.', path),
+    ...(options.redactor ? { onSecret: (secret: string) => options.redactor!.add(secret) } : {}),
+    onSignIn: (upstream, outcome) => metrics.userSignIns.inc({ upstream: metrics.upstream(upstream), outcome }),
+    onRefresh: (upstream, outcome) => metrics.userRefreshes.inc({ upstream: metrics.upstream(upstream), outcome }),
+  });
+  const personal = userAuth && new PersonalUpstreams({ credentials: userAuth.credentials, flows: userAuth.flows, pool, logger, connectTtlMs: userAuth.connectTtlMs });
   let policy = policyFor(config);
   const store = storeFor(config, logger);
   let limiter = new RateLimiter(config.rateLimits, store);
@@ -120,6 +135,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     limiter: () => limiter,
     policy: () => policy,
     ...(config.sessions.keys ? { tokens: new SessionTokens(config.sessions.keys) } : {}),
+    ...(personal ? { personal } : {}),
   });
   metrics.observe({
     sessions: () => sessions.size,
@@ -161,6 +177,16 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     },
     ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen, config.endpoints.map((e) => e.path)) } : {}),
     ...(config.metrics.enabled && config.metrics.port === undefined ? { metricsRegistry: metrics.registry } : {}),
+    ...(userAuth
+      ? {
+          connect: {
+            flows: userAuth.flows,
+            upstreams: () => Object.keys(config.upstreams).filter((name) => config.upstreams[name]!.http?.userAuth),
+            base: () => (config.listen.publicUrl ? new URL(config.listen.publicUrl).origin : (main?.url.origin ?? '')),
+            signedIn: () => userAuth.counts(),
+          },
+        }
+      : {}),
   });
 
   async function close(): Promise<void> {
@@ -172,6 +198,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     await pool.close();
     await Promise.all(listeners.map((listener) => listener?.close()));
     await store.close();
+    await userAuth?.close();
     await dispatcher.destroy();
   }
 
@@ -181,6 +208,8 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     readiness,
     metricsUrl: () => admin?.url,
     async start(port = config.listen.port) {
+      // A credentials.key that opens nothing stored fails the start (one line, CredentialKeyError).
+      await userAuth?.ready();
       const { host, path, tls, maxHeaderBytes, keepAliveTimeout: keepAliveTimeoutMs } = config.listen;
       main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, ...(tls ? { tls } : {}) });
       if (config.metrics.enabled && config.metrics.port !== undefined) {

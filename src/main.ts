@@ -14,6 +14,7 @@ import type { Config } from './config/schema.js';
 import { createGateway } from './gateway.js';
 import { createLogger } from './util/log.js';
 import { Redactor } from './util/redact.js';
+import { CredentialKeyError } from './credentials/store.js';
 
 const USAGE = `usage: switchyard [--config FILE] [--port N]   (default config: the bundled gateway.yaml)
        switchyard check FILE [--connect]        (validate a config; --connect lists what each team sees)`;
@@ -81,12 +82,13 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (err) => logger.error('unhandled rejection', { err }));
   process.on('uncaughtException', (err) => logger.error('uncaught exception', { err }));
 
-  const gateway = createGateway(config, { logger, redactor, baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME } });
+  const gateway = createGateway(config, { logger, redactor, configDir: dirname(file), baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME } });
   let url: URL;
   try {
     url = await gateway.start(port);
   } catch (err) {
     await gateway.close();
+    if (err instanceof CredentialKeyError) fail(err.message, 1);
     fail(`cannot listen on ${config.listen.host}:${port ?? config.listen.port}: ${(err as Error).message}`, 1);
   }
   process.stdout.write(`listening on ${url.href}\n`);

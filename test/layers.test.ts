@@ -20,6 +20,7 @@ const LAYERS: Record<string, number> = {
   policy: 2,
   auth: 2,
   ratelimit: 2,
+  credentials: 2,
   upstream: 3,
   session: 3,
   router: 4,

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { parseDuration } from '../util/duration.js';
 import { LOG_LEVELS } from '../util/log.js';
 import { endpoint, team } from './policy-schema.js';
+import { credentials, login, userAuth } from './credentials-schema.js';
 
 export { ANNOTATION_HINTS } from './policy-schema.js';
 
@@ -47,6 +48,8 @@ const http = z.strictObject({
   oauth: clientCredentials.optional().describe("The gateway's own credential for this upstream, by the OAuth client-credentials grant (never the client's token)."),
   /** `sse` is the deprecated HTTP+SSE transport of 2024-11-05. */
   transport: z.enum(['streamable-http', 'sse']).default('streamable-http').describe('`streamable-http`, or `sse`: the deprecated HTTP+SSE transport of 2024-11-05.'),
+  /** Each principal reaches the upstream as themselves (needs `credentials`). */
+  userAuth: userAuth.optional().describe("Each principal reaches this upstream with their own credential (never the client's token): `{ type: oauth, ... }` signs each user in at the upstream's authorization server, `{ type: secret, header, format }` takes a secret each user pastes once. Until a user has signed in, only `<prefix>__sign_in` is listed. Needs `credentials`."),
 });
 
 const restart = z.strictObject({
@@ -161,6 +164,9 @@ const upstream = z
     if (value.warm > 0 && value.maxProcesses !== undefined && value.warm >= value.maxProcesses) {
       ctx.addIssue({ code: 'custom', path: ['warm'], message: `warm (${value.warm}) must leave room under maxProcesses (${value.maxProcesses})` });
     }
+    if (value.http?.userAuth && (value.http.oauth || value.http.transport === 'sse')) {
+      ctx.addIssue({ code: 'custom', path: ['http', 'userAuth'], message: value.http.oauth ? 'userAuth and oauth (the gateway\'s own credential) exclude each other' : 'userAuth needs the streamable-http transport' });
+    }
     if (value.sharing === 'shared' && !value.stdio) {
       ctx.addIssue({ code: 'custom', path: ['sharing'], message: '`shared` is for stdio upstreams; an HTTP upstream already serves many sessions' });
     }
@@ -227,6 +233,8 @@ const oauth = z.strictObject({
   jwksCooldown: duration.default(30_000).describe('An unknown kid refetches the JWKS at most once per this long.'),
   /** Fetched keys are trusted this long; then the JWKS is read again (a removed key stops working). */
   jwksMaxAge: duration.default(10 * 60_000).describe('Fetched keys are trusted this long; then the JWKS is read again (a removed key stops working).'),
+  /** The connect page's login at this issuer (per-user upstream credentials). */
+  login: login.optional().describe("The connect page's OpenID Connect login at this issuer, proving that whoever opens a connect URL is the principal it was made for (used by `userAuth` upstreams)."),
 });
 
 const apiKey = z.strictObject({
@@ -355,6 +363,7 @@ export const configSchema = z
     teams: z.array(team).optional().describe('Per-team policy over what each principal sees and calls; omitted: every principal sees everything.'),
     endpoints: z.array(endpoint).default([]).describe('More MCP endpoints beside listen.path, each showing a narrower part of the catalog (optionally to some teams only), by listing or by search.'),
     rateLimits: rateLimits.optional().describe('Token buckets per principal and per tool; omitted: no rate limits.'),
+    credentials: credentials.optional().describe('Where per-user upstream credentials (`userAuth`) are stored, sealed with `key`.'),
     upstreams: z.record(z.string().regex(UPSTREAM_NAME, 'upstream names must match [a-z0-9][a-z0-9-]{0,31}'), upstream).describe('The MCP servers behind the gateway, by name; each needs exactly one of `stdio` or `http`.'),
     namespacing: namespacing.prefault({}).describe('How upstream names become the names clients see.'),
     sessions: sessions.prefault({}).describe('Client sessions, their streams and their replay buffers (a change needs a restart).'),
@@ -397,6 +406,13 @@ export const configSchema = z
         if (!teams.has(name)) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'teams', j], message: `no team is named "${name}"` });
       });
     });
+    const personal = Object.entries(config.upstreams).filter(([, entry]) => entry.http?.userAuth);
+    if (personal.length > 0) {
+      const where = ['upstreams', personal[0]![0], 'http', 'userAuth'];
+      if (!config.credentials) ctx.addIssue({ code: 'custom', path: where, message: 'userAuth needs a `credentials` block (store and key)' });
+      if (config.auth && !config.auth.oauth) ctx.addIssue({ code: 'custom', path: where, message: 'userAuth needs auth.oauth (the connect page signs the user in there to prove who opens it), or no auth on a loopback gateway' });
+      if (config.auth && !config.listen.publicUrl) ctx.addIssue({ code: 'custom', path: ['listen', 'publicUrl'], message: 'userAuth with auth needs listen.publicUrl: connect URLs and OAuth redirects are made under it' });
+    }
     const { separator, maxNameLength } = config.namespacing;
     const seen = new Map<string, string>();
     let unprefixed: string | undefined;
@@ -441,5 +457,6 @@ export type EndpointConfig = Config['endpoints'][number];
 export type RateLimitsConfig = NonNullable<Config['rateLimits']>;
 export type LimitConfig = RateLimitsConfig['perTool'][string];
 export type UpstreamConfig = Config['upstreams'][string];
+export type { CredentialsConfig, LoginConfig, UserAuthConfig } from './credentials-schema.js';
 export type ListenConfig = Config['listen'];
 export type NamespacingConfig = Config['namespacing'];

@@ -16,6 +16,11 @@ const SECRET_BEARING: readonly (readonly string[])[] = [
   ['upstreams', '*', 'stdio', 'env', '*'],
   ['rateLimits', 'store', 'redis', 'url'],
   ['sessions', 'keys', '*'],
+  ['upstreams', '*', 'http', 'userAuth', 'clientSecret'],
+  ['auth', 'oauth', 'login', 'clientSecret'],
+  ['credentials', 'key'],
+  ['credentials', 'key', '*'],
+  ['credentials', 'store', 'redis', 'url'],
 ];
 
 function secretBearing(path: readonly (string | number)[]): boolean {
@@ -34,6 +39,9 @@ export function secretsOf(config: Config): Secret[] {
   }
   secrets.push(...(config.sessions.keys ?? []));
   for (const upstream of Object.values(config.upstreams)) if (upstream.http?.oauth) secrets.push(upstream.http.oauth.clientSecret);
+  for (const upstream of Object.values(config.upstreams)) if (upstream.http?.userAuth?.type === 'oauth' && upstream.http.userAuth.clientSecret) secrets.push(upstream.http.userAuth.clientSecret);
+  if (config.auth?.oauth?.login?.clientSecret) secrets.push(config.auth.oauth.login.clientSecret);
+  secrets.push(...(config.credentials?.key ?? []));
   for (const { path, value } of substitutionsOf(config)) if (value !== '' && secretBearing(path)) secrets.push({ value, fromEnv: true });
   return secrets;
 }

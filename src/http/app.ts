@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context } from 'hono';
 import type { Registry } from 'prom-client';
+import { mountConnect, type ConnectDeps } from './connect.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import { AuthError, type Principal } from '../auth/principal.js';
 import { isLoopback, type Config } from '../config/schema.js';
@@ -52,6 +53,8 @@ export interface AppDeps {
   authenticator?: Authenticator;
   /** Serve /metrics on this listener. */
   metricsRegistry?: Registry;
+  /** The connect pages of `userAuth` upstreams, and how many principals signed in to each. */
+  connect?: ConnectDeps & { signedIn: () => Promise<Record<string, number>> };
 }
 
 /** Per-request state the middleware sets for the handlers. */
@@ -188,7 +191,15 @@ export function createApp(deps: AppDeps): HttpApp {
     if (!outgoing) for (const name in headers) c.res.headers.set(name, headers[name]!);
   });
 
-  app.get('/healthz', (c) => c.json({ status: 'ok', sessions: deps.sessions.size, rateLimits: deps.rateLimitStore(), upstreams: deps.health() }));
+  const { connect } = deps;
+  app.get('/healthz', async (c) => {
+    const health = { status: 'ok', sessions: deps.sessions.size, rateLimits: deps.rateLimitStore(), upstreams: deps.health() };
+    if (!connect) return c.json(health);
+    // Principals with their own credential, per upstream: counts only, never names.
+    const signedIn = await connect.signedIn().catch(() => undefined);
+    return c.json({ ...health, ...(signedIn ? { signedIn } : {}) });
+  });
+  if (connect) mountConnect(app, connect);
   app.get('/readyz', (c) => {
     const readiness = deps.readiness();
     return c.json({ ...readiness, sessions: deps.sessions.size, upstreams: deps.health() }, readiness.ready ? 200 : 503);

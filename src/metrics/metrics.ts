@@ -139,6 +139,18 @@ export class Metrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+  readonly userSignIns = new Counter({
+    name: 'switchyard_user_sign_ins_total',
+    help: 'Sign-ins of principals to userAuth upstreams on the connect page, by upstream and outcome (ok, wrong_user, login_failed, failed, discovery_failed)',
+    labelNames: ['upstream', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly userRefreshes = new Counter({
+    name: 'switchyard_user_token_refreshes_total',
+    help: "Refreshes of principals' access tokens at userAuth upstreams, by upstream and outcome (ok, rejected: a new sign-in is needed, error)",
+    labelNames: ['upstream', 'outcome'] as const,
+    registers: [this.registry],
+  });
   readonly configReloads = new Counter({
     name: 'switchyard_config_reloads_total',
     help: 'Config reloads, applied or rejected',

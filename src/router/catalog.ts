@@ -119,9 +119,9 @@ export class Catalog {
     kind: ListKind,
     upstreams: Sources,
     cursor: unknown,
-    options: { signal?: CancelSignal; observe?: PageObserver; shape?: (upstream: string, item: JsonObject) => JsonObject | undefined } = {},
+    options: { signal?: CancelSignal; observe?: PageObserver; shape?: (upstream: string, item: JsonObject) => JsonObject | undefined; extra?: (upstream: string) => readonly JsonObject[] | undefined } = {},
   ): Promise<JsonObject> {
-    const { signal, observe, shape } = options;
+    const { signal, observe, shape, extra } = options;
     const { method } = LIST_KINDS[kind];
     const first = cursor === undefined;
     const decoded = first ? undefined : decodeCursor(kind, cursor);
@@ -145,7 +145,9 @@ export class Catalog {
     const next: Record<string, string> = {};
     const seen: Record<string, Seen> = {};
     for (const page of pages.filter((p) => p !== undefined).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      for (const item of page.items) {
+      // Items the gateway adds to an upstream's list (already exposed) go after its last page.
+      const added = page.nextCursor === undefined && extra ? extra(page.name) : undefined;
+      for (const item of added ? [...page.items, ...added] : page.items) {
         const shown = shape ? shape(page.name, item) : item;
         if (shown) items.push(shown);
       }

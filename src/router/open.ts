@@ -30,6 +30,7 @@ import { wireUpstream } from './relay.js';
 import { forgetNames } from './existence.js';
 import { SharedHub } from './shared.js';
 import type { DownstreamSession, SessionStore } from './session.js';
+import type { PersonalUpstreams } from './personal.js';
 
 export interface OpenerDeps {
   pool: UpstreamPool;
@@ -41,6 +42,8 @@ export interface OpenerDeps {
   policy: () => Policy;
   /** Self-describing session ids, when session keys are configured. */
   tokens?: SessionTokens;
+  /** Upstreams each principal reaches with their own credential (`userAuth`). */
+  personal?: PersonalUpstreams;
 }
 
 /** A left-out upstream is tried again on use at most this often. */
@@ -73,6 +76,8 @@ export class SessionOpener {
   constructor(deps: OpenerDeps) {
     this.#deps = deps;
     this.#catalogs = new UpstreamCatalogs({ pool: deps.pool, logger: deps.logger, onListsChanged: (catalog, methods) => this.#catalogChanged(catalog, methods) });
+    // A principal's credential appeared or went: their sessions switch, and hear it.
+    deps.personal?.onChange((change) => void deps.personal!.switchAll(change, deps.sessions.all(), (session, client) => this.#wire(session, client), announceListChanges));
   }
 
   /**
@@ -172,6 +177,8 @@ export class SessionOpener {
         if (pool.isShared(name)) return this.#joinShared(session, name);
         const wire = (client: UpstreamClient): void => this.#wire(session, client);
         const state = states?.[name];
+        const { personal } = this.#deps;
+        if (personal?.isPersonal(name)) return { client: await personal.open(session, name, params, wire, state) };
         if (state?.session !== undefined) return { client: await pool.resume(name, state, params, wire) };
         if (this.#opensAtOnce(name)) return { client: await pool.open(name, params, wire) };
         return { catalog: await this.#catalogs.ready(name, info) };

@@ -36,6 +36,7 @@ import { shapeItem } from './shape.js';
 import { exposePromptResult, exposeReadResult, exposeToolResult } from './content.js';
 import type { SharedHub } from './shared.js';
 import { callTool, type ToolCallDeps } from './tool-call.js';
+import type { PersonalUpstreams } from './personal.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, guarded, surface } from '../util/callbacks.js';
 import type { ToolFacts } from './tool-facts.js';
@@ -58,6 +59,8 @@ export interface RouterDeps {
   policy: () => Policy;
   /** Self-describing session ids, when session keys are configured. */
   tokens?: SessionTokens;
+  /** Upstreams each principal reaches with their own credential (`userAuth`). */
+  personal?: PersonalUpstreams;
 }
 
 /** Merged pages a search-mode traversal reads at most (a hostile upstream's cursor loop ends). */
@@ -219,9 +222,11 @@ export class Router {
   }
 
   /** What a list traversal of the session tells the session (names, facts, views) and how it shapes each item. */
-  #listOptions(session: DownstreamSession, kind: ListKind): { observe: (page: ListedPage) => void; shape: (upstream: string, item: JsonObject) => JsonObject | undefined } {
+  #listOptions(session: DownstreamSession, kind: ListKind): { observe: (page: ListedPage) => void; shape: (upstream: string, item: JsonObject) => JsonObject | undefined; extra?: (upstream: string) => readonly JsonObject[] | undefined } {
     const observe = listObserver(session, kind);
+    const { personal, catalog } = this.#deps;
     return {
+      ...(personal && kind === 'tools' ? { extra: (upstream: string) => personal.extraTools(session, upstream, (name) => catalog.codec.exposeName(upstream, name)) } : {}),
       observe: (page) => {
         observe(page);
         if (kind === 'tools') this.#learnTools(page);

@@ -20,6 +20,7 @@ import { factOfTool, listed, type FactOf } from './existence.js';
 import { exposeToolResult } from './content.js';
 import type { DownstreamSession } from './session.js';
 import type { ToolFacts } from './tool-facts.js';
+import type { PersonalUpstreams } from './personal.js';
 
 export interface ToolCallDeps {
   catalog: Catalog;
@@ -36,6 +37,8 @@ export interface ToolCallDeps {
   ownTask: (session: DownstreamSession, upstream: string, taskId: string) => void;
   /** Where the session's check that a tool exists reads the upstream's list (its own session, or the catalog). */
   listingOf: (session: DownstreamSession, client: UpstreamClient) => Listing;
+  /** Upstreams reached with each principal's own credential (`userAuth`): sign_out, and the consent. */
+  personal?: PersonalUpstreams;
   /** Opens the owning upstream if it was left out of the session (or says why it cannot); undefined when nothing is to do. */
   ensure: (session: DownstreamSession, upstream: string) => Promise<void> | undefined;
 }
@@ -106,9 +109,12 @@ class ToolCall {
     this.#exposed = exposed;
     if (exposed === requested && access.view(requested)?.name !== undefined) throw this.#unknown();
     // The decision comes first: of an upstream the team cannot see, not even its state shows.
-    const owner = this.#deps.catalog.codec.splitName(exposed)?.upstream;
+    const split = this.#deps.catalog.codec.splitName(exposed);
+    const owner = split?.upstream;
     // Rules over annotations are decided again once the tool's facts are known (#listed).
     if (owner === undefined || !access.mayCall(exposed, owner)) throw this.#unknown();
+    const own = this.#deps.personal?.intercept(session, owner, split!.local);
+    if (own) return this.#then(own, this.#finish);
     this.#then(this.#deps.ensure(session, owner), this.#opened);
   }
 
@@ -182,6 +188,9 @@ class ToolCall {
     // A task-augmented call answers with the task; the client sees its gateway-wide id.
     const taskId = outcome instanceof Error || !isObject(this.#params.task) ? undefined : createdTaskId(outcome);
     const upstream = this.#target!.client.name;
+    const personal = this.#deps.personal;
+    // A credential found unusable on the way: the answer is the sign-in.
+    if (outcome instanceof Error && personal?.isPersonal(upstream)) return this.#then(personal.consent(this.#call.session, upstream, 'tools/call'), (consent) => this.#finish(consent ?? outcome));
     if (taskId === undefined) return this.#finish(outcome instanceof Error ? outcome : exposeToolResult(outcome, this.#deps.catalog.codec, upstream));
     this.#deps.ownTask(this.#call.session, upstream, taskId);
     this.#finish(withCreatedTaskId(outcome as JsonObject, this.#deps.catalog.codec.exposeTaskId(upstream, taskId)));

@@ -15,6 +15,18 @@ import type { CancelSignal } from '../util/cancel.js';
 import { BeforeResponseError, exchange, InFlight, NotSentError, type BodyPlan, type ExchangeDone } from './exchange.js';
 import { parseTraceparent, parseTracestate } from '../util/trace.js';
 
+/** A credential of the gateway's (or of one user) for an upstream, asked for on every request. */
+export interface UpstreamCredential {
+  /** The header value for the next request. */
+  authorization(): Promise<string>;
+  /** The header it goes in (default Authorization). */
+  readonly header?: string;
+  /** The upstream refused it (401): get a new one before the retry. */
+  invalidate(): void;
+  /** The upstream refused the renewed one too. */
+  rejected?(): void;
+}
+
 export interface StreamableHttpOptions {
   url: string;
   /** Configured headers (upstream credentials); never the client's. */
@@ -25,7 +37,7 @@ export interface StreamableHttpOptions {
   /** Shared by every session of this upstream. */
   breaker?: CircuitBreaker;
   /** The gateway's own credential for the upstream (client-credentials grant), per request. */
-  credentials?: { authorization(): Promise<string>; invalidate(): void };
+  credentials?: UpstreamCredential;
   /** Continue an upstream session another replica opened, instead of starting one. */
   resume?: { sessionId: string };
   /** Shared by every session of this upstream: a 405 to one session's GET spares the others. */
@@ -130,9 +142,14 @@ export class StreamableHttpTransport implements Transport {
     const signal = options?.exchange;
     this.#exchange(message, signal, judge, (err) => {
       // A refused token of our own: fetch a new one and try once more.
-      if (!(err instanceof TransportError) || err.status !== 401 || !this.#options.credentials) return finish(err);
-      this.#options.credentials.invalidate();
-      this.#exchange(message, signal, judge, finish);
+      const credentials = this.#options.credentials;
+      if (!(err instanceof TransportError) || err.status !== 401 || !credentials) return finish(err);
+      credentials.invalidate();
+      this.#exchange(message, signal, judge, (again) => {
+        // Refused again with a credential just renewed: its owner decides (a user signs in anew).
+        if (again instanceof TransportError && again.status === 401) credentials.rejected?.();
+        finish(again);
+      });
     });
   }
 
@@ -261,7 +278,7 @@ export class StreamableHttpTransport implements Transport {
     const credentials = this.#options.credentials;
     if (!credentials) return NO_HEADERS;
     try {
-      return { authorization: await credentials.authorization() };
+      return { [credentials.header ?? 'authorization']: await credentials.authorization() };
     } catch (err) {
       // The token endpoint's answer is worth saying (401, 400 invalid_client); its address is not.
       throw new TransportError('network', `cannot get a token for the upstream: ${publicTokenError(err)}`, undefined, { cause: err });

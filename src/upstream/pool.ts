@@ -15,7 +15,7 @@ import { LATEST_VERSION } from '../mcp/versions.js';
 import { ClientCredentials } from '../auth/client-credentials.js';
 import type { CircuitBreaker, CircuitState } from '../transport/circuit.js';
 import { canResume, connectTransport, onlySessions, sharedStateFor, transportKind, type TransportKind } from '../transport/connect.js';
-import type { GetStreamSupport } from '../transport/streamable-http.js';
+import type { GetStreamSupport, UpstreamCredential } from '../transport/streamable-http.js';
 import type { Transport } from '../transport/types.js';
 import { ConcurrencySlots } from './concurrency.js';
 import type { Logger } from '../util/log.js';
@@ -45,6 +45,13 @@ export interface UpstreamHealth {
   since: string;
   circuit?: CircuitState;
   lastError?: string;
+}
+
+export interface OpenOptions {
+  /** false: never a child spawned ahead. */
+  warm?: boolean;
+  /** The credential of the session's principal (a `userAuth` upstream) instead of the upstream's own. */
+  credential?: UpstreamCredential;
 }
 
 /** What changed between two sets of upstream configs. */
@@ -212,9 +219,9 @@ export class UpstreamPool {
    * failure. `prepare` wires handlers before the handshake, so nothing the upstream sends right
    * after it is lost.
    */
-  async open(name: string, initializeParams: JsonObject, prepare?: (client: UpstreamClient) => void, options: { warm?: boolean } = {}): Promise<UpstreamClient> {
+  async open(name: string, initializeParams: JsonObject, prepare?: (client: UpstreamClient) => void, options: OpenOptions = {}): Promise<UpstreamClient> {
     const record = this.#recordOf(name);
-    const warm = options.warm === false ? undefined : record.warm?.take(initializeParams);
+    const warm = options.warm === false || options.credential ? undefined : record.warm?.take(initializeParams);
     if (warm && 'client' in warm) {
       // Initialized ahead with exactly these parameters: wired now, and told to ask for the
       // roots again (it asked while nobody could answer).
@@ -225,7 +232,7 @@ export class UpstreamPool {
     }
     // A child spawned ahead is initialized now, with this session's own capabilities.
     if (!warm) this.#checkProcessLimit(name, record.config);
-    const { client, opened } = this.#client(name, record, warm?.transport ?? this.#transport(name, record));
+    const { client, opened } = this.#client(name, record, warm?.transport ?? this.#transport(name, record, undefined, options.credential));
     prepare?.(client);
     try {
       await this.#connect(name, record, client, initializeParams);
@@ -241,11 +248,11 @@ export class UpstreamPool {
    * Continues an upstream session another replica opened (a resumed client session): an HTTP
    * upstream's session is taken over without a handshake; anything else is opened afresh.
    */
-  async resume(name: string, state: UpstreamSessionState | undefined, initializeParams: JsonObject, prepare?: (client: UpstreamClient) => void): Promise<UpstreamClient> {
+  async resume(name: string, state: UpstreamSessionState | undefined, initializeParams: JsonObject, prepare?: (client: UpstreamClient) => void, options: OpenOptions = {}): Promise<UpstreamClient> {
     const record = this.#recordOf(name);
-    if (!state?.session || !canResume(record.config)) return this.open(name, initializeParams, prepare);
+    if (!state?.session || !canResume(record.config)) return this.open(name, initializeParams, prepare, options);
     const initialize = { jsonrpc: '2.0' as const, id: 0, method: 'initialize', params: initializeParams };
-    const transport = this.#transport(name, record, { sessionId: state.session, initialize });
+    const transport = this.#transport(name, record, { sessionId: state.session, initialize }, options.credential);
     const { client, opened } = this.#client(name, record, transport);
     prepare?.(client);
     await client.resume({ protocolVersion: state.protocolVersion, capabilities: state.capabilities, serverInfo: {} });
@@ -320,7 +327,8 @@ export class UpstreamPool {
   /** Opens and closes a session on every upstream, recording each one up or down. */
   async probeAll(): Promise<void> {
     await Promise.allSettled(
-      this.names.map(async (name) => {
+      // An upstream each user signs in to cannot be probed without a user's credential.
+      this.names.filter((name) => !this.#records.get(name)?.config.http?.userAuth).map(async (name) => {
         if (this.#closed) return;
         const client = await this.open(name, { protocolVersion: LATEST_VERSION, capabilities: {}, clientInfo: PROBE_CLIENT });
         await client.close();
@@ -438,9 +446,10 @@ export class UpstreamPool {
     if (error !== undefined) health.lastError = error;
   }
 
-  #transport(name: string, record: UpstreamRecord, resume?: { sessionId: string; initialize: JsonRpcRequest }): Transport {
+  #transport(name: string, record: UpstreamRecord, resume?: { sessionId: string; initialize: JsonRpcRequest }, credential?: UpstreamCredential): Transport {
     const { dispatcher, baseEnv } = this.#deps;
-    const shared = { ...(record.breaker ? { breaker: record.breaker } : {}), ...(record.getStream ? { getStream: record.getStream } : {}), ...(record.credentials ? { credentials: record.credentials } : {}) };
+    const credentials = credential ?? record.credentials;
+    const shared = { ...(record.breaker ? { breaker: record.breaker } : {}), ...(record.getStream ? { getStream: record.getStream } : {}), ...(credentials ? { credentials } : {}) };
     return connectTransport(record.config, shared, { dispatcher, baseEnv, logger: this.#logger(name), ...(resume ? { resume } : {}) });
   }
 }

@@ -1,0 +1,307 @@
+// Each principal's own credential for each `userAuth` upstream, kept sealed in the credential
+// store under a key that names neither the principal nor the secret: what a request to the
+// upstream carries (refreshed ahead of expiry, once for all replicas), sign-in and sign-out, and
+// the event every replica hears when a principal's credential appears or goes.
+import { createHash } from 'node:crypto';
+import type { UserAuthConfig } from '../config/schema.js';
+import type { Logger } from '../util/log.js';
+import { discoverAuthorization, refreshTokens, registerClient, revokeToken, RefreshRejectedError, type RegisteredClient, type TokenSet, type UpstreamAuthorization } from './oauth-client.js';
+import type { CredentialStore } from './store.js';
+
+/** What is stored for one principal at one upstream (sealed by the store). */
+export type StoredCredential =
+  | ({ kind: 'oauth'; obtainedAt: number; issuer: string } & TokenSet)
+  | { kind: 'secret'; secret: string; obtainedAt: number };
+
+/** A principal's credential appeared (signed in) or went (signed out, refused, revoked). */
+export interface CredentialChange {
+  principal: string;
+  upstream: string;
+  signedIn: boolean;
+}
+
+/** The principal has no usable credential for the upstream: they must sign in (again). */
+export class ConsentRequiredError extends Error {
+  override readonly name = 'ConsentRequiredError';
+  readonly code = 'consent_required';
+  constructor(readonly upstream: string) {
+    super(`sign-in to ${upstream} is needed`);
+  }
+}
+
+export interface UserCredentialsDeps {
+  store: CredentialStore;
+  /** The `userAuth` upstreams: their URL and how users sign in there. */
+  upstreams: () => ReadonlyMap<string, { url: string; userAuth: UserAuthConfig }>;
+  logger: Logger;
+  /** Told every token and secret, so logs can redact them. */
+  onSecret?: (secret: string) => void;
+  /** Counts refreshes by outcome. */
+  onRefresh?: (upstream: string, outcome: 'ok' | 'rejected' | 'error') => void;
+  /** Where the upstream's authorization server sends the browser back. */
+  redirectUri: () => string;
+  /** The Client ID Metadata Document URL of an upstream, when one can be served (https publicUrl). */
+  metadataUrl?: (upstream: string) => string | undefined;
+  now?: () => number;
+}
+
+/** Refresh this long before expiry (or at 80% of a short lifetime). */
+const REFRESH_MARGIN_MS = 60_000;
+const CHANGES = 'changes';
+
+/** A store key that does not name the principal. */
+export function principalKey(principal: string): string {
+  return createHash('sha256').update(principal).digest('base64url').slice(0, 32);
+}
+
+export class UserCredentials {
+  readonly #deps: UserCredentialsDeps;
+  readonly #now: () => number;
+  /** What discovery found for each upstream (found again after a failure). */
+  readonly #authorizations = new Map<string, Promise<UpstreamAuthorization>>();
+  readonly #listeners = new Set<(change: CredentialChange) => void>();
+  readonly #unsubscribe: () => void;
+
+  constructor(deps: UserCredentialsDeps) {
+    this.#deps = deps;
+    this.#now = deps.now ?? Date.now;
+    this.#unsubscribe = deps.store.subscribe(CHANGES, (message) => this.#heard(message));
+  }
+
+  /** Hears every change, on this replica or another. */
+  onChange(listener: (change: CredentialChange) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  isPersonal(upstream: string): boolean {
+    return this.#deps.upstreams().has(upstream);
+  }
+
+  async get(principal: string, upstream: string): Promise<StoredCredential | undefined> {
+    const value = await this.#deps.store.get(keyOf(principal, upstream));
+    return isStored(value) ? value : undefined;
+  }
+
+  async has(principal: string, upstream: string): Promise<boolean> {
+    return (await this.get(principal, upstream)) !== undefined;
+  }
+
+  /** How many principals have a credential for the upstream (for /healthz: no names). */
+  count(upstream: string): Promise<number> {
+    return this.#deps.store.count(`cred:${upstream}:`);
+  }
+
+  /** Keeps a new credential and tells every replica. */
+  async save(principal: string, upstream: string, credential: StoredCredential): Promise<void> {
+    this.#tell(credential);
+    await this.#deps.store.set(keyOf(principal, upstream), credential);
+    await this.#publish({ principal, upstream, signedIn: true });
+  }
+
+  /** Signs the principal out: tokens revoked at the server when it offers RFC 7009, then deleted. */
+  async signOut(principal: string, upstream: string): Promise<boolean> {
+    const stored = await this.get(principal, upstream);
+    if (!stored) return false;
+    if (stored.kind === 'oauth') {
+      try {
+        const { auth, client } = await this.authorization(upstream);
+        if (stored.refreshToken) await revokeToken(auth, client, stored.refreshToken, 'refresh_token');
+        await revokeToken(auth, client, stored.accessToken, 'access_token');
+      } catch (err) {
+        this.#deps.logger.warn('revoking a token at sign-out failed; deleted here anyway', { upstream, err: err instanceof Error ? err.message : String(err) });
+      }
+    }
+    await this.#forget(principal, upstream);
+    return true;
+  }
+
+  /** The upstream's authorization server and the gateway's client there (registered once, kept). */
+  async authorization(upstream: string): Promise<{ auth: UpstreamAuthorization; client: RegisteredClient }> {
+    const config = this.#deps.upstreams().get(upstream);
+    if (!config || config.userAuth.type !== 'oauth') throw new Error(`${upstream} has no OAuth sign-in`);
+    const { userAuth } = config;
+    let found = this.#authorizations.get(upstream);
+    if (!found) {
+      found = discoverAuthorization(config.url, userAuth.scopes ? { scopes: userAuth.scopes } : {});
+      this.#authorizations.set(upstream, found);
+      found.catch(() => this.#authorizations.delete(upstream));
+    }
+    const auth = await found;
+    // Client credentials are bound to the server that issued them (2026-07-28 changelog §9).
+    const key = `client:${upstream}:${principalKey(auth.server.issuer)}`;
+    const kept = await this.#deps.store.get(key);
+    if (isClient(kept)) return { auth, client: kept };
+    const metadataUrl = this.#deps.metadataUrl?.(upstream);
+    const client = await registerClient(auth.server, {
+      ...(userAuth.clientId ? { configured: { clientId: userAuth.clientId, ...(userAuth.clientSecret ? { clientSecret: userAuth.clientSecret } : {}) } } : {}),
+      ...(metadataUrl ? { metadataUrl } : {}),
+      redirectUri: this.#deps.redirectUri(),
+      clientName: `Switchyard (${upstream})`,
+    });
+    if (client.clientSecret) this.#deps.onSecret?.(client.clientSecret);
+    if (client.method !== 'configured') await this.#deps.store.set(key, client);
+    return { auth, client };
+  }
+
+  /** What requests of `principal` to `upstream` carry: the transport asks it before each one. */
+  credential(principal: string, upstream: string): PrincipalCredential {
+    const userAuth = this.#deps.upstreams().get(upstream)?.userAuth;
+    return new PrincipalCredential(this, principal, upstream, userAuth?.type === 'secret' ? userAuth.header.toLowerCase() : 'authorization');
+  }
+
+  /** The header value for the principal's next request; refreshes a token due for it. */
+  async headerValue(principal: string, upstream: string, force: boolean): Promise<string> {
+    const config = this.#deps.upstreams().get(upstream);
+    const stored = await this.get(principal, upstream);
+    if (!config || !stored) throw new ConsentRequiredError(upstream);
+    if (stored.kind === 'secret') {
+      const format = config.userAuth.type === 'secret' ? config.userAuth.format : 'Bearer {secret}';
+      if (force) {
+        // A refused secret cannot be renewed here: the user gives a new one.
+        await this.#forget(principal, upstream);
+        throw new ConsentRequiredError(upstream);
+      }
+      this.#tell(stored);
+      return format.replace('{secret}', stored.secret);
+    }
+    if (!force && (stored.expiresAt === undefined || this.#now() < stored.expiresAt - marginOf(stored))) {
+      this.#tell(stored);
+      return `Bearer ${stored.accessToken}`;
+    }
+    return `Bearer ${await this.#refresh(principal, upstream, stored)}`;
+  }
+
+  /** The upstream refused a fresh credential too: the principal signs in again. */
+  async refused(principal: string, upstream: string): Promise<void> {
+    this.#deps.logger.warn('upstream refused a renewed user credential; a new sign-in is needed', { upstream });
+    await this.#forget(principal, upstream);
+  }
+
+  close(): void {
+    this.#unsubscribe();
+    this.#listeners.clear();
+  }
+
+  /** Refreshes once for all replicas: whoever holds the lock refreshes, the others read its result. */
+  async #refresh(principal: string, upstream: string, seen: Extract<StoredCredential, { kind: 'oauth' }>): Promise<string> {
+    const key = keyOf(principal, upstream);
+    return this.#deps.store.withLock(`refresh:${key}`, 30_000, async () => {
+      const now = await this.get(principal, upstream);
+      if (!now || now.kind !== 'oauth') throw new ConsentRequiredError(upstream);
+      // Another replica (or call) refreshed meanwhile.
+      if (now.accessToken !== seen.accessToken && (now.expiresAt === undefined || this.#now() < now.expiresAt - marginOf(now))) {
+        this.#tell(now);
+        return now.accessToken;
+      }
+      if (!now.refreshToken) {
+        await this.#forget(principal, upstream);
+        throw new ConsentRequiredError(upstream);
+      }
+      try {
+        const { auth, client } = await this.authorization(upstream);
+        const tokens = await refreshTokens(auth, client, now.refreshToken);
+        const next: StoredCredential = { ...now, ...tokens, kind: 'oauth', obtainedAt: this.#now() };
+        this.#tell(next);
+        await this.#deps.store.set(key, next);
+        this.#deps.onRefresh?.(upstream, 'ok');
+        return next.accessToken;
+      } catch (err) {
+        if (err instanceof RefreshRejectedError) {
+          this.#deps.onRefresh?.(upstream, 'rejected');
+          await this.#forget(principal, upstream);
+          throw new ConsentRequiredError(upstream);
+        }
+        this.#deps.onRefresh?.(upstream, 'error');
+        throw err;
+      }
+    });
+  }
+
+  async #forget(principal: string, upstream: string): Promise<void> {
+    await this.#deps.store.delete(keyOf(principal, upstream));
+    await this.#publish({ principal, upstream, signedIn: false });
+  }
+
+  async #publish(change: CredentialChange): Promise<void> {
+    await this.#deps.store.publish(CHANGES, JSON.stringify(change));
+  }
+
+  #heard(message: string): void {
+    let change: unknown;
+    try {
+      change = JSON.parse(message);
+    } catch {
+      return;
+    }
+    if (!isChange(change)) return;
+    for (const listener of this.#listeners) listener(change);
+  }
+
+  #tell(credential: StoredCredential): void {
+    const { onSecret } = this.#deps;
+    if (!onSecret) return;
+    if (credential.kind === 'secret') onSecret(credential.secret);
+    else {
+      onSecret(credential.accessToken);
+      if (credential.refreshToken) onSecret(credential.refreshToken);
+    }
+  }
+}
+
+/** One principal's credential at one upstream, as the Streamable HTTP transport uses it. */
+export class PrincipalCredential {
+  readonly #owner: UserCredentials;
+  readonly #principal: string;
+  readonly #upstream: string;
+  /** The upstream refused the current one: renew before the next request. */
+  #stale = false;
+  readonly header: string;
+
+  constructor(owner: UserCredentials, principal: string, upstream: string, header = 'authorization') {
+    this.#owner = owner;
+    this.#principal = principal;
+    this.#upstream = upstream;
+    this.header = header;
+  }
+
+  async authorization(): Promise<string> {
+    const force = this.#stale;
+    this.#stale = false;
+    return this.#owner.headerValue(this.#principal, this.#upstream, force);
+  }
+
+  invalidate(): void {
+    this.#stale = true;
+  }
+
+  rejected(): void {
+    void this.#owner.refused(this.#principal, this.#upstream).catch(() => {});
+  }
+}
+
+function keyOf(principal: string, upstream: string): string {
+  return `cred:${upstream}:${principalKey(principal)}`;
+}
+
+function marginOf(stored: { expiresAt?: number; obtainedAt: number }): number {
+  const lifetime = (stored.expiresAt ?? Infinity) - stored.obtainedAt;
+  return Math.min(REFRESH_MARGIN_MS, lifetime * 0.2);
+}
+
+function isStored(value: unknown): value is StoredCredential {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  if (v.kind === 'secret') return typeof v.secret === 'string';
+  return v.kind === 'oauth' && typeof v.accessToken === 'string';
+}
+
+function isClient(value: unknown): value is RegisteredClient {
+  return typeof value === 'object' && value !== null && typeof (value as Record<string, unknown>).clientId === 'string';
+}
+
+function isChange(value: unknown): value is CredentialChange {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v.principal === 'string' && typeof v.upstream === 'string' && typeof v.signedIn === 'boolean';
+}
