@@ -1,0 +1,126 @@
+// Per-user upstream credentials with real parts: oidc-provider as the upstream's own
+// authorization server, a real MCP server that accepts only its tokens, the official SDK client
+// through Switchyard, and headless Chromium completing the sign-in. A loopback gateway without
+// auth serves one local principal.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { followSignIn, startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { startIdp, type TestIdp } from '../helpers/oidc.js';
+import { startUserAuthUpstream, type UserAuthUpstream } from '../helpers/user-auth-upstream.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+
+const KEY = 'an-example-credentials-key-of-forty-chars!';
+
+interface Harness {
+  idp: TestIdp;
+  upstream: UserAuthUpstream;
+  gateway: TestGateway;
+  browser: TestBrowser;
+}
+
+let h: Harness;
+
+beforeAll(async () => {
+  const resources: Record<string, { scope: string; accessTokenTtlSeconds?: number }> = {};
+  const idp = await startIdp({ resources });
+  const upstream = await startUserAuthUpstream(idp.issuer);
+  resources[upstream.url] = { scope: 'repo', accessTokenTtlSeconds: 600 };
+  const gateway = await startGateway({
+    upstreams: { github: { http: { url: upstream.url, userAuth: { type: 'oauth' } } } },
+    credentials: { key: KEY },
+  });
+  h = { idp, upstream, gateway, browser: await startBrowser() };
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.allSettled([h?.browser.close(), h?.gateway.close()]);
+  await Promise.allSettled([h?.upstream.close(), h?.idp.close()]);
+});
+
+function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms).unref())]);
+}
+
+async function connect(capabilities: Record<string, unknown>): Promise<Client> {
+  const client = new Client({ name: 'user-credentials-test', version: '1' }, { capabilities });
+  await client.connect(new StreamableHTTPClientTransport(h.gateway.url));
+  return client;
+}
+
+async function toolNames(client: Client): Promise<string[]> {
+  return (await client.listTools()).tools.map((tool) => tool.name).sort();
+}
+
+function textOf(result: unknown): string {
+  const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
+  return content.map((part) => part.text ?? '').join('');
+}
+
+describe('per-user upstream credentials (userAuth: oauth)', () => {
+  it('lists only sign_in until the user signs in; a client without URL elicitation gets the connect URL in one sentence', async () => {
+    const client = await connect({});
+    try {
+      expect(await toolNames(client)).toEqual(['github__sign_in']);
+      const result = await client.callTool({ name: 'github__sign_in', arguments: {} });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toMatch(new RegExp(`^To use github, the user must first sign in .* ${h.gateway.url.origin}/connect/\\S+ in a browser, then try again\\.$`));
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('signs in through a URL elicitation and the browser; list_changed arrives, the tools answer as the user, sign-out revokes', async () => {
+    const client = await connect({ elicitation: { url: {} } });
+    const other = await connect({});
+    try {
+      let changed!: () => void;
+      const listChanged = new Promise<void>((resolve) => (changed = resolve));
+      other.setNotificationHandler(ToolListChangedNotificationSchema, () => changed());
+      let signedIn: Promise<{ url: string; text: string }> | undefined;
+      client.setRequestHandler(ElicitRequestSchema, async (request) => {
+        const params = request.params as { mode?: string; url?: string; elicitationId?: string };
+        expect(params.mode).toBe('url');
+        expect(params.elicitationId).toEqual(expect.any(String));
+        expect(params.url!.startsWith(`${h.gateway.url.origin}/connect/`)).toBe(true);
+        signedIn = h.browser.context().then(async (context) => followSignIn(await context.newPage(), params.url!, 'alice', { until: /Signed in to github/ }));
+        return { action: 'accept' };
+      });
+      const result = await bounded(client.callTool({ name: 'github__sign_in', arguments: {} }), 45_000, 'sign_in');
+      expect(textOf(result)).toBe('Signed in to github; its tools are listed now.');
+      expect((await signedIn!).text).toContain('Signed in to github. You may close this page');
+      // Every session of the principal hears it, not only the one that signed in.
+      await bounded(listChanged, 10_000, 'list_changed');
+      expect(await toolNames(other)).toEqual(['github__echo', 'github__sign_out', 'github__whoami']);
+      expect(textOf(await client.callTool({ name: 'github__whoami', arguments: {} }))).toBe('alice');
+      // The upstream saw only tokens of its own server, never anything of the client's.
+      const authorizations = (await h.upstream.headers()).map((headers) => headers.authorization).filter(Boolean);
+      expect(authorizations.length).toBeGreaterThan(0);
+      for (const value of authorizations) expect(value).toMatch(/^Bearer ey/);
+      const health = (await (await fetch(new URL('/healthz', h.gateway.url))).json()) as { signedIn?: Record<string, number> };
+      expect(health.signedIn).toEqual({ github: 1 });
+      const revokedBefore = h.idp.revocations();
+      expect(textOf(await client.callTool({ name: 'github__sign_out', arguments: {} }))).toBe('Signed out of github.');
+      expect(h.idp.revocations()).toBeGreaterThan(revokedBefore);
+      expect(await toolNames(client)).toEqual(['github__sign_in']);
+    } finally {
+      await Promise.allSettled([client.close(), other.close()]);
+    }
+  }, 60_000);
+
+  it('refuses a connect URL opened a second time, and stores nothing from it', async () => {
+    const client = await connect({});
+    try {
+      const url = /(http:\/\/\S+\/connect\/\S+) in a browser/.exec(textOf(await client.callTool({ name: 'github__sign_in', arguments: {} })))![1]!;
+      const first = await fetch(url, { redirect: 'manual' });
+      expect(first.status).toBe(302);
+      const second = await fetch(url, { redirect: 'manual' });
+      expect(second.status).toBe(410);
+      expect(await second.text()).toContain('already used');
+      expect(await toolNames(client)).toEqual(['github__sign_in']);
+    } finally {
+      await client.close();
+    }
+  });
+});
