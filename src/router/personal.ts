@@ -43,6 +43,8 @@ export class PersonalUpstreams {
   readonly #deps: PersonalDeps;
   /** The stubs standing in for upstreams of principals not signed in. */
   readonly #stubs = new WeakMap<UpstreamClient, SignInStubTransport>();
+  /** Switches in progress, per session and upstream. */
+  readonly #switching = new WeakMap<DownstreamSession, Map<string, Promise<boolean>>>();
 
   constructor(deps: PersonalDeps) {
     this.#deps = deps;
@@ -87,7 +89,15 @@ export class PersonalUpstreams {
       upstream: name,
       clientVersion: session.info.protocolVersion,
       urlElicitation: urlElicitation(session),
-      connect: async () => this.#deps.flows.link(principal, name),
+      connect: async () => {
+        const link = this.#deps.flows.link(principal, name);
+        // Answered once this session lists the real tools (the switch started with the same event).
+        const completed = link.completed.then(async (done) => {
+          if (done) await this.#switching.get(session)?.get(name)?.catch(() => false);
+          return done;
+        });
+        return { ...link, completed };
+      },
     });
     const ttl = this.#deps.connectTtlMs;
     const client = new UpstreamClient(name, transport, { timeoutMs: ttl, maxTotalTimeoutMs: ttl, logger: this.#deps.logger.child({ upstream: name, stub: 'sign-in' }) });
@@ -111,7 +121,20 @@ export class PersonalUpstreams {
   }
 
   /** Switches the session's link between the stub and its own upstream session; true when it did. */
-  async switchSession(session: DownstreamSession, change: CredentialChange, wire: (client: UpstreamClient) => void): Promise<boolean> {
+  switchSession(session: DownstreamSession, change: CredentialChange, wire: (client: UpstreamClient) => void): Promise<boolean> {
+    const switching = this.#switch(session, change, wire);
+    // The stub's sign-in answers once this is over (its tools are listed by then).
+    let pending = this.#switching.get(session);
+    if (!pending) this.#switching.set(session, (pending = new Map()));
+    const own = pending;
+    own.set(change.upstream, switching);
+    void switching.finally(() => {
+      if (own.get(change.upstream) === switching) own.delete(change.upstream);
+    }).catch(() => {});
+    return switching;
+  }
+
+  async #switch(session: DownstreamSession, change: CredentialChange, wire: (client: UpstreamClient) => void): Promise<boolean> {
     const { upstream } = change;
     if (session.closed || principalOf(session) !== change.principal) return false;
     const record = session.links.get(upstream);
