@@ -123,4 +123,38 @@ describe('per-user upstream credentials (userAuth: oauth)', () => {
       await client.close();
     }
   });
+
+  it('a refused access token is refreshed without a new sign-in; a revoked refresh token asks for a new sign-in (-32042)', async () => {
+    const client = await connect({ elicitation: { url: {} } });
+    try {
+      let browsing: Promise<unknown> | undefined;
+      client.setRequestHandler(ElicitRequestSchema, async (request) => {
+        const url = (request.params as { url: string }).url;
+        browsing = h.browser.context().then(async (context) => followSignIn(await context.newPage(), url, 'alice', { until: /Signed in to github/ }));
+        return { action: 'accept' };
+      });
+      expect(textOf(await bounded(client.callTool({ name: 'github__sign_in', arguments: {} }), 45_000, 'sign_in'))).toBe('Signed in to github; its tools are listed now.');
+      await browsing;
+      expect(textOf(await client.callTool({ name: 'github__whoami', arguments: {} }))).toBe('alice');
+      const lastToken = async (): Promise<string> => (await h.upstream.headers()).map((headers) => headers.authorization ?? '').filter((v) => v.startsWith('Bearer ')).at(-1)!.slice(7);
+      const first = await lastToken();
+      await h.upstream.revoke(first);
+      // Refused once: one refresh, and the call goes through as alice.
+      expect(textOf(await client.callTool({ name: 'github__whoami', arguments: {} }))).toBe('alice');
+      expect(await lastToken()).not.toBe(first);
+      // The refresh token revoked too: a new sign-in, never a loop.
+      await h.idp.revokeGrants('alice');
+      await h.upstream.revoke(await lastToken());
+      const refused = await client.callTool({ name: 'github__whoami', arguments: {} }).then(
+        () => undefined,
+        (err: unknown) => err as { code?: number; data?: { elicitations?: Array<{ mode: string; url: string; elicitationId: string }> } },
+      );
+      expect(refused?.code).toBe(-32042);
+      expect(refused?.data?.elicitations?.[0]).toMatchObject({ mode: 'url', elicitationId: expect.any(String) });
+      expect(refused!.data!.elicitations![0]!.url.startsWith(`${h.gateway.url.origin}/connect/`)).toBe(true);
+      expect(await toolNames(client)).toEqual(['github__sign_in']);
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
 });
