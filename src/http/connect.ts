@@ -41,7 +41,7 @@ export function mountConnect<E extends { Bindings: { incoming?: IncomingMessage 
 }
 
 function answer(step: Step): Response {
-  const headers = new Headers({ 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'none'; form-action 'self'" });
+  const headers = new Headers({ 'cache-control': 'no-store', 'referrer-policy': 'same-origin', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'none'; form-action 'self'" });
   for (const cookie of step.cookies ?? []) headers.append('set-cookie', cookie);
   if ('redirect' in step) {
     headers.set('location', step.redirect);

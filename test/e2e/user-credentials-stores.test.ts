@@ -23,7 +23,7 @@ let dir: string;
 
 beforeAll(async () => {
   const resources: Record<string, { scope: string }> = {};
-  idp = await startIdp({ resources });
+  idp = await startIdp({ resources, clients: [{ client_id: 'paste-client', token_endpoint_auth_method: 'none', redirect_uris: ['http://127.0.0.1/none'], grant_types: ['authorization_code'] }] });
   upstream = await startUserAuthUpstream(idp.issuer);
   resources[upstream.url] = { scope: 'repo' };
   browser = await startBrowser();
@@ -91,6 +91,31 @@ describe('credential stores', () => {
     expect(err?.name).toBe('CredentialKeyError');
     expect(err!.message).not.toContain('\n');
     expect(err!.message).toContain('credentials.key');
+  }, 60_000);
+
+  it('a secret upstream: the user pastes their secret on the connect page, and it is sent as configured', async () => {
+    const gateway = await startGateway({ upstreams: { tickets: { http: { url: upstream.url, userAuth: { type: 'secret', header: 'Authorization', format: 'Bearer {secret}' } } } }, credentials: { key: KEY } });
+    try {
+      const client = await connect(gateway);
+      expect(await toolNames(client)).toEqual(['tickets__sign_in']);
+      const text = ((await client.callTool({ name: 'tickets__sign_in', arguments: {} })).content as Array<{ text?: string }>)[0]!.text!;
+      const url = /(http:\/\/\S+\/connect\/\S+) in a browser/.exec(text)![1]!;
+      const secret = await idp.issueAccessToken({ sub: 'erin', clientId: 'paste-client', resource: upstream.url, scope: 'repo' });
+      let changed!: () => void;
+      const heard = new Promise<void>((resolve) => (changed = resolve));
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed());
+      const page = await (await browser.context()).newPage();
+      await page.goto(url);
+      await page.fill('#secret', secret);
+      await Promise.all([page.waitForURL(/\/connect\/secret$/), page.click('#submit')]);
+      expect(await page.textContent('#message')).toBe('Signed in to tickets. You may close this page and go back to the assistant.');
+      await Promise.race([heard, new Promise((_, reject) => setTimeout(() => reject(new Error('no list_changed')), 10_000).unref())]);
+      expect((await client.callTool({ name: 'tickets__whoami', arguments: {} })).content).toEqual([{ type: 'text', text: 'erin' }]);
+      expect(gateway.logs.join('\n')).not.toContain(secret);
+      await client.close();
+    } finally {
+      await gateway.close();
+    }
   }, 60_000);
 
   describe('two replicas on one Redis store', () => {
