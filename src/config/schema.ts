@@ -400,7 +400,7 @@ export const configSchema = z
       if (paths.has(entry.path)) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'path'], message: `${entry.path} is already served` });
       paths.add(entry.path);
       const reserved = ['/healthz', '/readyz', config.metrics.path];
-      if (reserved.includes(entry.path) || entry.path.startsWith('/.well-known/')) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'path'], message: `${entry.path} is reserved` });
+      if (reserved.includes(entry.path) || entry.path.startsWith('/.well-known/') || entry.path === '/connect' || entry.path.startsWith('/connect/')) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'path'], message: `${entry.path} is reserved` });
       const teams = new Set((config.teams ?? []).map((t) => t.name));
       entry.teams?.forEach((name, j) => {
         if (!teams.has(name)) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'teams', j], message: `no team is named "${name}"` });

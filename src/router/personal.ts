@@ -122,24 +122,30 @@ export class PersonalUpstreams {
 
   /** Switches the session's link between the stub and its own upstream session; true when it did. */
   switchSession(session: DownstreamSession, change: CredentialChange, wire: (client: UpstreamClient) => void): Promise<boolean> {
-    const switching = this.#switch(session, change, wire);
-    // The stub's sign-in answers once this is over (its tools are listed by then).
+    const { upstream } = change;
+    if (session.closed || principalOf(session) !== change.principal || !session.links.get(upstream)) return Promise.resolve(false);
     let pending = this.#switching.get(session);
     if (!pending) this.#switching.set(session, (pending = new Map()));
     const own = pending;
-    own.set(change.upstream, switching);
-    void switching.finally(() => {
-      if (own.get(change.upstream) === switching) own.delete(change.upstream);
-    }).catch(() => {});
+    // One switch at a time per session and upstream, each to the state the store holds then
+    // (a sign-out right after a sign-in must not be overtaken by the sign-in's switch).
+    const previous = own.get(upstream) ?? Promise.resolve(false);
+    const switching = previous.catch(() => false).then(() => this.#switch(session, upstream, wire));
+    own.set(upstream, switching);
+    void switching
+      .finally(() => {
+        if (own.get(upstream) === switching) own.delete(upstream);
+      })
+      .catch(() => {});
     return switching;
   }
 
-  async #switch(session: DownstreamSession, change: CredentialChange, wire: (client: UpstreamClient) => void): Promise<boolean> {
-    const { upstream } = change;
-    if (session.closed || principalOf(session) !== change.principal) return false;
+  async #switch(session: DownstreamSession, upstream: string, wire: (client: UpstreamClient) => void): Promise<boolean> {
     const record = session.links.get(upstream);
     const current = record?.client;
-    if (!record || this.isStub(current) !== change.signedIn) return false;
+    if (session.closed || !record) return false;
+    const signedIn = await this.#deps.credentials.has(principalOf(session), upstream);
+    if (this.isStub(current) !== signedIn || record.client !== current) return false;
     const { info } = session;
     const params = { protocolVersion: info.protocolVersion, capabilities: info.clientCapabilities, clientInfo: info.clientInfo };
     const next = await this.open(session, upstream, params, wire);
@@ -185,6 +191,8 @@ export class PersonalUpstreams {
   async #signOut(session: DownstreamSession, upstream: string): Promise<JsonObject> {
     const principal = principalOf(session);
     await this.#deps.credentials.signOut(principal, upstream);
+    // Answered once this session lists the sign-in again (the switch started with the change).
+    await this.#switching.get(session)?.get(upstream)?.catch(() => false);
     this.#deps.logger.info('audit: signed out of upstream', { audit: 'sign_out', upstream, principal, via: 'tool' });
     return { content: [{ type: 'text', text: `Signed out of ${upstream}.` }], isError: false };
   }

@@ -30,6 +30,7 @@ beforeAll(async () => {
   const gateway = await startGateway({
     upstreams: { github: { http: { url: upstream.url, userAuth: { type: 'oauth' } } } },
     credentials: { key: KEY },
+    metrics: { enabled: true },
   });
   h = { idp, upstream, gateway, browser: await startBrowser() };
 }, 60_000);
@@ -152,6 +153,28 @@ describe('per-user upstream credentials (userAuth: oauth)', () => {
       expect(refused?.code).toBe(-32042);
       expect(refused?.data?.elicitations?.[0]).toMatchObject({ mode: 'url', elicitationId: expect.any(String) });
       expect(refused!.data!.elicitations![0]!.url.startsWith(`${h.gateway.url.origin}/connect/`)).toBe(true);
+      expect(await toolNames(client)).toEqual(['github__sign_in']);
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
+  it('DELETE /connect/<upstream> from the browser signs out; sign-ins and refreshes are counted by outcome', async () => {
+    const client = await connect({});
+    try {
+      const url = /(http:\/\/\S+\/connect\/\S+) in a browser/.exec(textOf(await client.callTool({ name: 'github__sign_in', arguments: {} })))![1]!;
+      const end = await followSignIn(await (await h.browser.context()).newPage(), url, 'alice', { until: /Signed in to github/ });
+      expect(end.text).toContain('Signed in to github.');
+      let changed!: () => void;
+      const heard = new Promise<void>((resolve) => (changed = resolve));
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed());
+      const response = await fetch(new URL('/connect/github', h.gateway.url), { method: 'DELETE' });
+      expect(response.status).toBe(200);
+      expect(await response.text()).toContain('Signed out of github.');
+      const metrics = await (await fetch(new URL('/metrics', h.gateway.url))).text();
+      expect(metrics).toMatch(/switchyard_user_sign_ins_total\{upstream="github",outcome="ok"\} [1-9]/);
+      expect(metrics).toMatch(/switchyard_user_token_refreshes_total\{upstream="github",outcome="(ok|rejected)"\} [1-9]/);
+      await bounded(heard, 10_000, 'list_changed after sign-out');
       expect(await toolNames(client)).toEqual(['github__sign_in']);
     } finally {
       await client.close();
