@@ -10,6 +10,7 @@ import { followSignIn, startBrowser, type TestBrowser } from '../helpers/browser
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
 import { startUserAuthUpstream, type UserAuthUpstream } from '../helpers/user-auth-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { messagesOf, postRpc } from '../helpers/raw-http.js';
 
 const KEY = 'an-example-credentials-key-of-forty-chars!';
 
@@ -179,5 +180,32 @@ describe('per-user upstream credentials (userAuth: oauth)', () => {
     } finally {
       await client.close();
     }
+  }, 60_000);
+
+  it('a 2026-07-28 client gets the URL through input_required, and its retry completes once the user signed in', async () => {
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientInfo': { name: 'stateless-test', version: '1' },
+      'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } },
+    };
+    const send = async (id: number, name: string, extra: Record<string, unknown> = {}): Promise<Record<string, unknown>> => {
+      const message = { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {}, ...extra, _meta: meta } };
+      const reply = await postRpc(h.gateway.url, message, { protocolVersion: '2026-07-28', headers: { 'mcp-method': 'tools/call', 'mcp-name': name } });
+      const body = reply.sse ? messagesOf<Record<string, unknown>>(reply).at(-1)! : (JSON.parse(reply.text) as Record<string, unknown>);
+      return body.result as Record<string, unknown>;
+    };
+    const first = (await send(1, 'github__sign_in')) as { resultType: string; inputRequests: Record<string, { method: string; params: { mode: string; url: string; elicitationId?: string } }>; requestState: string };
+    expect(first.resultType).toBe('input_required');
+    const [key, input] = Object.entries(first.inputRequests)[0]!;
+    expect(input.method).toBe('elicitation/create');
+    expect(input.params.mode).toBe('url');
+    // 2026-07-28 has no elicitationId (its retry carries the outcome).
+    expect(input.params.elicitationId).toBeUndefined();
+    const end = await followSignIn(await (await h.browser.context()).newPage(), input.params.url, 'alice', { until: /Signed in to github/ });
+    expect(end.text).toContain('Signed in to github.');
+    const second = await send(2, 'github__sign_in', { inputResponses: { [key]: { action: 'accept' } }, requestState: first.requestState });
+    expect(second.resultType).toBe('complete');
+    expect(textOf(second)).toBe('Signed in to github; its tools are listed now.');
+    expect(textOf(await send(3, 'github__whoami'))).toBe('alice');
   }, 60_000);
 });

@@ -193,6 +193,8 @@ export class Exchange implements RequestChannel {
       const { progressToken: _token, ...rest } = meta;
       params = Object.keys(rest).length === 0 ? (({ _meta: _m, ...bare }) => bare)(params) : { ...params, _meta: rest };
     }
+    // 2026-07-28 removed a URL elicitation's elicitationId (its retry carries the outcome; changelog §11).
+    if (request.method === 'elicitation/create' && params && 'elicitationId' in params) params = (({ elicitationId: _id, ...rest }) => rest)(params);
     this.outstanding.set(String(request.id), { id: request.id, method: request.method, params });
     // Requests sent together are listed together.
     this.#flush ??= setImmediate(() => {
