@@ -59,6 +59,8 @@ export class UserCredentials {
   readonly #now: () => number;
   /** What discovery found for each upstream (found again after a failure). */
   readonly #authorizations = new Map<string, Promise<UpstreamAuthorization>>();
+  /** Registrations in flight, per store key. */
+  readonly #registering = new Map<string, Promise<RegisteredClient>>();
   readonly #listeners = new Set<(change: CredentialChange) => void>();
   readonly #unsubscribe: () => void;
 
@@ -130,17 +132,33 @@ export class UserCredentials {
     const auth = await found;
     // Client credentials are bound to the server that issued them (2026-07-28 changelog §9).
     const key = `client:${upstream}:${principalKey(auth.server.issuer)}`;
+    if (userAuth.clientId) {
+      return { auth, client: { clientId: userAuth.clientId, ...(userAuth.clientSecret ? { clientSecret: userAuth.clientSecret } : {}), method: 'configured', tokenEndpointAuthMethod: userAuth.clientSecret ? 'client_secret_basic' : 'none' } };
+    }
     const kept = await this.#deps.store.get(key);
     if (isClient(kept)) return { auth, client: kept };
-    const metadataUrl = this.#deps.metadataUrl?.(upstream);
-    const client = await registerClient(auth.server, {
-      ...(userAuth.clientId ? { configured: { clientId: userAuth.clientId, ...(userAuth.clientSecret ? { clientSecret: userAuth.clientSecret } : {}) } } : {}),
-      ...(metadataUrl ? { metadataUrl } : {}),
-      redirectUri: this.#deps.redirectUri(),
-      clientName: `Switchyard (${upstream})`,
-    });
-    if (client.clientSecret) this.#deps.onSecret?.(client.clientSecret);
-    if (client.method !== 'configured') await this.#deps.store.set(key, client);
+    // Registered once for every caller and replica: a second registration would leave a
+    // sign-in in flight holding a code issued to the client the store no longer keeps.
+    let registering = this.#registering.get(key);
+    if (!registering) {
+      registering = this.#deps.store.withLock(`register:${key}`, 30_000, async () => {
+        const again = await this.#deps.store.get(key);
+        if (isClient(again)) return again;
+        const metadataUrl = this.#deps.metadataUrl?.(upstream);
+        const made = await registerClient(auth.server, {
+          ...(userAuth.clientId ? { configured: { clientId: userAuth.clientId, ...(userAuth.clientSecret ? { clientSecret: userAuth.clientSecret } : {}) } } : {}),
+          ...(metadataUrl ? { metadataUrl } : {}),
+          redirectUri: this.#deps.redirectUri(),
+          clientName: `Switchyard (${upstream})`,
+        });
+        if (made.clientSecret) this.#deps.onSecret?.(made.clientSecret);
+        if (made.method !== 'configured') await this.#deps.store.set(key, made);
+        return made;
+      });
+      this.#registering.set(key, registering);
+      void registering.finally(() => this.#registering.delete(key)).catch(() => {});
+    }
+    const client = await registering;
     return { auth, client };
   }
 
