@@ -105,6 +105,15 @@ export class Router {
     };
   }
 
+  /**
+   * A failed request to a personal upstream whose credential went: the consent instead (a
+   * -32042 URL elicitation, or an error with the connect URL); else the failure as it was.
+   */
+  async #consentOr(session: DownstreamSession, upstream: string, method: string, err: unknown): Promise<never> {
+    const consent = this.#deps.personal?.isPersonal(upstream) ? await this.#deps.personal.consent(session, upstream, method) : undefined;
+    throw consent instanceof Error ? consent : err;
+  }
+
   /** initialize: a new session with its upstreams opened (see open.ts). */
   initialize(request: JsonRpcRequest, caller: Caller): Promise<{ session: DownstreamSession; response: JsonRpcResponse }> {
     return this.#opener.initialize(request, caller);
@@ -351,7 +360,8 @@ export class Router {
       case 'prompts/get': {
         const name = requireString(params, 'name');
         const target = await this.#visiblePrompt(session, name);
-        return exposePromptResult(await forward(call, target.client, method, { ...params, name: target.name }), catalog.codec, target.client.name);
+        const result = await forward(call, target.client, method, { ...params, name: target.name }).catch((err: unknown) => this.#consentOr(session, target.client.name, method, err));
+        return exposePromptResult(result, catalog.codec, target.client.name);
       }
       case 'tasks/get':
       case 'tasks/cancel':
@@ -368,7 +378,8 @@ export class Router {
           call.record.upstream = target.client.name;
           return method === 'resources/subscribe' ? hub.subscribe(session, target.uri, params) : hub.unsubscribe(session, target.uri, params);
         }
-        const result = await forward(call, target.client, method, { ...params, uri: target.uri }).catch((err: unknown) => {
+        const result = await forward(call, target.client, method, { ...params, uri: target.uri }).catch(async (err: unknown) => {
+          await this.#consentOr(session, target.client.name, method, err);
           throw resourceNotFound(err) ? new GatewayError('unknown_name', `Unknown resource: ${uri}`, { data: { uri } }) : err;
         });
         if (method !== 'resources/read') recordSubscription(session, target.client.name, target.uri, method === 'resources/subscribe');

@@ -160,6 +160,33 @@ describe('per-user upstream credentials (userAuth: oauth)', () => {
     }
   }, 60_000);
 
+  it('a prompt of an upstream whose credential went answers the consent too (-32042)', async () => {
+    const client = await connect({ elicitation: { url: {} } });
+    try {
+      let browsing: Promise<unknown> | undefined;
+      client.setRequestHandler(ElicitRequestSchema, async (request) => {
+        const url = (request.params as { url: string }).url;
+        browsing = h.browser.context().then(async (context) => followSignIn(await context.newPage(), url, 'alice', { until: /Signed in to github/ }));
+        return { action: 'accept' };
+      });
+      await bounded(client.callTool({ name: 'github__sign_in', arguments: {} }), 45_000, 'sign_in');
+      await browsing;
+      const prompt = await client.getPrompt({ name: 'github__whoami' });
+      expect(prompt.messages[0]!.content).toEqual({ type: 'text', text: 'alice' });
+      const token = (await h.upstream.headers()).map((headers) => headers.authorization ?? '').filter((v) => v.startsWith('Bearer ')).at(-1)!.slice(7);
+      await h.idp.revokeGrants('alice');
+      await h.upstream.revoke(token);
+      const refused = await client.getPrompt({ name: 'github__whoami' }).then(
+        () => undefined,
+        (err: unknown) => err as { code?: number; data?: { elicitations?: Array<{ mode: string }> } },
+      );
+      expect(refused?.code).toBe(-32042);
+      expect(refused?.data?.elicitations?.[0]?.mode).toBe('url');
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
   it('DELETE /connect/<upstream> from the browser signs out; sign-ins and refreshes are counted by outcome', async () => {
     const client = await connect({});
     try {
