@@ -106,12 +106,12 @@ export class Router {
   }
 
   /**
-   * A failed request to a personal upstream whose credential went: the consent instead (a
-   * -32042 URL elicitation, or an error with the connect URL); else the failure as it was.
+   * A failed request to a personal upstream whose credential went: the consent to answer instead
+   * (a -32042 URL elicitation, or an error with the connect URL); else undefined.
    */
-  async #consentOr(session: DownstreamSession, upstream: string, method: string, err: unknown): Promise<never> {
+  async #consent(session: DownstreamSession, upstream: string, method: string): Promise<Error | undefined> {
     const consent = this.#deps.personal?.isPersonal(upstream) ? await this.#deps.personal.consent(session, upstream, method) : undefined;
-    throw consent instanceof Error ? consent : err;
+    return consent instanceof Error ? consent : undefined;
   }
 
   /** initialize: a new session with its upstreams opened (see open.ts). */
@@ -360,7 +360,9 @@ export class Router {
       case 'prompts/get': {
         const name = requireString(params, 'name');
         const target = await this.#visiblePrompt(session, name);
-        const result = await forward(call, target.client, method, { ...params, name: target.name }).catch((err: unknown) => this.#consentOr(session, target.client.name, method, err));
+        const result = await forward(call, target.client, method, { ...params, name: target.name }).catch(async (err: unknown) => {
+          throw (await this.#consent(session, target.client.name, method)) ?? err;
+        });
         return exposePromptResult(result, catalog.codec, target.client.name);
       }
       case 'tasks/get':
@@ -379,7 +381,8 @@ export class Router {
           return method === 'resources/subscribe' ? hub.subscribe(session, target.uri, params) : hub.unsubscribe(session, target.uri, params);
         }
         const result = await forward(call, target.client, method, { ...params, uri: target.uri }).catch(async (err: unknown) => {
-          await this.#consentOr(session, target.client.name, method, err);
+          const consent = await this.#consent(session, target.client.name, method);
+          if (consent) throw consent;
           throw resourceNotFound(err) ? new GatewayError('unknown_name', `Unknown resource: ${uri}`, { data: { uri } }) : err;
         });
         if (method !== 'resources/read') recordSubscription(session, target.client.name, target.uri, method === 'resources/subscribe');
