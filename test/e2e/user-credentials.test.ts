@@ -60,6 +60,19 @@ function textOf(result: unknown): string {
   return content.map((part) => part.text ?? '').join('');
 }
 
+/** Calls github__sign_in, accepting its URL elicitation and signing `user` in in the browser; the call's text. */
+async function signInByElicitation(client: Client, user: string): Promise<string> {
+  let browsing: Promise<unknown> | undefined;
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    const url = (request.params as { url: string }).url;
+    browsing = h.browser.context().then(async (context) => followSignIn(await context.newPage(), url, user, { until: /Signed in to github/ }));
+    return { action: 'accept' };
+  });
+  const text = textOf(await bounded(client.callTool({ name: 'github__sign_in', arguments: {} }), 45_000, 'sign_in'));
+  await browsing;
+  return text;
+}
+
 describe('per-user upstream credentials (userAuth: oauth)', () => {
   it('lists only sign_in until the user signs in; a client without URL elicitation gets the connect URL in one sentence', async () => {
     const client = await connect({});
@@ -129,14 +142,7 @@ describe('per-user upstream credentials (userAuth: oauth)', () => {
   it('a refused access token is refreshed without a new sign-in; a revoked refresh token asks for a new sign-in (-32042)', async () => {
     const client = await connect({ elicitation: { url: {} } });
     try {
-      let browsing: Promise<unknown> | undefined;
-      client.setRequestHandler(ElicitRequestSchema, async (request) => {
-        const url = (request.params as { url: string }).url;
-        browsing = h.browser.context().then(async (context) => followSignIn(await context.newPage(), url, 'alice', { until: /Signed in to github/ }));
-        return { action: 'accept' };
-      });
-      expect(textOf(await bounded(client.callTool({ name: 'github__sign_in', arguments: {} }), 45_000, 'sign_in'))).toBe('Signed in to github; its tools are listed now.');
-      await browsing;
+      expect(await signInByElicitation(client, 'alice')).toBe('Signed in to github; its tools are listed now.');
       expect(textOf(await client.callTool({ name: 'github__whoami', arguments: {} }))).toBe('alice');
       const lastToken = async (): Promise<string> => (await h.upstream.headers()).map((headers) => headers.authorization ?? '').filter((v) => v.startsWith('Bearer ')).at(-1)!.slice(7);
       const first = await lastToken();
@@ -163,14 +169,7 @@ describe('per-user upstream credentials (userAuth: oauth)', () => {
   it('a prompt of an upstream whose credential went answers the consent too (-32042)', async () => {
     const client = await connect({ elicitation: { url: {} } });
     try {
-      let browsing: Promise<unknown> | undefined;
-      client.setRequestHandler(ElicitRequestSchema, async (request) => {
-        const url = (request.params as { url: string }).url;
-        browsing = h.browser.context().then(async (context) => followSignIn(await context.newPage(), url, 'alice', { until: /Signed in to github/ }));
-        return { action: 'accept' };
-      });
-      await bounded(client.callTool({ name: 'github__sign_in', arguments: {} }), 45_000, 'sign_in');
-      await browsing;
+      expect(await signInByElicitation(client, 'alice')).toBe('Signed in to github; its tools are listed now.');
       const prompt = await client.getPrompt({ name: 'github__whoami' });
       expect(prompt.messages[0]!.content).toEqual({ type: 'text', text: 'alice' });
       const token = (await h.upstream.headers()).map((headers) => headers.authorization ?? '').filter((v) => v.startsWith('Bearer ')).at(-1)!.slice(7);
