@@ -32,8 +32,8 @@ export function clientSupports(capabilities: JsonObject, method: string): boolea
 
 /**
  * What the gateway advertises: each feature at least one upstream has, with listChanged (the
- * gateway itself emits list_changed when the merged view changes) and resources.subscribe when
- * any upstream supports it.
+ * gateway itself emits list_changed when the merged view changes), resources.subscribe when
+ * any upstream supports it, and every extension an upstream declares.
  */
 export function mergeCapabilities(upstreams: Iterable<ServerCapabilities>): ServerCapabilities {
   const merged: JsonObject = {};
@@ -49,6 +49,9 @@ export function mergeCapabilities(upstreams: Iterable<ServerCapabilities>): Serv
     if (isObject(caps.completions)) merged.completions = {};
     if (isObject(caps.logging)) merged.logging = {};
     if (isObject(caps.tasks)) merged.tasks = mergeTasks(isObject(merged.tasks) ? merged.tasks : {}, caps.tasks);
+    // Extensions (versioning.mdx "Extensions"), e.g. MCP Apps' io.modelcontextprotocol/ui: each
+    // one any upstream declares, with the settings of the first (in upstream order) that does.
+    if (isObject(caps.extensions)) merged.extensions = { ...caps.extensions, ...(isObject(merged.extensions) ? merged.extensions : {}) };
   }
   return merged;
 }

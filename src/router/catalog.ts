@@ -13,6 +13,7 @@ import type { CancelSignal } from '../util/cancel.js';
 import { LRUCache } from 'lru-cache';
 import { listMethodOf, type ListKind } from '../mcp/methods.js';
 import type { Listing } from './catalogs.js';
+import { exposeToolMeta } from './content.js';
 
 export type { ListKind } from '../mcp/methods.js';
 
@@ -240,7 +241,8 @@ export class Catalog {
         field === 'name' ? this.#exposeName(kind, client.name, original)
         : field === 'taskId' ? this.#codec.exposeTaskId(client.name, original)
         : this.#codec.exposeUri(client.name, original);
-      items.push(exposed === original ? (item as JsonObject) : { ...(item as JsonObject), [field]: exposed });
+      const renamed = exposed === original ? (item as JsonObject) : { ...(item as JsonObject), [field]: exposed };
+      items.push(kind === 'tools' ? exposeToolMeta(renamed, this.#codec, client.name) : renamed);
     }
     if (truncated) {
       this.#truncated(client.name, limit!);

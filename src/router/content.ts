@@ -4,6 +4,8 @@
 // come back namespaced (`<prefix>+<uri>`; unchanged for an unprefixed upstream), so the client
 // can read or subscribe to what it was given. structuredContent and free text are the tool's
 // data and stay as they are. A result with nothing to rewrite is returned as it came (no copy).
+// A listed tool's MCP Apps UI resource (`_meta.ui.resourceUri`, and the legacy flat key) is
+// namespaced the same way, keeping its `ui://` scheme (namespace.ts).
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 
 /** What rewrites a URI of one upstream (the namespace codec). */
@@ -23,6 +25,27 @@ function block(item: unknown, codec: UriCodec, upstream: string): unknown {
     return uri === item.resource.uri ? item : { ...item, resource: { ...item.resource, uri } };
   }
   return item;
+}
+
+/** The legacy flat key of a tool's UI resource (ext-apps keeps both in step). */
+const LEGACY_UI_KEY = 'ui/resourceUri';
+
+/** A listed tool with the UI resource its `_meta` names (MCP Apps) namespaced; the same item when it names none. */
+export function exposeToolMeta(item: JsonObject, codec: UriCodec, upstream: string): JsonObject {
+  const meta = item._meta;
+  if (!isObject(meta)) return item;
+  let out: JsonObject | undefined;
+  const ui = meta.ui;
+  if (isObject(ui) && typeof ui.resourceUri === 'string') {
+    const uri = codec.exposeUri(upstream, ui.resourceUri);
+    if (uri !== ui.resourceUri) out = { ...meta, ui: { ...ui, resourceUri: uri } };
+  }
+  const flat = meta[LEGACY_UI_KEY];
+  if (typeof flat === 'string') {
+    const uri = codec.exposeUri(upstream, flat);
+    if (uri !== flat) out = { ...(out ?? meta), [LEGACY_UI_KEY]: uri };
+  }
+  return out ? { ...item, _meta: out } : item;
 }
 
 function isLink(item: unknown): boolean {

@@ -4,7 +4,7 @@
 import type { JsonObject } from '../mcp/jsonrpc.js';
 import type { ToolFact } from '../session/session.js';
 import type { DownstreamSession } from './session.js';
-import type { Catalog, ListedPage } from './catalog.js';
+import type { Catalog, ListedPage, Sources } from './catalog.js';
 import type { Listing } from './catalogs.js';
 
 /** A name new to the session reads the upstream's list again at most this often (unless it changed). */
@@ -80,4 +80,22 @@ async function readListed(session: DownstreamSession, kind: NamedKind, client: L
   const known = session.links.get(client.name)?.known;
   if (known) known[kind] = { names, readAt: Date.now() };
   return names.has(name);
+}
+
+/**
+ * The one upstream among `sources` whose tool list has `name` as the upstream's own name and
+ * whose namespaced form the session may call (an MCP Apps View calls its server's tools by their
+ * own names); undefined when none or several do. Only a list read says so: a list that could not
+ * be read names nothing here.
+ */
+export async function ownerOfBareName(session: DownstreamSession, name: string, sources: Sources, catalog: Catalog, learn?: (page: ListedPage) => void, factOf?: FactOf): Promise<string | undefined> {
+  const owners: string[] = [];
+  await Promise.all(
+    [...sources].map(async ([upstream, listing]) => {
+      if (!session.access.mayCall(catalog.codec.exposeName(upstream, name), upstream)) return;
+      await listed(session, 'tools', listing, name, catalog, learn, factOf);
+      if (session.links.get(upstream)?.known.tools?.names?.has(name)) owners.push(upstream);
+    }),
+  );
+  return owners.length === 1 ? owners[0] : undefined;
 }

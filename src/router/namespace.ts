@@ -25,6 +25,11 @@ const LEGAL = /^[A-Za-z0-9_-]+$/;
 const HASH_LENGTH = 8;
 const SHORTENED = /_[0-9a-f]{8}$/;
 const URI_PREFIX = /^([a-z0-9][a-z0-9-]*)\+/;
+/**
+ * MCP Apps UI resources (the `io.modelcontextprotocol/ui` extension) must keep their scheme:
+ * the Apps SDK refuses anything but `ui://`, so their prefix goes in the authority instead.
+ */
+const UI_SCHEME = 'ui://';
 
 export class NamespaceCodec {
   readonly #separator: string;
@@ -80,13 +85,27 @@ export class NamespaceCodec {
     return SHORTENED.test(local);
   }
 
-  /** The client-facing URI (or URI template) of an upstream's resource: `<prefix>+<uri>`. */
+  /**
+   * The client-facing URI (or URI template) of an upstream's resource: `<prefix>+<uri>`, and
+   * `ui://<prefix>/<rest>` for an MCP Apps UI resource `ui://<rest>`.
+   */
   exposeUri(upstream: string, uri: string): string {
+    if (uri.startsWith(UI_SCHEME)) {
+      const rest = uri.slice(UI_SCHEME.length);
+      if (upstream === this.#unprefixed && this.#uiOwner(rest) === undefined) return uri;
+      return `${UI_SCHEME}${this.#routing.get(upstream) ?? upstream}/${rest}`;
+    }
     if (upstream === this.#unprefixed && !this.#startsWithUriPrefix(uri)) return uri;
     return `${this.#routing.get(upstream) ?? upstream}+${uri}`;
   }
 
   splitUri(exposed: string): { upstream: string; uri: string } | undefined {
+    if (exposed.startsWith(UI_SCHEME)) {
+      const rest = exposed.slice(UI_SCHEME.length);
+      const upstream = this.#uiOwner(rest);
+      if (upstream !== undefined) return { upstream, uri: UI_SCHEME + rest.slice(rest.indexOf('/') + 1) };
+      return this.#unprefixed === undefined ? undefined : { upstream: this.#unprefixed, uri: exposed };
+    }
     const match = URI_PREFIX.exec(exposed);
     const upstream = match ? this.#byPrefix.get(match[1]!) : undefined;
     if (match && upstream !== undefined) return { upstream, uri: exposed.slice(match[0].length) };
@@ -111,6 +130,12 @@ export class NamespaceCodec {
     if (name.length > this.#max || !LEGAL.test(name) || SHORTENED.test(name)) return false;
     const at = name.indexOf(this.#separator);
     return at <= 0 || !this.#byPrefix.has(name.slice(0, at));
+  }
+
+  /** The upstream whose routing prefix is the first segment of a UI URI's rest, if any. */
+  #uiOwner(rest: string): string | undefined {
+    const slash = rest.indexOf('/');
+    return slash > 0 ? this.#byPrefix.get(rest.slice(0, slash)) : undefined;
   }
 
   #startsWithUriPrefix(uri: string): boolean {

@@ -30,7 +30,7 @@ import type { Catalog, ListedPage, ListKind, Sources } from './catalog.js';
 import { listKindOf } from '../mcp/methods.js';
 import { listObserver, recordSubscription } from './recovery.js';
 import { answerFromClient, routeClientNotification } from './relay.js';
-import { listed, rememberNames } from './existence.js';
+import { listed, ownerOfBareName, rememberNames } from './existence.js';
 import { SessionOpener } from './open.js';
 import { shapeItem } from './shape.js';
 import { exposePromptResult, exposeReadResult, exposeToolResult } from './content.js';
@@ -95,6 +95,7 @@ export class Router {
       ensure: (session, upstream) => this.#opener.ensure(session, upstream),
       listingOf: (session, client) => this.#opener.listingOf(session, client),
       learn: (page) => this.#learnTools(page),
+      bareOwner: async (session, name) => ownerOfBareName(session, name, await this.#opener.sources(session, 'tools'), deps.catalog, (page) => this.#learnTools(page), (item) => deps.facts.fact(item)),
       factOf: (item) => deps.facts.fact(item),
       ownTask: (session, upstream, taskId) => {
         // A session's own upstream session with a task is kept (never closed for idleness).

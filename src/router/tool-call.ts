@@ -41,6 +41,8 @@ export interface ToolCallDeps {
   personal?: PersonalUpstreams;
   /** Opens the owning upstream if it was left out of the session (or says why it cannot); undefined when nothing is to do. */
   ensure: (session: DownstreamSession, upstream: string) => Promise<void> | undefined;
+  /** The one upstream of the session that lists a tool under this un-namespaced name, if exactly one does. */
+  bareOwner: (session: DownstreamSession, name: string) => Promise<string | undefined>;
 }
 
 /** _meta key carrying the retry delay of a limit's isError result. */
@@ -98,7 +100,7 @@ class ToolCall {
     return new GatewayError('unknown_name', `Unknown tool: ${this.#requested}`);
   }
 
-  /** The name, the view, the one policy decision; then the owning upstream opened if it was left out. */
+  /** The name and the view; then its owner (#owned). */
   #named(): void {
     const { session } = this.#call;
     const { access } = session;
@@ -108,12 +110,29 @@ class ToolCall {
     const exposed = access.toolOfView(requested) ?? requested;
     this.#exposed = exposed;
     if (exposed === requested && access.view(requested)?.name !== undefined) throw this.#unknown();
+    const { codec } = this.#deps.catalog;
+    const split = codec.splitName(exposed);
+    // A name no prefix claims may be an upstream's own (an MCP Apps View calls its server's
+    // tools so): it goes to the one upstream that lists it, as that upstream's namespaced name.
+    if (split === undefined && exposed === requested) {
+      return this.#then(this.#deps.bareOwner(session, requested), (owner) => {
+        if (owner === undefined) throw this.#unknown();
+        this.#exposed = codec.exposeName(owner, requested);
+        this.#owned(owner, requested);
+      });
+    }
+    this.#owned(split?.upstream, split?.local);
+  }
+
+  /** The one policy decision on the owner, then the owning upstream opened if it was left out. */
+  #owned(owner: string | undefined, local: string | undefined): void {
+    const { session } = this.#call;
+    const { access } = session;
+    const exposed = this.#exposed;
     // The decision comes first: of an upstream the team cannot see, not even its state shows.
-    const split = this.#deps.catalog.codec.splitName(exposed);
-    const owner = split?.upstream;
     // Rules over annotations are decided again once the tool's facts are known (#listed).
     if (owner === undefined || !access.mayCall(exposed, owner)) throw this.#unknown();
-    const own = this.#deps.personal?.intercept(session, owner, split!.local);
+    const own = this.#deps.personal?.intercept(session, owner, local!);
     if (own) return this.#then(own, this.#finish);
     this.#then(this.#deps.ensure(session, owner), this.#opened);
   }

@@ -3,7 +3,8 @@
 // are not (text, structuredContent, _meta), and that a result with nothing to rewrite is the
 // very object that came in.
 import { describe, expect, it } from 'vitest';
-import { exposePromptResult, exposeReadResult, exposeToolResult } from '../../src/router/content.js';
+import { exposePromptResult, exposeReadResult, exposeToolMeta, exposeToolResult } from '../../src/router/content.js';
+import { mergeCapabilities } from '../../src/mcp/capabilities.js';
 import { NamespaceCodec } from '../../src/router/namespace.js';
 
 const codec = new NamespaceCodec({ separator: '__', maxNameLength: 64 }, [
@@ -75,5 +76,39 @@ describe('exposePromptResult and exposeReadResult', () => {
         { uri: 'docs+file:///a.md#2', blob: 'YQ==' },
       ],
     });
+  });
+});
+
+describe('MCP Apps (io.modelcontextprotocol/ui)', () => {
+  it("namespaces a listed tool's UI resource in _meta.ui.resourceUri and the legacy flat key, keeping the ui:// scheme", () => {
+    const tool = { name: 'docs__get-time', _meta: { ui: { resourceUri: 'ui://get-time/app.html', visibility: ['model'] }, 'ui/resourceUri': 'ui://get-time/app.html', other: 'ui://x' } };
+    expect(exposeToolMeta(tool, codec, 'docs')).toEqual({
+      name: 'docs__get-time',
+      _meta: { ui: { resourceUri: 'ui://docs/get-time/app.html', visibility: ['model'] }, 'ui/resourceUri': 'ui://docs/get-time/app.html', other: 'ui://x' },
+    });
+    expect(tool._meta.ui.resourceUri).toBe('ui://get-time/app.html');
+  });
+
+  it('returns the same tool when it names no UI resource, or its upstream is unprefixed', () => {
+    const plain = { name: 'a', _meta: { x: 1 } };
+    expect(exposeToolMeta(plain, codec, 'docs')).toBe(plain);
+    const bare = { name: 'b', _meta: { ui: { resourceUri: 'ui://b/app.html' } } };
+    expect(exposeToolMeta(bare, codec, 'bare')).toBe(bare);
+  });
+
+  it('maps ui://<prefix>/<rest> back to the upstream and ui://<rest>', () => {
+    expect(codec.exposeUri('docs', 'ui://get-time/app.html')).toBe('ui://docs/get-time/app.html');
+    expect(codec.splitUri('ui://docs/get-time/app.html')).toEqual({ upstream: 'docs', uri: 'ui://get-time/app.html' });
+    // The unprefixed upstream's UI URIs are bare, unless their first segment is another prefix.
+    expect(codec.exposeUri('bare', 'ui://app/x.html')).toBe('ui://app/x.html');
+    expect(codec.splitUri('ui://app/x.html')).toEqual({ upstream: 'bare', uri: 'ui://app/x.html' });
+    expect(codec.exposeUri('bare', 'ui://docs/x.html')).toBe('ui://bare/docs/x.html');
+    expect(codec.splitUri('ui://bare/docs/x.html')).toEqual({ upstream: 'bare', uri: 'ui://docs/x.html' });
+  });
+
+  it('advertises the extensions the upstreams declare, the first declaration of each winning', () => {
+    const merged = mergeCapabilities([{ tools: {}, extensions: { 'io.modelcontextprotocol/ui': { a: 1 } } }, { extensions: { 'io.modelcontextprotocol/ui': { a: 2 }, 'com.example/x': {} } }]);
+    expect(merged.extensions).toEqual({ 'io.modelcontextprotocol/ui': { a: 1 }, 'com.example/x': {} });
+    expect(mergeCapabilities([{ tools: {} }]).extensions).toBeUndefined();
   });
 });

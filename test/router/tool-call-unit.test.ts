@@ -18,6 +18,7 @@ import { Catalog } from '../../src/router/catalog.js';
 import { NamespaceCodec } from '../../src/router/namespace.js';
 import { callTool, RETRY_AFTER_META, type ToolCallDeps } from '../../src/router/tool-call.js';
 import { ToolFacts } from '../../src/router/tool-facts.js';
+import { ownerOfBareName } from '../../src/router/existence.js';
 import { sessionContext } from '../../src/router/context.js';
 import type { DownstreamSession } from '../../src/router/session.js';
 import { DownstreamSession as Session } from '../../src/session/session.js';
@@ -83,6 +84,7 @@ async function harness(setup: Setup = {}): Promise<Harness> {
     ownTask: (_session, upstream, taskId) => tasks.push([upstream, taskId]),
     ensure: () => undefined,
     listingOf: (_session, client) => client,
+    bareOwner: (session, name) => ownerOfBareName(session, name, session.upstreams, deps.catalog),
   };
   const session: DownstreamSession = new Session<UpstreamClient>(
     'session-1',
@@ -171,15 +173,29 @@ describe('names: unknown and hidden tools get one answer', () => {
     expect(toolCalls(h, 'gh')).toEqual([]);
   });
 
-  it('answers a tool of an upstream the team cannot see, and a name no upstream owns, as unknown, at once', async () => {
+  it('answers a tool of an upstream the team cannot see (at once), and a name no upstream owns, as unknown', async () => {
     const h = await harness({ teams: [{ name: 't', default: true, deny: ['upstream:jira'] }] });
-    for (const name of ['jira__search', 'nobody__search', 'search']) {
-      const running = run(h, { name, arguments: { query: 'x' } });
-      // Found before any upstream was asked: answered before callTool returned.
-      expect(running.outcome).toMatchObject({ code: 'unknown_name', message: `Unknown tool: ${name}` });
-    }
-    await flush();
+    const running = run(h, { name: 'jira__search', arguments: { query: 'x' } });
+    // Found before any upstream was asked: answered before callTool returned.
+    expect(running.outcome).toMatchObject({ code: 'unknown_name', message: 'Unknown tool: jira__search' });
+    // A name no prefix claims is looked for as an upstream's own: only among the visible upstreams.
+    expect(await settled(h, { name: 'nobody__search', arguments: { query: 'x' } })).toMatchObject({ code: 'unknown_name', message: 'Unknown tool: nobody__search' });
     expect(h.up.jira!.server.requests().map((r) => r.method)).toEqual(['initialize']);
+  });
+
+  it("calls a bare name (an upstream's own, as an MCP Apps View sends it) on the one visible upstream that lists it", async () => {
+    const h = await harness({ teams: [{ name: 't', default: true, deny: ['upstream:jira'] }] });
+    const outcome = await settled(h, { name: 'search', arguments: { query: 'x' } });
+    expect(textOf(outcome)).toBe('ran search');
+    expect(toolCalls(h, 'gh').map((r) => r.params?.name)).toEqual(['search']);
+    expect(h.up.jira!.server.requests().map((r) => r.method)).toEqual(['initialize']);
+  });
+
+  it('answers a bare name that several upstreams list, or none, as unknown, and calls nothing', async () => {
+    const h = await harness();
+    expect(toJsonRpcError(await settled(h, { name: 'search', arguments: { query: 'x' } }))).toEqual({ code: -32602, message: 'Unknown tool: search' });
+    expect(toJsonRpcError(await settled(h, { name: 'nope', arguments: {} }))).toEqual({ code: -32602, message: 'Unknown tool: nope' });
+    expect([...toolCalls(h, 'gh'), ...toolCalls(h, 'jira')]).toEqual([]);
   });
 
   it('refuses a name that is not a string with invalid_params', async () => {
