@@ -7,6 +7,7 @@ import { SESSION_VERSIONS } from './versions.js';
 export const STATELESS_VERSION = '2026-07-28';
 /** Newest first. */
 export const STATELESS_VERSIONS = [STATELESS_VERSION] as const;
+export type StatelessVersion = (typeof STATELESS_VERSIONS)[number];
 /** Every revision the gateway speaks, newest first (server/discover, -32022's `supported`). */
 export const ALL_VERSIONS: readonly string[] = [...STATELESS_VERSIONS, ...SESSION_VERSIONS];
 

@@ -20,6 +20,6 @@ export function negotiateVersion(requested: unknown): SessionVersion {
 }
 
 /** JSON-RPC batches were allowed in 2025-03-26 and removed in 2025-06-18. */
-export function allowsBatches(version: SessionVersion): boolean {
+export function allowsBatches(version: string): boolean {
   return version <= '2025-03-26';
 }

@@ -10,7 +10,7 @@
 import { mergeCapabilities, supportsMethod } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, notification, success, type JsonObject, type JsonRpcRequest, type JsonRpcResponse } from '../mcp/jsonrpc.js';
-import { negotiateVersion } from '../mcp/versions.js';
+import { negotiateVersion, type SessionVersion } from '../mcp/versions.js';
 import { randomBytes } from 'node:crypto';
 import type { Delivery, SessionInfo } from '../session/session.js';
 import type { SessionTokens, UpstreamState } from '../session/token.js';
@@ -93,7 +93,7 @@ export class SessionOpener {
     const protocolVersion = negotiateVersion(params.protocolVersion);
     const { sessions, tokens } = this.#deps;
     const session = await this.open({ protocolVersion, clientCapabilities: params.capabilities, clientInfo: params.clientInfo }, caller);
-    if (tokens) sessions.assignId(session, tokens.seal(this.#claims(session)));
+    if (tokens) sessions.assignId(session, tokens.seal(this.#claims(session, protocolVersion)));
     const result: JsonObject = {
       protocolVersion,
       capabilities: session.capabilities,
@@ -409,8 +409,8 @@ export class SessionOpener {
     return client ? this.#hubs.get(client) : undefined;
   }
 
-  /** What a replica needs to take the session over (sealed into its id). */
-  #claims(session: DownstreamSession) {
+  /** What a replica needs to take the session over (sealed into its id); only a sessions-era session has one. */
+  #claims(session: DownstreamSession, protocolVersion: SessionVersion) {
     const upstreams: Record<string, UpstreamState> = {};
     for (const [name, client] of session.upstreams) {
       const upstreamSession = client.upstreamSessionId;
@@ -421,7 +421,7 @@ export class SessionOpener {
       nonce: randomBytes(8).toString('base64url'),
       ...(session.info.principal !== undefined ? { principal: session.info.principal } : {}),
       ...(session.info.endpoint !== undefined ? { endpoint: session.info.endpoint } : {}),
-      protocolVersion: session.info.protocolVersion,
+      protocolVersion,
       clientCapabilities: session.info.clientCapabilities,
       clientInfo: session.info.clientInfo,
       upstreams,

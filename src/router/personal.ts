@@ -16,6 +16,7 @@ import type { UpstreamState } from '../session/token.js';
 import type { Logger } from '../util/log.js';
 import type { DownstreamSession } from './session.js';
 import { forgetNames } from './existence.js';
+import { SESSIONS_ONLY } from '../upstream/stateless-protocol.js';
 
 export interface PersonalDeps {
   credentials: UserCredentials;
@@ -103,7 +104,7 @@ export class PersonalUpstreams {
     const client = new UpstreamClient(name, transport, { timeoutMs: ttl, maxTotalTimeoutMs: ttl, logger: this.#deps.logger.child({ upstream: name, stub: 'sign-in' }) });
     this.#stubs.set(client, transport);
     wire(client);
-    await client.connect(params, 5_000, { known: 'sessions' });
+    await client.connect(params, 5_000, SESSIONS_ONLY);
     return client;
   }
 

@@ -6,6 +6,7 @@
 import type { JsonObject, JsonRpcId, JsonRpcMessage, ProgressToken } from '../mcp/jsonrpc.js';
 import { PendingRequests, type Deadlines } from '../mcp/pending.js';
 import type { SessionVersion } from '../mcp/versions.js';
+import type { StatelessVersion } from '../mcp/era.js';
 import type { Principal } from '../auth/principal.js';
 import type { Access } from '../policy/policy.js';
 import { EventLog, SessionStream, type LogLimits } from './streams.js';
@@ -15,7 +16,8 @@ import { UpstreamRecords, type UpstreamLink } from './upstreams.js';
 export type { KnownNames, ListView, SessionUpstream, ToolFact, UpstreamLink } from './upstreams.js';
 
 export interface SessionInfo {
-  protocolVersion: SessionVersion;
+  /** The client's version; 2026-07-28 for a session the gateway keeps for clients of that era. */
+  protocolVersion: SessionVersion | StatelessVersion;
   clientCapabilities: JsonObject;
   clientInfo: JsonObject;
   /** The principal that opened the session; only it may use the session. */

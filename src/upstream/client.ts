@@ -4,9 +4,10 @@
 // deadline but never the total one. Abort and timeout send notifications/cancelled with the
 // upstream's id; close rejects everything pending. Nothing waits forever.
 //
-// The era is found at connect: a server/discover probe first (unless the upstream's era is
-// known), then initialize if the server is of the sessions era. A 2026-07-28 upstream is called
-// statelessly, through the StatelessUpstream the client then holds (stateless.ts).
+// The era is chosen at connect: the client's own where the upstream speaks it (a dual-era server
+// meets each client in its era), found by a server/discover probe and, for a sessions-era
+// client of a server that answers it, an initialize tried. A 2026-07-28 upstream session is
+// called statelessly, through the StatelessUpstream the client then holds (stateless.ts).
 import { ErrorCode, GatewayError, RpcError, toJsonRpcError } from '../mcp/errors.js';
 import {
   failure,
@@ -31,7 +32,7 @@ import { createdTaskId, isTerminalTaskStatus } from '../mcp/tasks.js';
 import { isStatelessVersion, STATELESS_VERSION } from '../mcp/era.js';
 import { isWork } from '../mcp/methods.js';
 import { isSupportedVersion, LATEST_VERSION } from '../mcp/versions.js';
-import { eraFromProbe, initFromDiscover, withEnvelope, type Envelope, type UpstreamEra } from './stateless-protocol.js';
+import { eraFromProbe, initFromDiscover, refusesInitialize, withEnvelope, type EraChoice, type Envelope, type UpstreamEra } from './stateless-protocol.js';
 import { noClient, StatelessUpstream } from './stateless.js';
 import { TaskProgressRoutes } from './task-progress.js';
 import type { Logger } from '../util/log.js';
@@ -159,46 +160,39 @@ export class UpstreamClient {
   }
 
   /**
-   * Starts the transport and finds the upstream's era within `timeoutMs`: server/discover first
-   * (unless `era.known` says the upstream is of the sessions era), then the initialize
-   * handshake when it is. `era.learn` hears what was found.
+   * Starts the transport and finds the upstream's era within `timeoutMs`: each client meets an
+   * upstream in the client's own era where the upstream speaks it (`era.prefer`). Unless what is
+   * known settles it, a server/discover probe goes first; a server that answers it is called
+   * statelessly, except by a sessions-era client, for which initialize is tried (a dual-era
+   * server takes it; a 2026-07-28-only one refuses it, and is then called statelessly, bridged).
+   * A server that does not answer the probe is initialized. `era.learn` hears what was found.
    */
-  async connect(params: JsonObject, timeoutMs: number, era: { known?: UpstreamEra; learn?: (era: UpstreamEra) => void } = {}): Promise<InitializeResult> {
+  async connect(params: JsonObject, timeoutMs: number, era: EraChoice = { prefer: 'sessions', known: {} }): Promise<InitializeResult> {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new GatewayError('upstream_timeout', `upstream ${this.name} did not initialize within ${timeoutMs} ms`)), timeoutMs);
     });
     try {
       await Promise.race([this.#transport.start(), timedOut]);
-      if (era.known !== 'sessions') {
-        const envelope: Envelope = { clientCapabilities: isObject(params.capabilities) ? params.capabilities : {}, clientInfo: isObject(params.clientInfo) ? params.clientInfo : {} };
-        const discovered = await Promise.race([this.#discover(envelope, Math.min(timeoutMs / 2, PROBE_TIMEOUT_MS)), timedOut]);
-        era.learn?.(discovered ? 'stateless' : 'sessions');
-        if (discovered) {
-          this.#init = discovered;
-          this.#stateless = new StatelessUpstream(envelope, {
-            name: this.name,
-            send: (method, sent, options) => promiseOf((done) => this.#post(method, sent, options, done)),
-            ask: (request, context) => (this.onrequest ? this.onrequest(request, context) : Promise.reject(noClient(request.method))),
-            capabilities: () => this.capabilities,
-          });
-          this.#transport.sessionEstablished?.(discovered.protocolVersion);
-          this.#stateless.listen();
-          return discovered;
+      const { prefer, known, learn } = era;
+      if (known.modern === false || (prefer === 'sessions' && known.legacy === true)) return await this.#initialize(params, timeoutMs, timedOut);
+      const envelope: Envelope = { clientCapabilities: isObject(params.capabilities) ? params.capabilities : {}, clientInfo: isObject(params.clientInfo) ? params.clientInfo : {} };
+      const discovered = await Promise.race([this.#discover(envelope, Math.min(timeoutMs / 2, PROBE_TIMEOUT_MS)), timedOut]);
+      learn?.({ modern: discovered !== undefined });
+      if (!discovered) return await this.#initialize(params, timeoutMs, timedOut);
+      if (prefer === 'sessions' && known.legacy !== false) {
+        this.#transport.setProtocolVersion?.(undefined);
+        try {
+          const init = await this.#initialize(params, timeoutMs, timedOut);
+          learn?.({ legacy: true });
+          return init;
+        } catch (err) {
+          if (!refusesInitialize(err)) throw err;
+          learn?.({ legacy: false });
+          this.#transport.setProtocolVersion?.(STATELESS_VERSION);
         }
       }
-      const legacyParams = isStatelessVersion(params.protocolVersion) ? { ...params, protocolVersion: LATEST_VERSION } : params;
-      const result = await Promise.race([this.request('initialize', legacyParams, { timeoutMs, maxTotalMs: timeoutMs }), timedOut]);
-      const init = parseInitializeResult(result);
-      if (!init) throw new GatewayError('upstream_protocol', `upstream ${this.name} sent an invalid initialize result`);
-      if (!isSupportedVersion(init.protocolVersion)) {
-        throw new GatewayError('upstream_protocol', `upstream ${this.name} speaks unsupported protocol ${init.protocolVersion}`);
-      }
-      this.#init = init;
-      // The initialized notification is not waited for here (an upstream round trip less for
-      // the client's initialize); requests wait for it instead, so none overtakes it.
-      this.#handshake = this.#finishHandshake(init, timedOut);
-      return init;
+      return this.#callStatelessly(discovered, envelope);
     } catch (err) {
       // Tear down in the background: a client's initialize must not wait out a stuck child's
       // stop grace period.
@@ -208,6 +202,36 @@ export class UpstreamClient {
       if (!this.#handshake) clearTimeout(timer);
       else void this.#handshake.finally(() => clearTimeout(timer));
     }
+  }
+
+  /** From now on the session's requests are made statelessly (2026-07-28), with this discovery result as its handshake's. */
+  #callStatelessly(discovered: InitializeResult, envelope: Envelope): InitializeResult {
+    this.#init = discovered;
+    this.#stateless = new StatelessUpstream(envelope, {
+      name: this.name,
+      send: (method, sent, options) => promiseOf((done) => this.#post(method, sent, options, done)),
+      ask: (request, context) => (this.onrequest ? this.onrequest(request, context) : Promise.reject(noClient(request.method))),
+      capabilities: () => this.capabilities,
+    });
+    this.#transport.sessionEstablished?.(discovered.protocolVersion);
+    this.#stateless.listen();
+    return discovered;
+  }
+
+  /** The initialize handshake (sessions era); the initialized notification goes on in the background. */
+  async #initialize(params: JsonObject, timeoutMs: number, timedOut: Promise<never>): Promise<InitializeResult> {
+    const legacyParams = isStatelessVersion(params.protocolVersion) ? { ...params, protocolVersion: LATEST_VERSION } : params;
+    const result = await Promise.race([this.request('initialize', legacyParams, { timeoutMs, maxTotalMs: timeoutMs }), timedOut]);
+    const init = parseInitializeResult(result);
+    if (!init) throw new GatewayError('upstream_protocol', `upstream ${this.name} sent an invalid initialize result`);
+    if (!isSupportedVersion(init.protocolVersion)) {
+      throw new GatewayError('upstream_protocol', `upstream ${this.name} speaks unsupported protocol ${init.protocolVersion}`);
+    }
+    this.#init = init;
+    // The initialized notification is not waited for here (an upstream round trip less for
+    // the client's initialize); requests wait for it instead, so none overtakes it.
+    this.#handshake = this.#finishHandshake(init, timedOut);
+    return init;
   }
 
   /** Probes with server/discover: the discovery result of a 2026-07-28 server, undefined for a sessions-era one. */

@@ -21,7 +21,8 @@ import { ConcurrencySlots } from './concurrency.js';
 import type { Logger } from '../util/log.js';
 import { UpstreamClient } from './client.js';
 import { WarmChildren } from './warm.js';
-import type { UpstreamEra } from './stateless-protocol.js';
+import type { EraChoice, EraFacts } from './stateless-protocol.js';
+import { isStatelessVersion } from '../mcp/era.js';
 
 export interface UpstreamPoolDeps {
   dispatcher: Dispatcher;
@@ -74,8 +75,8 @@ interface UpstreamRecord {
   readonly getStream: GetStreamSupport | undefined;
   /** The gateway's own credential for it (client credentials). */
   readonly credentials: ClientCredentials | undefined;
-  /** The protocol era it turned out to speak (`era: auto`), so later sessions skip the probe. */
-  era: UpstreamEra | undefined;
+  /** The eras it turned out to speak (`era: auto`), so later sessions skip what is known. */
+  era: EraFacts;
   /** The children of a shared upstream (`sharing: shared`). */
   readonly shared: SharedChild[];
   /** Its calls in flight against maxConcurrent. */
@@ -192,7 +193,7 @@ export class UpstreamPool {
     const oauth = config.http?.oauth;
     const { onSecret } = this.#deps;
     const credentials = oauth ? new ClientCredentials({ ...oauth, dispatcher: this.#deps.dispatcher, ...(onSecret ? { onToken: onSecret } : {}) }) : undefined;
-    const record: UpstreamRecord = { config, health, breaker, getStream, credentials, era: undefined, shared: [], slots, warm: undefined };
+    const record: UpstreamRecord = { config, health, breaker, getStream, credentials, era: {}, shared: [], slots, warm: undefined };
     if (config.warm > 0) {
       record.warm = new WarmChildren(config.warm, {
         spawn: () => this.#transport(name, record),
@@ -376,15 +377,20 @@ export class UpstreamPool {
     return running;
   }
 
-  /** What is known of the upstream's era, and where to remember what its first session finds. */
-  #eraChoice(record: UpstreamRecord): { known?: UpstreamEra; learn?: (era: UpstreamEra) => void } {
+  /**
+   * How a connection of a client of `protocolVersion` picks its era: what the config says or the
+   * upstream's first connections found, and where to remember what this one finds.
+   */
+  #eraChoice(record: UpstreamRecord, protocolVersion: unknown): EraChoice {
     const { config } = record;
-    if (config.era === 'sessions' || onlySessions(config)) return { known: 'sessions' };
-    const known = record.era;
+    const prefer = isStatelessVersion(protocolVersion) ? 'stateless' : 'sessions';
+    if (config.era === 'sessions' || onlySessions(config)) return { prefer, known: { modern: false, legacy: true } };
+    if (config.era === 'stateless') return { prefer, known: { legacy: false } };
     return {
-      ...(known ? { known } : {}),
-      learn: (era) => {
-        record.era = era;
+      prefer,
+      known: { ...record.era },
+      learn: (facts) => {
+        record.era = { ...record.era, ...facts };
       },
     };
   }
@@ -392,9 +398,9 @@ export class UpstreamPool {
   /** Connects a new client, holding a stateless-only upstream to its word. */
   async #connect(name: string, record: UpstreamRecord, client: UpstreamClient, params: JsonObject): Promise<void> {
     const { config } = record;
-    await client.connect(params, config.initTimeoutMs, this.#eraChoice(record)).catch((err: unknown) => {
+    await client.connect(params, config.initTimeoutMs, this.#eraChoice(record, params.protocolVersion)).catch((err: unknown) => {
       // The server may have been replaced by one of the other era: the next connection probes.
-      record.era = undefined;
+      record.era = {};
       throw err;
     });
     if (config.era === 'stateless' && client.era !== 'stateless') {

@@ -11,6 +11,36 @@ import { Cancellation } from '../util/cancel.js';
 /** The era an upstream speaks, as the config names them. */
 export type UpstreamEra = 'stateless' | 'sessions';
 
+/**
+ * What is known of an upstream's eras: whether it answers server/discover (`modern`) and whether
+ * it answers initialize (`legacy`); unknown until a connection finds out. A dual-era server
+ * answers both (versioning.mdx "Backward Compatibility"), and its discovery result cannot say so
+ * (it lists only modern versions), so only an initialize tried tells.
+ */
+export interface EraFacts {
+  modern?: boolean;
+  legacy?: boolean;
+}
+
+/** How one connection picks its era: the client's own where the upstream speaks it, else the other. */
+export interface EraChoice {
+  /** The era of the client the upstream session serves. */
+  prefer: UpstreamEra;
+  known: Readonly<EraFacts>;
+  /** Hears what the connection found out. */
+  learn?: (facts: EraFacts) => void;
+}
+
+/** A connection to a server known to speak only the sessions era: no probe. */
+export const SESSIONS_ONLY: EraChoice = { prefer: 'sessions', known: { modern: false, legacy: true } };
+
+/** Whether an answer to initialize says the server does not speak the sessions era at all: it answered, and refused. */
+export function refusesInitialize(err: unknown): boolean {
+  if (err instanceof GatewayError && err.cause instanceof TransportError) err = err.cause;
+  if (err instanceof RpcError) return true;
+  return err instanceof TransportError && err.status !== undefined && err.status >= 400 && err.status < 500 && err.status !== 401 && err.status !== 403 && err.status !== 404;
+}
+
 /** What the client session says about itself on every request to a 2026-07-28 server. */
 export interface Envelope {
   clientCapabilities: JsonObject;

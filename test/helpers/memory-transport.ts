@@ -22,6 +22,7 @@ import {
 import { TransportError, type MessageExtra, type SendDone, type SendOptions, type Transport } from '../../src/transport/types.js';
 import { UpstreamClient, type UpstreamClientOptions } from '../../src/upstream/client.js';
 import { silentLogger } from '../../src/util/log.js';
+import { SESSIONS_ONLY } from '../../src/upstream/stateless-protocol.js';
 
 /** Lets every queued microtask (and promise continuation) run; moves no fake clock forward. */
 export async function flush(): Promise<void> {
@@ -353,7 +354,7 @@ export async function connectedClient(
   const { client: transport, server: serverEnd } = linkedTransports(options.transport, [name, `${name}-server`]);
   const server = new ScriptedServer(serverEnd, options.server);
   const client = new UpstreamClient(name, transport, { timeoutMs: 60_000, maxTotalTimeoutMs: 600_000, logger: silentLogger, ...options.client });
-  await settlesNow(client.connect({ protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'unit', version: '1' } }, 10_000, { known: 'sessions' }), `${name}: connect`);
+  await settlesNow(client.connect({ protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'unit', version: '1' } }, 10_000, SESSIONS_ONLY), `${name}: connect`);
   if (server.notifications('notifications/initialized').length !== 1) throw new Error(`${name}: the handshake did not finish`);
   return { client, transport, server };
 }

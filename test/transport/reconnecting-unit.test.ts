@@ -13,6 +13,7 @@ import { UpstreamClient } from '../../src/upstream/client.js';
 import { Cancellation } from '../../src/util/cancel.js';
 import { silentLogger } from '../../src/util/log.js';
 import { flush, linkedTransports, ScriptedServer, settlesNow, type MemoryTransport, type MemoryTransportOptions, watch } from '../helpers/memory-transport.js';
+import { SESSIONS_ONLY } from '../../src/upstream/stateless-protocol.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -63,7 +64,7 @@ async function reconnecting(options: {
     onRestart: () => events.restarts++,
     onEnd: (reason) => events.ends.push(reason),
   });
-  await settlesNow(client.connect(INIT_PARAMS, 10_000, { known: 'sessions' }), 'connect');
+  await settlesNow(client.connect(INIT_PARAMS, 10_000, SESSIONS_ONLY), 'connect');
   const last = (): Connection => connections[connections.length - 1]!;
   return { client, wrapper, connections, events, last };
 }

@@ -17,6 +17,7 @@ import { silentLogger } from '../../src/util/log.js';
 import { until } from '../helpers/gateway.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { alive } from '../helpers/processes.js';
+import { SESSIONS_ONLY } from '../../src/upstream/stateless-protocol.js';
 
 const FIXTURE = join(FIXTURES, 'no-read-stdin.mjs');
 const MIB = 1024 * 1024;
@@ -235,7 +236,7 @@ describe('writes to a stdio child that stops reading', () => {
     const client = new UpstreamClient('wedged', transport, { timeoutMs: 60_000, maxTotalTimeoutMs: 60_000, logger: silentLogger });
     const cancellations: string[] = [];
     client.onnotification = (message) => cancellations.push(String(message.params?.data));
-    await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 10_000, { known: 'sessions' });
+    await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 10_000, SESSIONS_ONLY);
     const blob = 'x'.repeat(MIB);
     const fillers = [1, 2, 3, 4].map(() => client.request('tools/call', { name: 'big', arguments: { blob } }));
     await turn();

@@ -11,6 +11,7 @@ import { UpstreamClient } from '../../src/upstream/client.js';
 import { Cancellation } from '../../src/util/cancel.js';
 import { silentLogger } from '../../src/util/log.js';
 import { connectedClient, flush, linkedTransports, ScriptedServer, settlesNow, type MemoryTransport, watch } from '../helpers/memory-transport.js';
+import { SESSIONS_ONLY } from '../../src/upstream/stateless-protocol.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -94,7 +95,7 @@ describe('a request deadline', () => {
     const { client: transport, server: serverEnd } = linkedTransports();
     const server = new ScriptedServer(serverEnd).handle('initialize', () => undefined);
     const client = new UpstreamClient('mute', transport, { timeoutMs: 60_000, maxTotalTimeoutMs: 60_000, logger: silentLogger });
-    const connecting = client.connect({ protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 2_000, { known: 'sessions' });
+    const connecting = client.connect({ protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 2_000, SESSIONS_ONLY);
     const failed = connecting.catch((err: unknown) => err);
     await vi.advanceTimersByTimeAsync(1_999);
     expect(server.requests('initialize')).toHaveLength(1);

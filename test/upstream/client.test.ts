@@ -10,6 +10,7 @@ import { UpstreamClient, type RequestOptions } from '../../src/upstream/client.j
 import type { Transport } from '../../src/transport/types.js';
 import { createLogger } from '../../src/util/log.js';
 import { Cancellation } from '../../src/util/cancel.js';
+import { SESSIONS_ONLY } from '../../src/upstream/stateless-protocol.js';
 
 const closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -54,7 +55,7 @@ async function connected(upstream: { url: string; notified: Promise<void> }): Pr
   const lines: string[] = [];
   const logger = createLogger({ level: 'debug', write: (line) => lines.push(line) });
   const client = new UpstreamClient('held', new StreamableHttpTransport({ url: upstream.url, headers: {}, dispatcher: agent, logger }), { timeoutMs: 5_000, maxTotalTimeoutMs: 5_000, logger });
-  const init = await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 5_000, { known: 'sessions' });
+  const init = await client.connect({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }, 5_000, SESSIONS_ONLY);
   expect(init.protocolVersion).toBe('2025-06-18');
   await upstream.notified;
   return { client, agent, lines };

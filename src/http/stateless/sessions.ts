@@ -7,7 +7,7 @@
 // the client's subscriptions/listen streams; log lines reach the requests running. Parked
 // calls live on the replica that started them (for `sessions.inputTimeout` at most).
 import { createHash } from 'node:crypto';
-import { META } from '../../mcp/era.js';
+import { META, STATELESS_VERSION } from '../../mcp/era.js';
 import { mirroredName } from '../../mcp/methods.js';
 import { ErrorCode, GatewayError } from '../../mcp/errors.js';
 import {
@@ -21,8 +21,7 @@ import {
   type JsonRpcMessage,
   type JsonRpcRequest,
 } from '../../mcp/jsonrpc.js';
-import { LATEST_VERSION } from '../../mcp/versions.js';
-import type { Delivery } from '../../session/session.js';
+import type { Delivery, SessionInfo } from '../../session/session.js';
 import { requestContext, type Caller, type RequestChannel } from '../../router/context.js';
 import { answerFromClient } from '../../router/relay.js';
 import type { Router } from '../../router/router.js';
@@ -114,8 +113,9 @@ export class StatelessSessions {
     // outside a request of its own (mrtr.mdx).
     let opened: DownstreamSession | undefined;
     const delivery: Delivery = { deliver: (message) => opened && this.#fanOut(opened, message), canAsk: false, addressable: false };
-    // Towards upstreams of the sessions era, the newest version of that era.
-    const info = { protocolVersion: LATEST_VERSION, clientCapabilities: request.clientCapabilities, clientInfo: request.clientInfo };
+    // Its upstream sessions meet upstreams in this era where they speak it (a sessions-era
+    // upstream is initialized with the newest version of its era).
+    const info: Omit<SessionInfo, 'principal'> = { protocolVersion: STATELESS_VERSION, clientCapabilities: request.clientCapabilities, clientInfo: request.clientInfo };
     const opening = this.#deps.router
       .open(info, caller, delivery)
       .then((session) => {
