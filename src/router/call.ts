@@ -2,6 +2,7 @@
 import { supportsMethod } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, notification, type JsonObject } from '../mcp/jsonrpc.js';
+import { isStatelessVersion } from '../mcp/era.js';
 import type { DownstreamSession } from './session.js';
 import type { RequestOptions, UpstreamClient } from '../upstream/client.js';
 import { promiseOf, type Settled } from '../mcp/pending.js';
@@ -28,7 +29,27 @@ export function forward(call: Call, client: UpstreamClient, method: string, para
   const { context, signal } = call;
   const { channel } = context;
   const options: RequestOptions = { signal, context, onProgress: (progress) => channel.send(notification('notifications/progress', progress)) };
+  if (params.requestState !== undefined || params.inputResponses !== undefined) {
+    const own = inputRound(client, params);
+    if (own instanceof Error) return later(done, own);
+    params = own;
+  }
+  // A 2026-07-28 client answers a 2026-07-28 upstream's input_required itself (mrtr.mdx).
+  if (client.era === 'stateless' && isStatelessVersion(context.protocolVersion)) options.passInput = true;
   client.request(method, withTraceContext(params, context), options, done);
+}
+
+/**
+ * The multi round-trip fields a 2026-07-28 client sent back (mrtr.mdx) are the upstream's own
+ * when it made them (a 2026-07-28 upstream): they go on unchanged. A sessions-era upstream made
+ * none (the gateway's own requestStates never get here): its requestState is unknown, and
+ * inputResponses without one answer nothing.
+ */
+function inputRound(client: UpstreamClient, params: JsonObject): JsonObject | GatewayError {
+  if (client.era === 'stateless') return params;
+  if (params.requestState !== undefined) return new GatewayError('invalid_params', 'Invalid params: unknown or expired requestState');
+  const { inputResponses: _stray, ...rest } = params;
+  return rest;
 }
 
 /**

@@ -109,11 +109,12 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
     return this.#sessions.get(id);
   }
 
-  async delete(id: string, reason = 'session ended'): Promise<void> {
+  /** Ends a session; its id is remembered as ended (not to be resumed) unless `remember` is false (an id never given out). */
+  async delete(id: string, reason = 'session ended', options: { remember?: boolean } = {}): Promise<void> {
     const session = this.#sessions.get(id);
     if (!session) return;
     this.#sessions.delete(id);
-    this.#remember(id);
+    if (options.remember !== false) this.#remember(id);
     const key = session.info.principal ?? '';
     const left = (this.#perPrincipal.get(key) ?? 1) - 1;
     if (left > 0) this.#perPrincipal.set(key, left);

@@ -49,6 +49,12 @@ export interface RequestOptions {
   onProgress?: (params: JsonObject) => void;
   /** Opaque caller state handed back with messages the upstream relates to this request. */
   context?: unknown;
+  /**
+   * A 2026-07-28 upstream's input_required comes back as it is (its inputRequests and
+   * requestState unchanged) for the caller's own client to answer, rather than asked of the
+   * client request by request (a 2026-07-28 client answers it itself).
+   */
+  passInput?: boolean;
 }
 
 export interface InitializeResult {

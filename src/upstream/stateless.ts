@@ -3,12 +3,13 @@
 // the requests of the sessions era kept here rather than sent: the log level and resource
 // subscriptions become part of what the session says (envelope, listen filter), ping needs no
 // answer from a stateless server, and input_required is driven to the final result, each input
-// request asked of the client as the server-initiated request a sessions-era server would send.
+// request asked of the client as the server-initiated request a sessions-era server would send
+// (or, for a client of the same era, handed back as it came: the client answers it itself).
 import { asksInput } from '../mcp/methods.js';
 import { GatewayError } from '../mcp/errors.js';
 import { notification, type JsonObject, type JsonRpcNotification, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 import type { CancelSignal } from '../util/cancel.js';
-import { ChangeListener, completeRounds, listenFilter, withEnvelope, withoutSubscriptionId, type Envelope } from './stateless-protocol.js';
+import { ChangeListener, completeRounds, listenFilter, withEnvelope, withoutSubscriptionId, withoutWireFields, type Envelope } from './stateless-protocol.js';
 
 /** Ids of the server-initiated requests made from a 2026-07-28 server's input requests. */
 const INPUT_ID_PREFIX = 'input-';
@@ -62,7 +63,7 @@ export class StatelessUpstream {
   }
 
   /** A request of the session, answered here or sent statelessly (and driven through its input rounds). */
-  async request(method: string, params: JsonObject | undefined, options: { signal?: CancelSignal; timeoutMs?: number; maxTotalMs?: number; context?: unknown }): Promise<JsonObject> {
+  async request(method: string, params: JsonObject | undefined, options: { signal?: CancelSignal; timeoutMs?: number; maxTotalMs?: number; context?: unknown; passInput?: boolean }): Promise<JsonObject> {
     switch (method) {
       case 'ping':
         return {};
@@ -79,8 +80,10 @@ export class StatelessUpstream {
       default: {
         const { send } = this.#options;
         const first = await send(method, params, options);
-        if (first.resultType === 'input_required' && !asksInput(method)) {
-          throw new GatewayError('upstream_protocol', `upstream ${this.#options.name} asked for input on ${method}, which cannot take any`);
+        if (first.resultType === 'input_required') {
+          if (!asksInput(method)) throw new GatewayError('upstream_protocol', `upstream ${this.#options.name} asked for input on ${method}, which cannot take any`);
+          // Its inputRequests and requestState go to the client as the upstream made them.
+          if (options.passInput) return { ...withoutWireFields(first), resultType: 'input_required' };
         }
         return completeRounds(
           first,

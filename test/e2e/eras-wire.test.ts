@@ -5,52 +5,39 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
 import { poll } from '../helpers/cli.js';
-import { messagesOf, postRaw, postRpc } from '../helpers/raw-http.js';
+import { postRaw } from '../helpers/raw-http.js';
+import { META, sendStateless, statelessCall, statelessRequest, V, type Sent } from '../helpers/stateless-wire.js';
 import { SseReader } from '../helpers/sse-reader.js';
 
-const V = '2026-07-28';
-const META = {
-  'io.modelcontextprotocol/protocolVersion': V,
-  'io.modelcontextprotocol/clientInfo': { name: 'wire-test', version: '1.0.0' },
-  'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
-};
-
 let gw: TestGateway;
+/**
+ * The main gateway's requests all come from one principal (an API key): its requests share one
+ * gateway-held session, as the tests of state across requests (a listen hearing another
+ * request's change, a journal of earlier calls) need. Anonymous requests each get a session of
+ * their own (test/e2e/stateless-isolation.test.ts).
+ */
+const KEY = 'k-wire-0123456789abcdef';
+const PRINCIPAL = { 'x-api-key': KEY };
+const BY_KEY = { apiKeys: [{ id: 'wire', hash: hashApiKey(KEY) }] };
+/** Gateways whose requests `send` makes as that principal. */
+const keyed = new Set<string>();
 
 beforeAll(async () => {
-  gw = await startGateway({ upstreams: { everything: upstream.everything(), rogue: upstream.rogue() } });
+  gw = await startGateway({ upstreams: { everything: upstream.everything(), rogue: upstream.rogue() }, auth: BY_KEY });
+  keyed.add(gw.url.href);
 });
 
 afterAll(async () => {
   await gw?.close();
 });
 
-interface Sent {
-  status: number;
-  body: Record<string, unknown> | undefined;
-  messages: Record<string, unknown>[];
+/** A 2026-07-28 request as the test's principal where the gateway is keyed (stateless-wire.ts). */
+function send(url: URL, message: Record<string, unknown>, headers: Record<string, string | undefined> = {}, signal?: AbortSignal): Promise<Sent> {
+  return sendStateless(url, message, { ...(keyed.has(url.href) ? PRINCIPAL : {}), ...headers }, signal);
 }
 
-/**
- * POSTs one message as a 2026-07-28 client does (MCP-Protocol-Version and Mcp-Method unless
- * `headers` replace or leave them out); reads a JSON body or every SSE message. Unbounded
- * unless `signal` ends it.
- */
-async function send(url: URL, message: Record<string, unknown>, headers: Record<string, string | undefined> = {}, signal?: AbortSignal): Promise<Sent> {
-  const reply = await postRpc(url, message, {
-    protocolVersion: V,
-    headers: { 'mcp-method': typeof message.method === 'string' ? message.method : undefined, ...headers },
-    signal: signal ?? null,
-  });
-  if (reply.sse) {
-    const messages = messagesOf<Record<string, unknown>>(reply);
-    return { status: reply.status, body: messages.at(-1), messages };
-  }
-  return { status: reply.status, body: reply.text ? (JSON.parse(reply.text) as Record<string, unknown>) : undefined, messages: [] };
-}
-
-const request = (id: number | string, method: string, params: Record<string, unknown> = {}, meta: Record<string, unknown> = META) => ({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } });
-const call = (id: number | string, name: string, args: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => request(id, 'tools/call', { name, arguments: args, ...extra });
+const request = statelessRequest;
+const call = (id: number | string, name: string, args: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => statelessCall(id, name, args, extra);
 
 describe('validation', () => {
   it('answers an unsupported version 400 / -32022 with the supported list', async () => {
@@ -154,7 +141,7 @@ describe('validation', () => {
   });
 
   it('refuses a batch and accepts a notification with 202', async () => {
-    const batch = await postRaw(gw.url, [request(1, 'tools/list')], { protocolVersion: V, signal: null });
+    const batch = await postRaw(gw.url, [request(1, 'tools/list')], { protocolVersion: V, headers: PRINCIPAL, signal: null });
     expect(batch.status).toBe(400);
     const note = await send(gw.url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: META } });
     expect(note.status).toBe(202);
@@ -249,7 +236,8 @@ describe('a relayed server request', () => {
     const [key, input] = Object.entries(result.inputRequests)[0]!;
     expect(input.method).toBe('elicitation/create');
     expect(input.params).toMatchObject({ message: expect.any(String), requestedSchema: expect.any(Object) });
-    expect(result.requestState).toMatch(/^[A-Za-z0-9_-]{20,}$/);
+    // Random, and signed by the gateway (so a requestState an upstream made is told apart and passed on).
+    expect(result.requestState).toMatch(/^[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}$/);
 
     const second = await send(gw.url, ask(2, { inputResponses: { [key]: { action: 'accept', content: { name: 'Grace', username: 'grace' } } }, requestState: result.requestState }), named);
     expect(second.body).toMatchObject({ id: 2, result: { resultType: 'complete' } });
@@ -282,7 +270,8 @@ describe('a relayed server request', () => {
 
 describe('a request waiting for input', () => {
   it('is cancelled upstream once sessions.inputTimeout passes without a retry, and its requestState is then unknown', async () => {
-    const short = await startGateway({ upstreams: { rogue: upstream.rogue() }, sessions: { inputTimeout: 200 } });
+    const short = await startGateway({ upstreams: { rogue: upstream.rogue() }, sessions: { inputTimeout: 200 }, auth: BY_KEY });
+    keyed.add(short.url.href);
     try {
       const named = { 'mcp-name': 'rogue__ask' };
       const asking = call(1, 'rogue__ask', { method: 'elicitation/create', params: { message: 'anyone?', requestedSchema: { type: 'object', properties: {} } } });
@@ -304,7 +293,7 @@ describe('a request waiting for input', () => {
 describe('subscriptions/listen', () => {
   /** Opens a listen stream, its body unread; `controller` ends it. */
   const listen = (message: unknown, controller: AbortController): Promise<Response> =>
-    postRaw(gw.url, message, { protocolVersion: V, headers: { 'mcp-method': 'subscriptions/listen' }, signal: controller.signal });
+    postRaw(gw.url, message, { protocolVersion: V, headers: { ...PRINCIPAL, 'mcp-method': 'subscriptions/listen' }, signal: controller.signal });
 
   it('acknowledges first, then delivers list changes and resource updates tagged with the subscription id', async () => {
     const controller = new AbortController();
@@ -450,7 +439,7 @@ describe('a requestState', () => {
 
 describe('sessions-era clients', () => {
   it('are untouched: an SDK client of 2025-11-25 still initializes and calls', async () => {
-    const client = await connectClient(gw.url);
+    const client = await connectClient(gw.url, {}, undefined, PRINCIPAL);
     try {
       expect(textOf(await client.callTool({ name: 'everything__echo', arguments: { message: 'old' } }))).toContain('old');
     } finally {

@@ -130,13 +130,17 @@ export interface StatelessEndpointDeps {
 /** Runs a validated request and answers it as JSON, or as SSE once a notification must go first. */
 export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInput, request: StatelessRequest, caller: Caller): Promise<Response> {
   const { stateless } = deps;
-  const session = await stateless.session(request, caller);
+  const requestState = request.params.requestState;
+  // A retry of a call the gateway parked goes on in that call's session.
+  const parked = typeof requestState === 'string' && stateless.issued(requestState);
+  const session = parked ? undefined : await stateless.session(request, caller);
   const shape = (response: JsonRpcResponse): JsonRpcResponse =>
     'result' in response ? { ...response, result: shapeResult(request.method, response.result) } : { ...response, error: statelessError(response.error) };
-  if (request.method === 'server/discover') {
+  if (session && request.method === 'server/discover') {
+    stateless.release(session);
     return Response.json({ jsonrpc: '2.0', id: request.id, result: shapeResult(request.method, discover(session)) });
   }
-  if (request.method === 'subscriptions/listen') return listen(deps, input, session, request, caller);
+  if (session && request.method === 'subscriptions/listen') return listen(deps, input, session, request, caller);
 
   return new Promise<Response>((resolve) => {
     let connection: SseConnection | undefined;
@@ -159,10 +163,9 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
         } else resolve(Response.json(shaped, { status: statusOf(shaped) }));
       },
     };
-    const requestState = request.params.requestState;
     let exchange: ReturnType<StatelessSessions['run']>;
-    if (typeof requestState === 'string') {
-      const resumed = stateless.resume(requestState, request, sink, caller);
+    if (!session) {
+      const resumed = stateless.resume(requestState as string, request, sink, caller);
       if (!(resumed instanceof Error)) exchange = resumed;
       else {
         const refused = failure(request.id, statelessError(toJsonRpcError(resumed)));
@@ -170,9 +173,9 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
         return;
       }
     } else {
-      // Answers without a requestState answer nothing of the gateway's; they go no further.
-      const { inputResponses: _stray, ...params } = request.params;
-      exchange = stateless.run(session, { ...request, params }, sink, caller);
+      // A requestState the gateway did not issue, and the inputResponses with it, are an
+      // upstream's own multi round-trip: they go on to it as they came (call.ts).
+      exchange = stateless.run(session, request, sink, caller);
     }
     input.onGone(() => {
       if (exchange.answers(sink)) exchange.abandon('the client closed the connection');
@@ -183,7 +186,10 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
 /** subscriptions/listen: an SSE stream, acknowledged first, open until the client closes it. */
 async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: DownstreamSession, request: StatelessRequest, caller: Caller): Promise<Response> {
   const filter = isObject(request.params.notifications) ? request.params.notifications : undefined;
-  if (!filter) return refuse(refusals.notificationsRequired, { id: request.id });
+  if (!filter) {
+    deps.stateless.release(session);
+    return refuse(refusals.notificationsRequired, { id: request.id });
+  }
   const connection = new SseConnection({}, deps.keepAliveMs, deps.bounds?.('standalone'));
   const sink: Sink = {
     notify: (message) => connection.write(encodeSseEvent(JSON.stringify(message)), droppableMethod(message)),
@@ -192,7 +198,14 @@ async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: Do
       connection.close();
     },
   };
-  const { agreed, close } = await deps.stateless.listen(session, request.id, filter, sink, caller);
+  let subscription: Awaited<ReturnType<StatelessSessions['listen']>>;
+  try {
+    subscription = await deps.stateless.listen(session, request.id, filter, sink, caller);
+  } catch (err) {
+    deps.stateless.release(session);
+    throw err;
+  }
+  const { agreed, close } = subscription;
   connection.onclose = close;
   input.onGone(close);
   sink.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META.subscriptionId]: request.id }, notifications: agreed } });

@@ -4,7 +4,7 @@
 // request, the client gets `resultType: "input_required"` listing it, and the call stays parked
 // under a random requestState. The client's retry carries that requestState and its
 // inputResponses; they answer the pending upstream requests and the same call continues.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { asksInput, mirroredName } from '../../mcp/methods.js';
 import { ErrorCode, GatewayError } from '../../mcp/errors.js';
 import { MAX_TIMER_MS } from '../../mcp/pending.js';
@@ -56,6 +56,8 @@ export function digestOf(request: Pick<StatelessRequest, 'method' | 'params'>): 
 /** What an exchange needs of the sessions that run it. */
 export interface ExchangeOwner {
   readonly inputTimeoutMs: number;
+  /** A new requestState for a parked call. */
+  issueState(): string;
   readonly logger: Logger;
   /** Keeps a call waiting for its retry, under its requestState. */
   park(exchange: Exchange): void;
@@ -65,7 +67,8 @@ export interface ExchangeOwner {
 
 /** One client request, over as many rounds as its input requests take. */
 export class Exchange implements RequestChannel {
-  readonly handle = randomBytes(16).toString('base64url');
+  /** The requestState the client retries with (sessions.ts issues it, so it can tell it from an upstream's). */
+  readonly handle: string;
   readonly #owner: ExchangeOwner;
   readonly session: DownstreamSession;
   readonly internalId: string;
@@ -89,6 +92,7 @@ export class Exchange implements RequestChannel {
 
   constructor(owner: ExchangeOwner, session: DownstreamSession, request: StatelessRequest, internalId: string, principal: string | undefined) {
     this.#owner = owner;
+    this.handle = owner.issueState();
     this.session = session;
     this.internalId = internalId;
     this.method = request.method;
@@ -173,12 +177,13 @@ export class Exchange implements RequestChannel {
     this.#sink = undefined;
     clearTimeout(this.#expiry);
     clearImmediate(this.#flush);
+    if (!this.#done) {
+      this.#done = true;
+      for (const entry of this.outstanding.values()) this.session.clientRequests.settle(entry.id, new GatewayError('cancelled', reason));
+      this.outstanding.clear();
+      this.session.cancel(this.internalId);
+    }
     this.#owner.forget(this);
-    if (this.#done) return;
-    this.#done = true;
-    for (const entry of this.outstanding.values()) this.session.clientRequests.settle(entry.id, new GatewayError('cancelled', reason));
-    this.outstanding.clear();
-    this.session.cancel(this.internalId);
   }
 
   #ask(request: JsonRpcRequest): void {

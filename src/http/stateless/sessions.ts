@@ -1,12 +1,17 @@
 // Serving 2026-07-28 clients, which have no session (spec/2026-07-28: basic/index.mdx "_meta",
-// basic/patterns/subscriptions.mdx). The gateway keeps a session of its own per (principal,
-// client capabilities, client info), never named to the client, so upstream sessions of the
-// sessions era are opened once and reused. A request runs under an id of the gateway's
-// (clients of this era may reuse ids across concurrent HTTP requests); its answer goes back
-// under the client's id. What belongs to no request (list changes, resource updates) reaches
-// the client's subscriptions/listen streams; log lines reach the requests running. Parked
-// calls live on the replica that started them (for `sessions.inputTimeout` at most).
-import { createHash } from 'node:crypto';
+// basic/patterns/subscriptions.mdx). Each request runs in a session the gateway keeps, never
+// named to the client. An authenticated principal's requests share one per (principal, client
+// capabilities, client info), so upstream sessions of the sessions era are opened once and
+// reused: what one of its requests creates upstream, its others see. Without a principal
+// nothing tells one client from another, so each request (and each subscriptions/listen
+// stream) gets a session of its own, ended with it: nothing one request created upstream is
+// seen by another. A request runs under an id of the gateway's (clients of this era may reuse
+// ids across concurrent HTTP requests); its answer goes back under the client's id. What
+// belongs to no request (list changes, resource updates) reaches the client's
+// subscriptions/listen streams; a log line reaches only the request it belongs to. Parked calls
+// live on the replica that started them (for `sessions.inputTimeout` at most), under a
+// requestState the gateway signs, so a requestState an upstream made passes through untouched.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { META, STATELESS_VERSION } from '../../mcp/era.js';
 import { mirroredName } from '../../mcp/methods.js';
 import { ErrorCode, GatewayError } from '../../mcp/errors.js';
@@ -75,6 +80,10 @@ export class StatelessSessions {
   readonly #listeners = new Map<DownstreamSession, Set<Listener>>();
   /** Resource URIs (as the client sees them) listened for, with how many listeners want each. */
   readonly #resourceListens = new Map<DownstreamSession, Map<string, ResourceListen>>();
+  /** Sessions of one request or listen stream (no principal), ended with it. */
+  readonly #own = new WeakSet<DownstreamSession>();
+  /** Signs the requestStates this gateway issues, to tell them from an upstream's. */
+  readonly #stateKey = randomBytes(32);
   #nextId = 0;
 
   constructor(deps: StatelessDeps) {
@@ -94,8 +103,16 @@ export class StatelessSessions {
     return this.#parked.size;
   }
 
-  /** The gateway's session for this client, opened on first use. */
+  /**
+   * The gateway's session for this request: its principal's (opened on first use), or, without
+   * a principal, one of its own, which `release` ends.
+   */
   async session(request: StatelessRequest, caller: Caller): Promise<DownstreamSession> {
+    if (caller.principal === undefined) {
+      const session = await this.#open(request, caller);
+      this.#own.add(session);
+      return session;
+    }
     const key = this.#key(request, caller);
     const id = this.#byKey.get(key);
     const existing = id === undefined ? undefined : this.#deps.sessions.get(id);
@@ -109,6 +126,17 @@ export class StatelessSessions {
     }
     const pending = this.#opening.get(key);
     if (pending) return pending;
+    const opening = this.#open(request, caller)
+      .then((session) => {
+        this.#byKey.set(key, session.id);
+        return session;
+      })
+      .finally(() => this.#opening.delete(key));
+    this.#opening.set(key, opening);
+    return opening;
+  }
+
+  async #open(request: StatelessRequest, caller: Caller): Promise<DownstreamSession> {
     // What belongs to no request goes to the session's listeners; nothing may ask the client
     // outside a request of its own (mrtr.mdx).
     let opened: DownstreamSession | undefined;
@@ -116,16 +144,34 @@ export class StatelessSessions {
     // Its upstream sessions meet upstreams in this era where they speak it (a sessions-era
     // upstream is initialized with the newest version of its era).
     const info: Omit<SessionInfo, 'principal'> = { protocolVersion: STATELESS_VERSION, clientCapabilities: request.clientCapabilities, clientInfo: request.clientInfo };
-    const opening = this.#deps.router
-      .open(info, caller, delivery)
-      .then((session) => {
-        opened = session;
-        this.#byKey.set(key, session.id);
-        return session;
-      })
-      .finally(() => this.#opening.delete(key));
-    this.#opening.set(key, opening);
-    return opening;
+    opened = await this.#deps.router.open(info, caller, delivery);
+    return opened;
+  }
+
+  /** The request (or listen stream) served in `session` is over: a session of its own ends with it. */
+  release(session: DownstreamSession): void {
+    if (!this.#own.has(session)) return;
+    this.#own.delete(session);
+    void this.#deps.sessions.delete(session.id, 'the request ended', { remember: false });
+  }
+
+  /** A requestState for a parked call: random, and signed so that `issued` knows it again. */
+  issueState(): string {
+    const nonce = randomBytes(16).toString('base64url');
+    return `${nonce}.${this.#sign(nonce)}`;
+  }
+
+  /** Whether this gateway issued `state` (else it is an upstream's, passed through to it). */
+  issued(state: string): boolean {
+    const dot = state.indexOf('.');
+    if (dot <= 0) return false;
+    const given = Buffer.from(state.slice(dot + 1));
+    const expected = Buffer.from(this.#sign(state.slice(0, dot)));
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  #sign(nonce: string): string {
+    return createHmac('sha256', this.#stateKey).update(nonce).digest('base64url').slice(0, 22);
   }
 
   /** Whether this client already has its session here (opening one counts against the limits). */
@@ -185,6 +231,7 @@ export class StatelessSessions {
     const running = this.#running.get(exchange.session);
     running?.delete(exchange);
     if (running?.size === 0) this.#running.delete(exchange.session);
+    this.release(exchange.session);
   }
 
   /**
@@ -256,6 +303,7 @@ export class StatelessSessions {
       listeners.delete(listener);
       if (listeners.size === 0) this.#listeners.delete(session);
       for (const { uri, entry } of claimed) if (subscribed.includes(uri)) release(uri, entry);
+      this.release(session);
     };
     return { agreed, close };
   }
@@ -276,8 +324,10 @@ export class StatelessSessions {
   #fanOut(session: DownstreamSession, message: JsonRpcMessage): void {
     if (!('method' in message) || isRequest(message)) return;
     if (message.method === 'notifications/message') {
-      // No stream outlives a request in this era: a log line reaches the requests running.
-      for (const exchange of this.#running.get(session) ?? []) exchange.send(message);
+      // A log line is the request's own (logging.mdx): one with no related request (a stdio
+      // upstream's) reaches the session's request only when it runs alone, else none.
+      const running = this.#running.get(session);
+      if (running?.size === 1) for (const exchange of running) exchange.send(message);
       return;
     }
     const listeners = this.#listeners.get(session);
