@@ -138,7 +138,7 @@ export function createApp(deps: AppDeps): HttpApp {
     const refusedOrigin = checkOrigin(input, origins);
     if (refusedOrigin) return refusedOrigin;
     const origin = input.header('origin');
-    if (origin !== undefined && input.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders(origin, true) });
+    if (origin !== undefined && input.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders(origin, true, input.header('access-control-request-headers')) });
     // Before anything decodes the target (the query's access_token check, Hono's routing).
     if (!input.wellEncoded) return refuse(refusals.malformedTarget);
     if (!operational.has(input.path)) {

@@ -60,8 +60,14 @@ export function checkHost(input: HttpInput, allowed: ReadonlySet<string>): Respo
   return refuse(refusals.hostForbidden);
 }
 
-/** CORS for an allowed Origin: what a browser client needs to call the endpoint and read its headers. */
-export function corsHeaders(origin: string, preflight: boolean): Record<string, string> {
+const ALLOWED_HEADERS = 'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, last-event-id, x-api-key, x-request-id, traceparent, tracestate';
+
+/**
+ * CORS for an allowed Origin: what a browser client needs to call the endpoint and read its
+ * headers. A preflight's `requested` headers of the form Mcp-Param-* (a tool's x-mcp-header
+ * parameters, 2026-07-28) are allowed too: their names are the tools', not a fixed list.
+ */
+export function corsHeaders(origin: string, preflight: boolean, requested?: string): Record<string, string> {
   const headers: Record<string, string> = {
     'access-control-allow-origin': origin,
     vary: 'Origin',
@@ -69,7 +75,8 @@ export function corsHeaders(origin: string, preflight: boolean): Record<string, 
   };
   if (preflight) {
     headers['access-control-allow-methods'] = 'GET, POST, DELETE';
-    headers['access-control-allow-headers'] = 'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, last-event-id, x-api-key, x-request-id, traceparent, tracestate';
+    const params = (requested ?? '').split(',').map((name) => name.trim().toLowerCase()).filter((name) => /^mcp-param-[!#$%&'*+\-.^_`|~0-9a-z]+$/.test(name));
+    headers['access-control-allow-headers'] = params.length === 0 ? ALLOWED_HEADERS : `${ALLOWED_HEADERS}, ${params.join(', ')}`;
     headers['access-control-max-age'] = '600';
   }
   return headers;

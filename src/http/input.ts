@@ -7,6 +7,8 @@ export interface HttpInput {
   readonly method: string;
   /** Header value by lower-case name (the first, when repeated). */
   header(name: string): string | undefined;
+  /** The headers whose lower-case names start with `prefix`, by those names (the first value of each). */
+  headersStartingWith(prefix: string): Record<string, string>;
   /** The request target's path, without the query. */
   readonly path: string;
   /** Whether the query string has a parameter of this name (case-insensitive). */
@@ -85,6 +87,15 @@ class NodeInput implements HttpInput {
     return Array.isArray(value) ? value[0] : value;
   }
 
+  headersStartingWith(prefix: string): Record<string, string> {
+    const found: Record<string, string> = {};
+    for (const [name, value] of Object.entries(this.#incoming.headers)) {
+      if (!name.startsWith(prefix) || value === undefined) continue;
+      found[name] = Array.isArray(value) ? value[0]! : value;
+    }
+    return found;
+  }
+
   hasQueryParam(name: string): boolean {
     return queryHas(this.#search, name);
   }
@@ -157,6 +168,13 @@ export function fromRequest(request: Request): HttpInput {
     method: request.method,
     path: url.pathname,
     header: (name) => request.headers.get(name) ?? undefined,
+    headersStartingWith: (prefix) => {
+      const found: Record<string, string> = {};
+      request.headers.forEach((value, name) => {
+        if (name.startsWith(prefix)) found[name] = value;
+      });
+      return found;
+    },
     hasQueryParam: (name) => queryHas(url.search, name),
     // The URL parser keeps a malformed escape as it came ("%" stays "%").
     wellEncoded: decodesCleanly(url.pathname + url.search),

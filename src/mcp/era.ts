@@ -66,13 +66,17 @@ export function declaredVersion(params: unknown): string | undefined {
 }
 
 const SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
+const SENTINEL_SHAPE = /^=\?base64\?.*\?=$/s;
 /** Visible ASCII and space, no leading or trailing whitespace (RFC 9110 field values, as the spec narrows them). */
 const PLAIN = /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/;
 
 /** A header value as the body value it mirrors: Base64 sentinel values decoded; undefined when malformed. */
 export function decodeHeaderValue(value: string): string | undefined {
   const match = SENTINEL.exec(value);
-  if (match) return Buffer.from(match[1]!, 'base64').toString('utf8');
+  // Base64 of whole quanta only (RFC 4648 §4): a value cut short or padded wrongly is malformed.
+  if (match) return match[1]!.length % 4 === 0 ? Buffer.from(match[1]!, 'base64').toString('utf8') : undefined;
+  // The sentinel's shape with something else inside is no plain value (a plain one of that shape is always encoded).
+  if (SENTINEL_SHAPE.test(value)) return undefined;
   return /[^\t\x20-\x7e]/.test(value) ? undefined : value;
 }
 

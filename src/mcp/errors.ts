@@ -38,6 +38,7 @@ export type GatewayErrorCode =
   | 'invalid_cursor'
   | 'method_not_found'
   | 'rate_limited' // too many of something in flight (server requests to one client)
+  | 'header_mismatch' // 2026-07-28: a request's headers do not match its body (-32020, HTTP 400)
   | 'cancelled'; // the client cancelled; nothing is sent back
 
 export class GatewayError extends Error {
@@ -74,6 +75,7 @@ const gatewayCodes: Record<GatewayErrorCode, number> = {
   invalid_cursor: ErrorCode.InvalidParams,
   method_not_found: ErrorCode.MethodNotFound,
   rate_limited: ErrorCode.RateLimited,
+  header_mismatch: -32020, // HeaderMismatch (mcp/era.ts StatelessErrorCode)
   cancelled: ErrorCode.InternalError,
 };
 

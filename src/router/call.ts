@@ -19,10 +19,11 @@ export interface Call extends ActiveRequest<DownstreamSession> {
 /**
  * Sends the request to the upstream that owns it; never a method it did not declare. `done`
  * hears the upstream's result or the error (never before this returns); without it, a promise.
+ * `headers` go on its HTTP request (a tools/call's Mcp-Param-*).
  */
 export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject): Promise<JsonObject>;
-export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject, done: Settled): void;
-export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject, done?: Settled): Promise<JsonObject> | void {
+export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject, done: Settled, headers?: Record<string, string>): void;
+export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject, done?: Settled, headers?: Record<string, string>): Promise<JsonObject> | void {
   if (!done) return promiseOf((settled) => forward(call, client, method, params, settled));
   call.record.upstream = client.name;
   if (!supportsMethod(client.capabilities, method)) return later(done, new GatewayError('method_not_found', `Method not found: ${method}`));
@@ -36,6 +37,7 @@ export function forward(call: Call, client: UpstreamClient, method: string, para
   }
   // A 2026-07-28 client answers a 2026-07-28 upstream's input_required itself (mrtr.mdx).
   if (client.era === 'stateless' && isStatelessVersion(context.protocolVersion)) options.passInput = true;
+  if (headers) options.headers = headers;
   client.request(method, withTraceContext(params, context), options, done);
 }
 

@@ -39,6 +39,8 @@ export interface RequestContext extends Caller {
   readonly logLevel: string | undefined;
   /** Where the request's notifications and server requests go. */
   readonly channel: RequestChannel;
+  /** A 2026-07-28 tools/call's Mcp-Param-* headers (lower-case names), checked against the tool's schema. */
+  readonly paramHeaders: Readonly<Record<string, string>> | undefined;
 }
 
 /** A request the router has begun: its context, the session it runs in, and its cancel signal. */
@@ -54,8 +56,12 @@ export interface ActiveRequest<S> {
  * field by field, so every context has one shape (a spread of callers of varying shapes was
  * measurably slow on every call's path).
  */
-export function requestContext(caller: Caller, client: { protocolVersion: string; clientCapabilities: JsonObject; logLevel: string | undefined }, channel: RequestChannel): RequestContext {
-  return contextOf(caller, client.protocolVersion, client.clientCapabilities, client.logLevel, channel);
+export function requestContext(
+  caller: Caller,
+  client: { protocolVersion: string; clientCapabilities: JsonObject; logLevel: string | undefined; paramHeaders?: Readonly<Record<string, string>> | undefined },
+  channel: RequestChannel,
+): RequestContext {
+  return contextOf(caller, client.protocolVersion, client.clientCapabilities, client.logLevel, channel, client.paramHeaders);
 }
 
 /** The context of a request in a session the client opened: what it negotiated there. */
@@ -64,10 +70,17 @@ export function sessionContext(
   session: { readonly info: { readonly protocolVersion: string; readonly clientCapabilities: JsonObject }; readonly logLevel: string | undefined },
   channel: RequestChannel,
 ): RequestContext {
-  return contextOf(caller, session.info.protocolVersion, session.info.clientCapabilities, session.logLevel, channel);
+  return contextOf(caller, session.info.protocolVersion, session.info.clientCapabilities, session.logLevel, channel, undefined);
 }
 
-function contextOf(caller: Caller, protocolVersion: string, clientCapabilities: JsonObject, logLevel: string | undefined, channel: RequestChannel): RequestContext {
+function contextOf(
+  caller: Caller,
+  protocolVersion: string,
+  clientCapabilities: JsonObject,
+  logLevel: string | undefined,
+  channel: RequestChannel,
+  paramHeaders: Readonly<Record<string, string>> | undefined,
+): RequestContext {
   return {
     requestId: caller.requestId,
     traceparent: caller.traceparent,
@@ -78,5 +91,6 @@ function contextOf(caller: Caller, protocolVersion: string, clientCapabilities: 
     clientCapabilities,
     logLevel,
     channel,
+    paramHeaders,
   };
 }

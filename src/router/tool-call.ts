@@ -17,6 +17,7 @@ import type { UpstreamClient } from '../upstream/client.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, surface } from '../util/callbacks.js';
 import { factOfTool, listed, type FactOf } from './existence.js';
+import { checkParamHeaders, paramHeaderValues } from '../mcp/param-headers.js';
 import { exposeToolResult } from './content.js';
 import type { DownstreamSession } from './session.js';
 import type { ToolFacts } from './tool-facts.js';
@@ -162,6 +163,14 @@ class ToolCall {
     const pin = access.view(this.#exposed)?.pin;
     const given = isObject(this.#params.arguments) ? this.#params.arguments : {};
     this.#args = pin ? { ...given, ...pin } : given;
+    // A 2026-07-28 client mirrored the parameters of the schema it was shown (pinned ones are not in it).
+    const sent = this.#call.context.paramHeaders;
+    if (sent !== undefined) {
+      const params = deps.facts.paramHeaders(factOfTool(this.#call.session, client.name, name));
+      const shown = typeof params === 'string' || !pin ? params : params.filter((p) => !(p.path[0]! in pin));
+      const mismatch = typeof shown === 'string' ? undefined : checkParamHeaders(shown, given, sent);
+      if (mismatch) throw new GatewayError('header_mismatch', `Header mismatch: ${mismatch}`);
+    }
     // Arguments first: a model correcting its call spends no quota.
     const config = deps.pool.config(client.name);
     if (config?.validateArguments !== false) {
@@ -198,7 +207,15 @@ class ToolCall {
     const slot = this.#slots?.acquire(this.#maxConcurrent) ?? { release: () => {} };
     if ('retryAfterMs' in slot) return this.#finish(concurrencyRefusal(this.#deps, this.#requested, slot));
     this.#slot = slot;
-    forward(this.#call, client, 'tools/call', { ...this.#params, name, arguments: this.#args }, (outcome) => this.#step(this.#answered, outcome));
+    forward(this.#call, client, 'tools/call', { ...this.#params, name, arguments: this.#args }, (outcome) => this.#step(this.#answered, outcome), this.#mirrored());
+  }
+
+  /** The Mcp-Param-* headers of the call as it goes to a 2026-07-28 upstream: its own schema, the arguments sent (pins included). */
+  #mirrored(): Record<string, string> | undefined {
+    const { client, name } = this.#target!;
+    if (client.era !== 'stateless') return undefined;
+    const params = this.#deps.facts.paramHeaders(factOfTool(this.#call.session, client.name, name));
+    return typeof params === 'string' || params.length === 0 ? undefined : paramHeaderValues(params, this.#args);
   }
 
   #answered(outcome: JsonObject | Error): void {

@@ -15,6 +15,9 @@ import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import type { ToolFact } from '../session/session.js';
 import { hintsOf } from '../policy/policy.js';
 import type { Logger } from '../util/log.js';
+import { paramHeadersOf, type ParamHeader } from '../mcp/param-headers.js';
+
+const NO_PARAMS: readonly ParamHeader[] = [];
 
 /** Schemas larger than this are not compiled (and calls to their tools not checked). */
 export const MAX_SCHEMA_BYTES = 64 * 1024;
@@ -37,6 +40,8 @@ export class ToolFacts {
   /** By fact key (destructiveness and schema text). */
   readonly #validators = new LRUCache<string, ValidateFunction | typeof UNCHECKED>({ max: MAX_VALIDATORS });
   readonly #oncompile: (() => void) | undefined;
+  /** Mirrored parameters by fact (facts are interned: one entry per distinct schema). */
+  readonly #params = new WeakMap<ToolFact, readonly ParamHeader[] | string>();
 
   constructor(logger: Logger, oncompile?: () => void) {
     this.#logger = logger;
@@ -60,6 +65,21 @@ export class ToolFacts {
     const fact: ToolFact = { key, schema: text.length <= MAX_SCHEMA_BYTES ? schema : undefined, destructive, hints };
     this.#facts.set(key, fact);
     return fact;
+  }
+
+  /**
+   * The parameters a tool mirrors into Mcp-Param-* headers (2026-07-28 x-mcp-header), from its
+   * upstream schema: none, or why its annotations break the rules (its calls are then refused
+   * rather than sent without the headers its server requires). Worked out once per fact.
+   */
+  paramHeaders(fact: ToolFact | undefined): readonly ParamHeader[] | string {
+    if (!fact?.schema) return NO_PARAMS;
+    let params = this.#params.get(fact);
+    if (params === undefined) {
+      params = paramHeadersOf(fact.schema);
+      this.#params.set(fact, params);
+    }
+    return params;
   }
 
   /** A message naming what is wrong with `args`, or undefined when they fit (or cannot be checked). */

@@ -139,13 +139,12 @@ export class StreamableHttpTransport implements Transport {
       else breaker?.release();
       done(err);
     };
-    const signal = options?.exchange;
-    this.#exchange(message, signal, judge, (err) => {
+    this.#exchange(message, options, judge, (err) => {
       // A refused token of our own: fetch a new one and try once more.
       const credentials = this.#options.credentials;
       if (!(err instanceof TransportError) || err.status !== 401 || !credentials) return finish(err);
       credentials.invalidate();
-      this.#exchange(message, signal, judge, (again) => {
+      this.#exchange(message, options, judge, (again) => {
         // Refused again with a credential just renewed: its owner decides (a user signs in anew).
         if (again instanceof TransportError && again.status === 401) credentials.rejected?.();
         finish(again);
@@ -158,18 +157,19 @@ export class StreamableHttpTransport implements Transport {
    * `done` how it ended. Closing this transport cuts it without aborting the caller's exchange
    * (a renewal that replaced this transport sends it again).
    */
-  #exchange(message: JsonRpcMessage, signal: CancelSignal | undefined, judge: (healthy: boolean) => void, done: SendDone): void {
-    if (!this.#options.credentials) return this.#exchangeWith(NO_HEADERS, message, signal, judge, done);
-    after(this.#authorization(), (authorization) => this.#exchangeWith(authorization, message, signal, judge, done), done);
+  #exchange(message: JsonRpcMessage, options: SendOptions | undefined, judge: (healthy: boolean) => void, done: SendDone): void {
+    if (!this.#options.credentials) return this.#exchangeWith(NO_HEADERS, message, options, judge, done);
+    after(this.#authorization(), (authorization) => this.#exchangeWith(authorization, message, options, judge, done), done);
   }
 
   #exchangeWith(
     authorization: Readonly<Record<string, string>>,
     message: JsonRpcMessage,
-    signal: CancelSignal | undefined,
+    options: SendOptions | undefined,
     judge: (healthy: boolean) => void,
     done: SendDone,
   ): void {
+    const signal = options?.exchange;
     const expectId = isRequest(message) ? message.id : undefined;
     let answered = expectId === undefined;
     // Answered once the receiver took the answer: if it throws instead, the send fails, and
@@ -240,7 +240,7 @@ export class StreamableHttpTransport implements Transport {
     // Failures here are the gateway's, before any byte left: the breaker is never judged.
     let request: { origin: string; path: string; method: 'POST'; headers: Record<string, string>; body: string };
     try {
-      request = { origin: this.#origin, path: this.#path, method: 'POST', headers: this.#headersOfPost(message, authorization), body: JSON.stringify(message) };
+      request = { origin: this.#origin, path: this.#path, method: 'POST', headers: this.#headersOfPost(message, authorization, options?.headers), body: JSON.stringify(message) };
     } catch (err) {
       this.#options.logger.warn('cannot serialise a request for the upstream', { err });
       return later(done, new TransportError('unsendable', 'the gateway could not send this request upstream', undefined, { cause: asError(err) }));
@@ -295,9 +295,10 @@ export class StreamableHttpTransport implements Transport {
   /** The headers of a POST without per-message extras, built again only when the session or version changes. */
   #postHeaders: { sessionId: string | undefined; protocolVersion: string | undefined; headers: Record<string, string> } | undefined;
 
-  #headersOfPost(message: JsonRpcMessage, authorization: Readonly<Record<string, string>>): Record<string, string> {
+  #headersOfPost(message: JsonRpcMessage, authorization: Readonly<Record<string, string>>, extra: Readonly<Record<string, string>> | undefined): Record<string, string> {
     const trace = traceHeaders(message);
     const mirror = this.#mirrorHeaders(message);
+    if (extra) return this.#headers(POST_HEADERS, trace, mirror, extra, authorization);
     if (trace !== NO_HEADERS || mirror !== NO_HEADERS || authorization !== NO_HEADERS) return this.#headers(POST_HEADERS, trace, mirror, authorization);
     const cached = this.#postHeaders;
     if (cached && cached.sessionId === this.#sessionId && cached.protocolVersion === this.#protocolVersion) return cached.headers;

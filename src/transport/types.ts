@@ -19,6 +19,8 @@ export interface SendOptions {
    * messages (stdio, behind a child that reads slowly) withdraws one aborted before it was written.
    */
   exchange?: Cancellation;
+  /** Extra HTTP headers for this message's request (Streamable HTTP; others ignore them). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /** Told once how a send ended: no argument when it is over, else why it failed. Never before post() returns. */

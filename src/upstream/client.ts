@@ -55,6 +55,8 @@ export interface RequestOptions {
    * client request by request (a 2026-07-28 client answers it itself).
    */
   passInput?: boolean;
+  /** Extra HTTP headers for the request (a 2026-07-28 tools/call's Mcp-Param-*); other transports ignore them. */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export interface InitializeResult {
@@ -345,7 +347,7 @@ export class UpstreamClient {
       this.#settle(id, this.#wrap(err));
     };
     try {
-      sendThen(this.#transport, message, { exchange: pending.exchange }, (err) => {
+      sendThen(this.#transport, message, options.headers ? { exchange: pending.exchange, headers: options.headers } : { exchange: pending.exchange }, (err) => {
         if (err !== undefined) failed(err);
       });
     } catch (err) {

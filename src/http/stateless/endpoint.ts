@@ -84,6 +84,8 @@ export function validateStateless(input: HttpInput, message: JsonRpcMessage): St
     clientCapabilities: meta.clientCapabilities,
     clientInfo: meta.clientInfo ?? { name: 'unknown', version: '0' },
     logLevel: meta.logLevel,
+    // Checked against the tool's schema once the tool is known (tool-call.ts).
+    paramHeaders: message.method === 'tools/call' ? input.headersStartingWith('mcp-param-') : undefined,
   };
 }
 
@@ -104,12 +106,15 @@ export function shapeResult(method: string, result: JsonObject): JsonObject {
 
 /**
  * The HTTP status of an answer sent as JSON: a method not served is 404 (streamable-http.mdx),
- * a capability the client lacks 400 (basic/index.mdx); everything else 200.
+ * a capability the client lacks 400 (basic/index.mdx), headers not matching the body 400
+ * (streamable-http.mdx "Server Validation"); everything else 200.
  */
 function statusOf(response: JsonRpcResponse): number {
   if (!('error' in response)) return 200;
   if (response.error.code === ErrorCode.MethodNotFound) return 404;
   if (response.error.code === StatelessErrorCode.MissingRequiredClientCapability) return 400;
+  // A header that does not match the body (the gateway's check of Mcp-Param-*, or an upstream's).
+  if (response.error.code === StatelessErrorCode.HeaderMismatch) return 400;
   return 200;
 }
 

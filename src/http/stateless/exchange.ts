@@ -43,6 +43,8 @@ export interface StatelessRequest {
   clientCapabilities: JsonObject;
   clientInfo: JsonObject;
   logLevel: string | undefined;
+  /** A tools/call's Mcp-Param-* headers, by lower-case name. */
+  paramHeaders?: Readonly<Record<string, string>>;
 }
 
 export const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
