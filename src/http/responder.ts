@@ -1,8 +1,8 @@
 // Answers a POST that carried requests. The answer is plain JSON when the responses are ready
 // quickly and nothing else needs saying first; it becomes an SSE stream of the session (event
 // ids, replay on Last-Event-ID) the moment a related message (progress, a server-initiated
-// request) must go out, or once the request has run for STREAM_AFTER_MS, so a long call
-// survives a dropped connection. Both forms are allowed by basic/transports.mdx ("Sending
+// request) must go out, when the upstream answering it answers as a stream itself, or once the
+// request has run for STREAM_AFTER_MS, so a long call survives a dropped connection. Both forms are allowed by basic/transports.mdx ("Sending
 // Messages to the Server", item 5). A client closing the stream does not cancel anything.
 import type { JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.js';
 import type { RequestChannel } from '../router/router.js';
@@ -76,6 +76,9 @@ export function respond(
       // After the answer, related messages (a task's progress) go to the standalone stream.
       if (settled) session.deliver(message);
       else upgrade().send(message);
+    },
+    stream() {
+      if (!settled) upgrade();
     },
   };
   const answered = (results: Answers): void => {

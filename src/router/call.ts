@@ -38,6 +38,7 @@ export function forward(call: Call, client: UpstreamClient, method: string, para
   // A 2026-07-28 client answers a 2026-07-28 upstream's input_required itself (mrtr.mdx).
   if (client.era === 'stateless' && isStatelessVersion(context.protocolVersion)) options.passInput = true;
   if (headers) options.headers = headers;
+  if (client.streamsAnswers) channel.stream?.();
   client.request(method, withTraceContext(params, context), options, done);
 }
 

@@ -24,6 +24,8 @@ export interface Listing {
   readonly name: string;
   readonly closed: boolean;
   readonly capabilities: JsonObject;
+  /** Whether the upstream answers as SSE streams (the gateway then answers its clients so too). */
+  readonly streamsAnswers: boolean;
   request(method: string, params?: JsonObject, options?: { signal?: CancelSignal }): Promise<JsonObject>;
 }
 
@@ -73,6 +75,10 @@ export class CatalogSession implements Listing {
 
   get capabilities(): JsonObject {
     return this.client.capabilities;
+  }
+
+  get streamsAnswers(): boolean {
+    return this.client.streamsAnswers;
   }
 
   get instructions(): string | undefined {

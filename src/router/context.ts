@@ -28,6 +28,11 @@ export interface RequestChannel {
    * a sessions-era POST stream; for a 2026-07-28 request only when its method can take input.
    */
   readonly canAsk?: boolean;
+  /**
+   * Answer this request as a stream from now on (a sessions-era POST's SSE): the upstream
+   * answers so, and a client gets what it would get from the upstream directly.
+   */
+  stream?(): void;
 }
 
 export interface RequestContext extends Caller {

@@ -351,7 +351,13 @@ export class Router {
     if (kind) {
       if (kind === 'tools' && session.access.endpoint?.discovery === 'search') return this.#searchModeList(call, params.cursor);
       if (params.cursor === undefined) await this.#opener.retryLeftOut(session);
-      return catalog.list(kind, await this.#opener.sources(session, kind), params.cursor, { signal, ...this.#listOptions(session, kind) });
+      const sources = await this.#opener.sources(session, kind);
+      for (const source of sources.values()) {
+        if (!source.streamsAnswers) continue;
+        call.context.channel.stream?.();
+        break;
+      }
+      return catalog.list(kind, sources, params.cursor, { signal, ...this.#listOptions(session, kind) });
     }
     switch (method) {
       case 'ping':

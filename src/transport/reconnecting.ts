@@ -96,6 +96,10 @@ export class ReconnectingTransport implements Transport {
     return this.#inner.cancelsByClosing === true;
   }
 
+  get streamsAnswers(): boolean {
+    return this.#inner.streamsAnswers === true;
+  }
+
   send(message: JsonRpcMessage, options?: SendOptions): Promise<void> {
     return sendByPost(this, message, options);
   }

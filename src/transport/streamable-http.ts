@@ -74,6 +74,16 @@ const ERROR_BODY: BodyPlan = { kind: 'text', max: 64 * 1024, lenient: true };
 const POST_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const GET_RETRY_MIN_MS = 500;
 const GET_RETRY_MAX_MS = 30_000;
+/** How long to wait before resuming a POST's stream when the server named no retry (its default). */
+const RESUME_RETRY_MS = 1_000;
+/** Resumptions of one POST's stream at most (the request's deadlines end it sooner). */
+const MAX_RESUMES = 1_000;
+
+/** A POST answered as an SSE stream: the parser holds its last event id; the server's retry delay. */
+interface PostStream {
+  parser: SseParser;
+  retryMs: number;
+}
 
 export class StreamableHttpTransport implements Transport {
   readonly #options: StreamableHttpOptions;
@@ -116,6 +126,9 @@ export class StreamableHttpTransport implements Transport {
     // 2026-07-28 has no GET stream: change notifications come from subscriptions/listen.
     if (!isStatelessVersion(protocolVersion)) void this.#listen();
   }
+
+  /** Set once the upstream answered a POST as an SSE stream. */
+  streamsAnswers = false;
 
   get cancelsByClosing(): boolean {
     return isStatelessVersion(this.#protocolVersion);
@@ -172,6 +185,8 @@ export class StreamableHttpTransport implements Transport {
     const signal = options?.exchange;
     const expectId = isRequest(message) ? message.id : undefined;
     let answered = expectId === undefined;
+    /** The answer's SSE stream, if it came as one: where to resume it from, and when. */
+    let stream: PostStream | undefined;
     // Answered once the receiver took the answer: if it throws instead, the send fails, and
     // its caller learns of it rather than waiting for a deadline.
     const deliver = (incoming: JsonRpcMessage): void => {
@@ -198,10 +213,15 @@ export class StreamableHttpTransport implements Transport {
         };
       }
       if (type !== 'text/event-stream') return SKIP;
+      this.streamsAnswers = true;
+      const opened: PostStream = { parser: new SseParser(this.#max), retryMs: RESUME_RETRY_MS };
+      stream = opened;
       return {
         kind: 'sse',
         max: this.#max,
+        parser: opened.parser,
         onEvent: (event) => {
+          if (event.retry !== undefined) opened.retryMs = Math.min(Math.max(event.retry, 0), GET_RETRY_MAX_MS);
           if (event.event === 'message' && event.data !== '') for (const m of decodeMessages(event.data)) deliver(m);
         },
       };
@@ -235,6 +255,8 @@ export class StreamableHttpTransport implements Transport {
         }
         return done(new TransportError('http_status', `upstream answered HTTP ${statusCode}`, statusCode));
       }
+      // Closed before its answer, after an event id: the server expects to be polled (resumed).
+      if (!answered && stream?.parser.lastEventId !== undefined && this.#sessionId !== undefined) return void this.#resume(stream, deliver, () => answered, signal, done);
       done(answered ? undefined : new TransportError('stream_ended', 'upstream ended the response without answering'));
     };
     // Failures here are the gateway's, before any byte left: the breaker is never judged.
@@ -312,6 +334,50 @@ export class StreamableHttpTransport implements Transport {
     if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
     if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
     return headers;
+  }
+
+  /**
+   * Resumes a POST's SSE stream the server closed before the answer (2025-11-25 transports.mdx
+   * "Resumability and Redelivery": a server may close it to be polled): GET with Last-Event-ID,
+   * after the server's retry delay, until the answer comes, the request is given up or the
+   * server will not resume it. The client's own stream stays open meanwhile.
+   */
+  async #resume(stream: PostStream, deliver: (message: JsonRpcMessage) => void, answered: () => boolean, signal: CancelSignal | undefined, done: SendDone): Promise<void> {
+    const stop = new AbortController();
+    const onAbort = (): void => stop.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.#abort.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (let attempt = 0; attempt < MAX_RESUMES && !answered(); attempt++) {
+        await sleep(stream.retryMs, stop.signal);
+        if (stop.signal.aborted) return done(new TransportError('closed', 'the request was given up while its stream was being resumed'));
+        const headers = this.#headers({ accept: 'text/event-stream', 'last-event-id': stream.parser.lastEventId!, ...(await this.#authorization()) });
+        const { statusCode, headers: responseHeaders, body } = await this.#options.dispatcher.request({ origin: this.#origin, path: this.#path, method: 'GET', headers, signal: stop.signal });
+        if (statusCode !== 200 || contentTypeOf(responseHeaders) !== 'text/event-stream') {
+          await body.dump();
+          return done(new TransportError('stream_ended', `upstream ended the response without answering, and answered HTTP ${statusCode} to its resumption`, statusCode));
+        }
+        await consumeSse(
+          body,
+          this.#max,
+          (event) => {
+            if (event.retry !== undefined) stream.retryMs = Math.min(Math.max(event.retry, 0), GET_RETRY_MAX_MS);
+            if (event.event === 'message' && event.data !== '') for (const m of decodeMessages(event.data)) deliver(m);
+            // The answer is in: the rest of this stream is not waited for.
+            if (answered()) body.destroy();
+          },
+          stream.parser,
+        ).catch((err: unknown) => {
+          if (!answered()) throw err;
+        });
+      }
+      done(answered() ? undefined : new TransportError('stream_ended', 'upstream ended the response without answering'));
+    } catch (err) {
+      done(answered() ? undefined : networkError(err));
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this.#abort.signal.removeEventListener('abort', onAbort);
+    }
   }
 
   /** Keeps a GET stream open for server-initiated messages, reconnecting with backoff. */

@@ -57,6 +57,12 @@ export interface Transport {
    * treats a closed response stream as cancellation and expects no notifications/cancelled).
    */
   readonly cancelsByClosing?: boolean;
+  /**
+   * Whether the upstream has answered a POST of this session as an SSE stream (Streamable HTTP
+   * servers may answer either way, transports.mdx "Sending Messages to the Server"): the gateway
+   * then answers its own clients' requests to it as streams too.
+   */
+  readonly streamsAnswers?: boolean;
   /** The upstream's own session id, when it has one (Streamable HTTP). */
   readonly sessionId?: string | undefined;
   /** Ended for good (closed, or given up), where the transport knows it. */

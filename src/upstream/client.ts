@@ -162,6 +162,11 @@ export class UpstreamClient {
     return this.#pending.size;
   }
 
+  /** Whether the upstream answers this session's requests as SSE streams (Streamable HTTP). */
+  get streamsAnswers(): boolean {
+    return this.#transport.streamsAnswers === true;
+  }
+
   /** The upstream's era, known once connected. */
   get era(): UpstreamEra {
     return this.#stateless ? 'stateless' : 'sessions';

@@ -44,7 +44,7 @@ afterAll(async () => {
   await agent.close();
 });
 
-function transport(options: { maxMessageBytes?: number } = {}): { t: StreamableHttpTransport; got: { message: JsonRpcMessage; related: unknown }[] } {
+function transport(options: { maxMessageBytes?: number; resume?: { sessionId: string } } = {}): { t: StreamableHttpTransport; got: { message: JsonRpcMessage; related: unknown }[] } {
   const t = new StreamableHttpTransport({ url, headers: {}, dispatcher: agent, logger: silentLogger, ...options });
   const got: { message: JsonRpcMessage; related: unknown }[] = [];
   t.onmessage = (message, extra) => got.push({ message, related: extra?.relatedRequestId });
@@ -156,6 +156,36 @@ describe('StreamableHttpTransport POST', () => {
     answer = (_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(': nothing\n\n');
     const { t } = transport();
     expect((await failure(t.send(call(13)))).code).toBe('stream_ended');
+  });
+
+  it('resumes a stream the server closed before the answer (polling): GET with Last-Event-ID after its retry, in the session', async () => {
+    const gets: Record<string, string | string[] | undefined>[] = [];
+    let id: unknown;
+    answer = (req, res, body) => {
+      if (req.method === 'POST') {
+        id = body.id;
+        // A priming event (id, retry, empty data), then the server closes the stream.
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).end('id: ev-1\nretry: 20\ndata: \n\n');
+        return;
+      }
+      gets.push(req.headers);
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`id: ev-2\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, result: { resumed: true } })}\n\n`);
+    };
+    const { t, got } = transport({ resume: { sessionId: 'sess-1' } });
+    await t.send(call(15));
+    expect(got.map((g) => g.message)).toEqual([{ jsonrpc: '2.0', id: 15, result: { resumed: true } }]);
+    expect(gets).toHaveLength(1);
+    expect(gets[0]).toMatchObject({ 'last-event-id': 'ev-1', 'mcp-session-id': 'sess-1', accept: 'text/event-stream' });
+  });
+
+  it('fails with stream_ended when the server will not resume the stream (its GET is refused)', async () => {
+    answer = (req, res) => {
+      if (req.method === 'POST') res.writeHead(200, { 'content-type': 'text/event-stream' }).end('id: ev-1\nretry: 10\ndata: \n\n');
+      else res.writeHead(405).end();
+    };
+    const { t } = transport({ resume: { sessionId: 'sess-2' } });
+    const err = await failure(t.send(call(16)));
+    expect(err).toMatchObject({ code: 'stream_ended', status: 405 });
   });
 
   it('keeps what was answered when the stream breaks after the answer', async () => {
