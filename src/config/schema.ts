@@ -127,7 +127,7 @@ const upstream = z
      * initialize (the answer is remembered for the upstream); sessions: initialize only (no
      * probe); stateless: 2026-07-28 only (a server that is not is a connection error).
      */
-    era: z.enum(['auto', 'sessions', 'stateless']).default('auto').describe('The protocol era the server speaks. auto: probe with server/discover and fall back to initialize (remembered for the upstream); sessions: initialize only; stateless: 2026-07-28 only (not with `sse`).'),
+    era: z.enum(['auto', 'sessions', 'stateless']).default('auto').describe('The protocol era the server speaks. auto: each client meets it in the client\'s own era where it speaks it (server/discover answered: 2026-07-28 clients are sent stateless requests; sessions-era clients are initialized, or bridged statelessly if it refuses initialize; not answered: initialize for everyone; what it answers is remembered for the upstream); sessions: initialize only; stateless: 2026-07-28 only, for every client (not with `sse`).'),
     /**
      * A session's own upstream session with nothing in flight (no request, subscription, task or
      * server-initiated request) for this long is closed; the next request opens a new one.
