@@ -172,7 +172,7 @@ export class Router {
         response = this.#respond(request, call, outcome);
       } catch (err) {
         // What the gateway's own bookkeeping threw (never expected): still an answer.
-        this.#deps.logger.error('request failed', { method: request.method, err });
+        this.#deps.logger.error('request failed', { method: request.method, requestId: context.requestId, err });
         response = failure(request.id, toJsonRpcError(err));
       }
       // What writing the answer throws has no caller left to hear it.
@@ -293,7 +293,7 @@ export class Router {
         // (shutting down) does.
         if (signal.aborted) response = signal.reason instanceof GatewayError ? failure(request.id, toJsonRpcError(signal.reason)) : undefined;
         else {
-          if (isInternal(outcome)) this.#deps.logger.error('request failed', { method: request.method, err: outcome });
+          if (isInternal(outcome)) this.#deps.logger.error('request failed', { method: request.method, requestId: call.context.requestId, err: outcome });
           response = failure(request.id, toJsonRpcError(outcome));
         }
       }

@@ -406,6 +406,9 @@ describe('loadConfig', () => {
     const config = await loadConfig(join(ROOT, 'gateway.yaml'), {});
     expect(Object.keys(config.upstreams)).toEqual(['everything', 'memory']);
     expect(config.upstreams.memory?.stdio?.env.MEMORY_FILE_PATH).toBe('/tmp/switchyard-memory.jsonl');
+    // One child for every session of memory (its state is a file); everything keeps one spawned ahead.
+    expect(config.upstreams.memory?.sharing).toBe('shared');
+    expect(config.upstreams.everything).toMatchObject({ stateful: true, warm: 1 });
   });
 });
 
