@@ -7,10 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scrape } from '../helpers/metrics.js';
-import { answerAsV1, describeSdkParity, startRig, type Asked, type Rig, type SdkSession, type Side } from '../helpers/parity.js';
+import { answerAsV1, describeSdkParity, v1Session, startRig, type Asked, type Rig, type SdkSession, type Side } from '../helpers/parity.js';
 import { NODE, ROOT } from '../helpers/paths.js';
 
 const MCP_REMOTE = join(ROOT, 'node_modules/mcp-remote/dist/proxy.js');
@@ -53,16 +52,8 @@ function openThroughMcpRemote(...flags: string[]) {
       await client.close();
       throw new Error(`mcp-remote did not connect to ${side.url.href}: ${String(err)}\n${stderr.join('').slice(-2_000)}`);
     }
-    return {
-      // The stdio client does not say which revision it negotiated with the bridge.
-      version: undefined,
-      listTools: () => client.listTools(),
-      callTool: (name, args, onprogress) => client.callTool({ name, arguments: args }, CallToolResultSchema, onprogress ? { onprogress } : undefined),
-      getPrompt: (name, args) => client.getPrompt({ name, arguments: args }),
-      readResource: (uri) => client.readResource({ uri }),
-      asked: log,
-      close: () => client.close(),
-    };
+    // The stdio client does not say which revision it negotiated with the bridge.
+    return v1Session(client, log, undefined);
   };
 }
 

@@ -6,10 +6,9 @@
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2, type VersionNegotiationOptions } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, recordNotifications, startGateway, upstream, type TestGateway } from '../helpers/gateway.js';
-import { answerAsV1, asked, describeSdkParity, directSide, ELICIT_REPLY, gatewaySide, sampleReply, startRig, type Asked, type Rig, type SdkSession, type Side } from '../helpers/parity.js';
+import { answerAsV1, asked, v1Session, describeSdkParity, directSide, ELICIT_REPLY, gatewaySide, sampleReply, startRig, type Asked, type Rig, type SdkSession, type Side } from '../helpers/parity.js';
 import { EVERYTHING_BIN, NODE } from '../helpers/paths.js';
 
 let rig: Rig;
@@ -25,15 +24,7 @@ afterAll(async () => {
 async function openV1(side: Side): Promise<SdkSession> {
   const log: Asked[] = [];
   const client = await connectClient(side.url, { sampling: {}, elicitation: {} }, (c) => answerAsV1(c, log));
-  return {
-    version: (client.transport as { protocolVersion?: string } | undefined)?.protocolVersion,
-    listTools: () => client.listTools(),
-    callTool: (name, args, onprogress) => client.callTool({ name, arguments: args }, CallToolResultSchema, onprogress ? { onprogress } : undefined),
-    getPrompt: (name, args) => client.getPrompt({ name, arguments: args }),
-    readResource: (uri) => client.readResource({ uri }),
-    asked: log,
-    close: () => client.close(),
-  };
+  return v1Session(client, log, (client.transport as { protocolVersion?: string } | undefined)?.protocolVersion);
 }
 
 /** A v2 client; `negotiation` undefined is its default, the plain 2025 handshake. */

@@ -2,7 +2,7 @@
 // HTTP directly, then through a Switchyard gateway fronting that same server, and the gateway's
 // names and URIs are mapped back to the upstream's so each check asserts the same outcome.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, upstream, type TestGateway } from './gateway.js';
 import { startEverythingHttp, type EverythingHttp } from './processes.js';
@@ -301,4 +301,17 @@ export function describeSdkParity(title: string, rig: () => Rig, open: (side: Si
       expect(switchyard).toEqual(direct);
     });
   });
+}
+
+/** An SdkSession over a connected v1 SDK client (its handlers record into `asked`). */
+export function v1Session(client: Client, asked: Asked[], version: string | undefined): SdkSession {
+  return {
+    version,
+    listTools: () => client.listTools(),
+    callTool: (name, args, onprogress) => client.callTool({ name, arguments: args }, CallToolResultSchema, onprogress ? { onprogress } : undefined),
+    getPrompt: (name, args) => client.getPrompt({ name, arguments: args }),
+    readResource: (uri) => client.readResource({ uri }),
+    asked,
+    close: () => client.close(),
+  };
 }
