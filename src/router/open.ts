@@ -180,7 +180,7 @@ export class SessionOpener {
         const { personal } = this.#deps;
         if (personal?.isPersonal(name)) return { client: await personal.open(session, name, params, wire, state) };
         if (state?.session !== undefined) return { client: await pool.resume(name, state, params, wire) };
-        if (this.#opensAtOnce(name)) return { client: await pool.open(name, params, wire) };
+        if (this.#opensAtOnce(session, name)) return { client: await pool.open(name, params, wire) };
         return { catalog: await this.#catalogs.ready(name, info) };
       }),
     );
@@ -227,10 +227,11 @@ export class SessionOpener {
 
   /**
    * An upstream whose session is opened with the client session: an HTTP upstream while session
-   * ids are self-describing (so that the id carries its session to another replica).
+   * ids are self-describing (so that the id carries its session to another replica). A session
+   * the gateway keeps for a 2026-07-28 client has no id a client holds: nothing to carry.
    */
-  #opensAtOnce(name: string): boolean {
-    return this.#deps.tokens !== undefined && this.#deps.pool.config(name)?.http !== undefined;
+  #opensAtOnce(session: DownstreamSession, name: string): boolean {
+    return this.#deps.tokens !== undefined && session.delivery.addressable && this.#deps.pool.config(name)?.http !== undefined;
   }
 
   /** What the session's upstreams offer, from their own sessions or their catalogs. */

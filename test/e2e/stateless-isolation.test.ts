@@ -13,7 +13,8 @@ import { poll } from '../helpers/cli.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { postRaw } from '../helpers/raw-http.js';
 import { SseReader } from '../helpers/sse-reader.js';
-import { stopChild, waitForLine } from '../helpers/processes.js';
+import { startEverythingHttp, stopChild, waitForLine } from '../helpers/processes.js';
+import { randomBytes } from 'node:crypto';
 import { callStateless, META, sendStateless, statelessCall, statelessRequest, V } from '../helpers/stateless-wire.js';
 import { descendantsOf } from '../helpers/children.js';
 
@@ -98,6 +99,21 @@ describe('two anonymous 2026-07-28 clients with the same clientInfo and capabili
       const now = await descendantsOf();
       return now.filter((pid) => !before.includes(pid)).length === 0 ? true : undefined;
     }, 'no child left');
+  });
+});
+
+describe('an anonymous 2026-07-28 request with self-describing session ids configured', () => {
+  it('opens no upstream session of an HTTP upstream just to list (its session has no id to carry it in)', async () => {
+    const remote = await startEverythingHttp();
+    const gw = await startGateway({ upstreams: { remote: upstream.http(remote.url) }, sessions: { keys: [randomBytes(36).toString('base64url')] } }, { logLevel: 'warn' });
+    try {
+      for (let id = 1; id <= 3; id++) expect((await sendStateless(gw.url, statelessRequest(id, 'tools/list'))).status).toBe(200);
+      // The catalog's one initialize, none per request.
+      expect((await remote.stats()).initializes).toBe(1);
+    } finally {
+      await gw.close();
+      await remote.close();
+    }
   });
 });
 
