@@ -99,3 +99,24 @@ export async function ownerOfBareName(session: DownstreamSession, name: string, 
   );
   return owners.length === 1 ? owners[0] : undefined;
 }
+
+/**
+ * The one upstream among `sources` that lists a resource of exactly this URI, as it wrote it,
+ * and whose namespaced form the session may see; undefined when none or several do.
+ */
+export async function ownerOfBareUri(session: DownstreamSession, uri: string, sources: Sources, catalog: Catalog): Promise<string | undefined> {
+  const owners: string[] = [];
+  await Promise.all(
+    [...sources].map(async ([upstream, listing]) => {
+      if (!session.access.canSee('resource', catalog.codec.exposeUri(upstream, uri), upstream)) return;
+      let found = false;
+      await catalog
+        .scan('resources', listing, (page) => {
+          found ||= page.originals.includes(uri);
+        })
+        .catch(() => {});
+      if (found) owners.push(upstream);
+    }),
+  );
+  return owners.length === 1 ? owners[0] : undefined;
+}

@@ -30,7 +30,7 @@ import type { Catalog, ListedPage, ListKind, Sources } from './catalog.js';
 import { listKindOf } from '../mcp/methods.js';
 import { listObserver, recordSubscription } from './recovery.js';
 import { answerFromClient, routeClientNotification } from './relay.js';
-import { listed, ownerOfBareName, rememberNames } from './existence.js';
+import { listed, ownerOfBareName, ownerOfBareUri, rememberNames } from './existence.js';
 import { SessionOpener } from './open.js';
 import { shapeItem } from './shape.js';
 import { exposePromptResult, exposeReadResult, exposeToolResult } from './content.js';
@@ -272,11 +272,26 @@ export class Router {
     const unknown = new GatewayError('unknown_name', `Unknown resource: ${uri}`, { data: { uri } });
     const { catalog } = this.#deps;
     const owner = catalog.codec.splitUri(uri)?.upstream;
-    if (owner === undefined || !session.access.canSee('resource', uri, owner)) throw unknown;
+    if (owner === undefined) return this.#bareResource(session, uri, unknown);
+    if (!session.access.canSee('resource', uri, owner)) throw unknown;
     await this.#opener.ensure(session, owner);
     const target = catalog.resolveUri(uri, session.upstreams);
     if (!target) throw unknown;
     return target;
+  }
+
+  /**
+   * A URI no prefix claims, as an upstream wrote it (an MCP Apps View reads its server's
+   * resources so): the one upstream the session may see that lists exactly this URI serves it;
+   * answers carry the namespaced form. Else the resource is unknown.
+   */
+  async #bareResource(session: DownstreamSession, uri: string, unknown: GatewayError): Promise<{ client: UpstreamClient; uri: string }> {
+    const owner = await ownerOfBareUri(session, uri, await this.#opener.sources(session, 'resources'), this.#deps.catalog);
+    if (owner === undefined) throw unknown;
+    await this.#opener.ensure(session, owner);
+    const client = session.upstreams.get(owner);
+    if (!client || client.closed) throw new GatewayError('upstream_unavailable', `Upstream ${owner} is unavailable`);
+    return { client, uri };
   }
 
   /** The response to a request that ended with `outcome`, and its accounting. */

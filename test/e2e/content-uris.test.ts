@@ -86,3 +86,24 @@ describe('merged instructions', () => {
     expect(text.indexOf('through this gateway')).toBeLessThan(text.indexOf('## everything'));
   });
 });
+
+describe('a URI as the upstream wrote it (no prefix)', () => {
+  const uri = 'demo://resource/static/document/architecture.md';
+
+  it('is read from the one upstream that lists it, and the answer carries the namespaced URI', async () => {
+    const single = await startGateway({ upstreams: { everything: upstream.everything() } }, { logLevel: 'warn' });
+    const c = await connectClient(single.url);
+    try {
+      const read = await c.readResource({ uri });
+      expect(read.contents.map((content) => content.uri)).toEqual([`everything+${uri}`]);
+    } finally {
+      await c.close();
+      await single.close();
+    }
+  });
+
+  it('is unknown when two upstreams list it (which one is meant cannot be told)', async () => {
+    const c = await client();
+    await expect(c.readResource({ uri })).rejects.toMatchObject({ code: -32602, data: { uri } });
+  });
+});
