@@ -38,7 +38,8 @@ export interface CatalogKeyInfo {
 
 /** The lists a catalog answers (tasks are a session's own). */
 const LIST_METHODS = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list']);
-const CHANGED_LISTS: Record<string, string[]> = {
+/** The list methods a list_changed notification makes stale. */
+export const CHANGED_LISTS: Readonly<Record<string, string[]>> = {
   'notifications/tools/list_changed': ['tools/list'],
   'notifications/prompts/list_changed': ['prompts/list'],
   'notifications/resources/list_changed': ['resources/list', 'resources/templates/list'],

@@ -249,16 +249,18 @@ export class SessionOpener {
   }
 
   /**
-   * What the session's lists of `kind` read from: each upstream's own session, or its catalog
+   * What the session's lists of `kind` read from: each upstream's own session, its catalog
    * (opened again if it was closed; an upstream whose catalog cannot be had is left out of
-   * this list). Tasks are the session's own: only its own sessions list them.
+   * this list), or a shared child's cache. Tasks are the session's own: only its own sessions
+   * list them.
    */
   sources(session: DownstreamSession, kind: ListKind): ReadonlyMap<string, Listing> | Promise<ReadonlyMap<string, Listing>> {
-    if (!session.links.hasDeferred()) return session.upstreams;
+    if (!session.links.listsElsewhere()) return session.upstreams;
     const sources = new Map<string, Listing>();
     const waits: Promise<void>[] = [];
     for (const [name, record] of session.links.entries()) {
-      if (record.client) sources.set(name, record.client);
+      // A shared child's lists are every session's: read from its hub's cache (tasks are each session's own).
+      if (record.client) sources.set(name, record.release && kind !== 'tasks' ? (this.#hubs.get(record.client)?.listing ?? record.client) : record.client);
       else if (record.deferred && kind !== 'tasks') {
         try {
           const ready = this.#catalogs.ready(name, session.info);
@@ -294,7 +296,8 @@ export class SessionOpener {
    * the own session's lists changed or it restarted, then the own session.
    */
   listingOf(session: DownstreamSession, client: UpstreamClient): Listing {
-    if (this.#diverged.has(client) || session.links.isShared(client.name)) return client;
+    if (session.links.isShared(client.name)) return this.#hubs.get(client)?.listing ?? client;
+    if (this.#diverged.has(client)) return client;
     return this.#catalogs.peek(client.name, this.#catalogs.keyOf(session.info)) ?? client;
   }
 

@@ -3,7 +3,8 @@
 // context); what needs a hub is what the child sends unasked and what sessions share: resource
 // subscriptions are reference-counted and updates fan out to the subscribed sessions only,
 // tasks stay with the session that created them, and the child, told of no client
-// capabilities, gets no sampling, elicitation or roots request relayed.
+// capabilities, gets no sampling, elicitation or roots request relayed. Its lists, the same for
+// every session, are read once and cached until it says they changed.
 import { GatewayError } from '../mcp/errors.js';
 import { notification, type JsonObject, type JsonRpcNotification } from '../mcp/jsonrpc.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -12,11 +13,17 @@ import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
 import type { NamespaceCodec } from './namespace.js';
 import { rewriteNotification } from './relay.js';
+import { CatalogSession, CHANGED_LISTS } from './catalogs.js';
 
 const MAX_TASKS = 10_000;
 
 export class SharedHub {
   readonly client: UpstreamClient;
+  /**
+   * The child's lists, read once for every session it serves (its lists are the same for all:
+   * it was told of no client): forgotten when it says one changed, and when it restarts.
+   */
+  readonly listing: CatalogSession;
   readonly #sessions = new Set<DownstreamSession>();
   readonly #subscriptions = new Map<string, Set<DownstreamSession>>();
   readonly #tasks = new Map<string, DownstreamSession>();
@@ -26,6 +33,7 @@ export class SharedHub {
 
   constructor(client: UpstreamClient, deps: { naming: { readonly codec: NamespaceCodec }; metrics: Metrics; logger: Logger }) {
     this.client = client;
+    this.listing = new CatalogSession('shared', client, Date.now);
     this.#naming = deps.naming;
     this.#metrics = deps.metrics;
     this.#logger = deps.logger;
@@ -89,6 +97,8 @@ export class SharedHub {
   }
 
   #fanOut(message: JsonRpcNotification): void {
+    const stale = CHANGED_LISTS[message.method];
+    if (stale) this.listing.forget(stale);
     const upstream = this.client.name;
     const forwarded = rewriteNotification(upstream, message, this.#naming.codec);
     const kind = this.#metrics.notification(message.method);
@@ -113,6 +123,7 @@ export class SharedHub {
 
   /** After the child restarted: renew subscriptions, and tell every session its lists may differ. */
   async #renew(): Promise<void> {
+    this.listing.forget();
     const renewals = [...this.#subscriptions.keys()].map((uri) => this.client.request('resources/subscribe', { uri }));
     const failed = (await Promise.allSettled(renewals)).filter((o) => o.status === 'rejected').length;
     if (failed > 0) this.#logger.warn('shared upstream restarted; some subscriptions could not be renewed', { upstream: this.client.name, failed });

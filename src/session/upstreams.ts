@@ -136,6 +136,12 @@ export class UpstreamRecords<C extends UpstreamLink> {
     return false;
   }
 
+  /** Whether some upstream lists from elsewhere than the session's own upstream session: a catalog, or a shared child's cache. */
+  listsElsewhere(): boolean {
+    for (const record of this.#records.values()) if (record.deferred || record.release !== undefined) return true;
+    return false;
+  }
+
   /** Upstreams the session lists from: own sessions and deferred ones. */
   reachable(): number {
     let n = 0;

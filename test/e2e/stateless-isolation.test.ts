@@ -117,6 +117,23 @@ describe('an anonymous 2026-07-28 request with self-describing session ids confi
   });
 });
 
+describe('anonymous 2026-07-28 requests to a shared child (sharing: shared)', () => {
+  it("read its lists from the hub's cache: one tools/list reaches the child for any number of requests", async () => {
+    const gw = await startGateway({ upstreams: { rogue: { ...upstream.rogue(), sharing: 'shared' } } }, { logLevel: 'warn' });
+    try {
+      for (let id = 1; id <= 3; id++) {
+        await sendStateless(gw.url, statelessRequest(id, 'tools/list'));
+        expect(textOf((await callStateless(gw.url, id, 'rogue__pid')).body!.result)).toMatch(/^\d+$/);
+      }
+      const journal = JSON.parse(textOf((await callStateless(gw.url, 9, 'rogue__journal')).body!.result)) as { method?: string }[];
+      expect(journal.filter((m) => m.method === 'tools/list')).toHaveLength(1);
+      expect(journal.filter((m) => m.method === 'tools/call')).toHaveLength(4);
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
 describe("one principal's 2026-07-28 requests", () => {
   it('share its gateway-held session: what one request created, the next one reads (documented)', async () => {
     const created = await callStateless(keyed.url, 1, 'everything__gzip-file-as-resource', gzipArgs('shared.txt.gz'), {}, PRINCIPAL);
