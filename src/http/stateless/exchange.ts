@@ -69,8 +69,7 @@ export interface ExchangeOwner {
 
 /** One client request, over as many rounds as its input requests take. */
 export class Exchange implements RequestChannel {
-  /** The requestState the client retries with (sessions.ts issues it, so it can tell it from an upstream's). */
-  readonly handle: string;
+  #handle: string | undefined;
   readonly #owner: ExchangeOwner;
   readonly session: DownstreamSession;
   readonly internalId: string;
@@ -94,7 +93,6 @@ export class Exchange implements RequestChannel {
 
   constructor(owner: ExchangeOwner, session: DownstreamSession, request: StatelessRequest, internalId: string, principal: string | undefined) {
     this.#owner = owner;
-    this.handle = owner.issueState();
     this.session = session;
     this.internalId = internalId;
     this.method = request.method;
@@ -105,6 +103,20 @@ export class Exchange implements RequestChannel {
     this.#clientId = request.id;
     this.#progressToken = metaOf(request.params)?.progressToken;
     this.#logLevel = request.logLevel;
+  }
+
+  /**
+   * The requestState the client retries with (sessions.ts issues it, so it can tell it from an
+   * upstream's); made when the call is first parked (most calls never are).
+   */
+  get handle(): string {
+    this.#handle ??= this.#owner.issueState();
+    return this.#handle;
+  }
+
+  /** Its requestState if it was ever parked. */
+  get issuedHandle(): string | undefined {
+    return this.#handle;
   }
 
   /** Whether `sink` still waits for this exchange's answer. */

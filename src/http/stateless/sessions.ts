@@ -227,7 +227,8 @@ export class StatelessSessions {
   }
 
   forget(exchange: Exchange): void {
-    if (this.#parked.get(exchange.handle) === exchange) this.#parked.delete(exchange.handle);
+    const handle = exchange.issuedHandle;
+    if (handle !== undefined && this.#parked.get(handle) === exchange) this.#parked.delete(handle);
     const running = this.#running.get(exchange.session);
     running?.delete(exchange);
     if (running?.size === 0) this.#running.delete(exchange.session);
