@@ -7,7 +7,7 @@
 //                                        the seconds of each)
 //                      [--profile DIR]   (gateway started with --cpu-prof, profiles written there)
 //                      [--build-dir DIR] (where the gateway is compiled to; default .tmp/bench-dist)
-//                      [--only http,latency,stdio,init,idle,catalog,search,lazy] (run only these
+//                      [--only http,latency,stdio,init,idle,catalog,search,lazy,stateless] (run only these
 //                                        sections; targets are judged only where their figures
 //                                        were measured)
 //                      [--search-iterations N] (search: calls of each kind and client per
@@ -32,6 +32,7 @@ import { catalogStall } from './catalog-stall.mjs';
 import { instrument, STEPS } from './inplace.mjs';
 import { lazyTargets, runLazy } from './lazy.mjs';
 import { runSearch } from './search.mjs';
+import { runStateless } from './stateless.mjs';
 import { runShapes, shapeHeading } from './shapes.mjs';
 import { authServer, build, gatewayConfig, here, loadgen, median, renewable, root, start, stopAll } from './parts.mjs';
 import { cpuSeconds, rssBytes } from './proc.mjs';
@@ -63,7 +64,7 @@ const SLICES = Number(values.slices ?? (quick ? 2 : 10));
 const SLICE = Number(values.slice ?? (quick ? 0.25 : 0.5));
 const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
 const INITS = quick ? 20 : 300;
-const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'catalog', 'search', 'lazy'];
+const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'catalog', 'search', 'lazy', 'stateless'];
 /** Sections run only when named: diagnostics, not targets. */
 const OPT_IN = ['inplace', 'shapes'];
 const only = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : SECTIONS);
@@ -328,6 +329,13 @@ try {
     report.figures.lazy = lazy;
   }
 
+  // 9. Stateless (2026-07-28) clients: a tools/call of a principal's and of anonymous requests,
+  // which get an upstream session each (a spawn, a warm child, a shared child, an HTTP session).
+  // Judges no target.
+  if (only.has('stateless')) {
+    report.figures.stateless = await runStateless({ buildDir, dir, upstreamUrl: upstream.url, rounds: ROUNDS, quick, say, fmt });
+  }
+
   if (only.has('inplace')) {
     const inplaceDir = `${buildDir}-inplace`;
     await rm(inplaceDir, { recursive: true, force: true });
@@ -426,6 +434,7 @@ try {
       say(`  ${label.padEnd(35)} ${fmt(value, digits)} ${comparison === '<=' ? '≤' : '≥'} ${limit}  ${verdict(check(name, value, limit, comparison, 'lazy') && sound)}`);
     }
   }
+  if (report.figures.stateless) say(' stateless: none judged (figures only; bench/README.md, "Stateless clients")');
   if (tp) say(`\nDirect reaches ${fmt(median(tp[direct.name].map((r) => r.throughput)), 0)} calls/s; the naive hop ${fmt(pairedRatio(tp, hop.name, direct.name, sliceThroughput))} × direct.`);
   say(`Took ${fmt((performance.now() - started) / 1000, 0)} s.`);
 } catch (err) {

@@ -54,7 +54,7 @@ describe('npm run bench', () => {
   it('runs a quick pass and reports throughput, latency, CPU, idle memory, initialize and every target', async () => {
     await inTempDir(async (dir) => {
       const report = await runBench(dir, ['--quick', '--idle', '100']);
-      expect(Object.keys(report.figures).sort()).toEqual(['catalog', 'idle', 'initialize', 'latency', 'lazy', 'search', 'stdio', 'throughput']);
+      expect(Object.keys(report.figures).sort()).toEqual(['catalog', 'idle', 'initialize', 'latency', 'lazy', 'search', 'stateless', 'stdio', 'throughput']);
       expect(report.targets.filter((t) => t.variant === 'lazy').map((t) => t.name)).toEqual(LAZY_TARGETS);
       // Another session's ping while one lists a big catalog (20,000 tools in --quick).
       expect(report.targets.filter((t) => t.variant === 'catalog').map((t) => t.name)).toEqual(['catalog-ping-p99']);
@@ -152,6 +152,32 @@ describe('npm run bench', () => {
       for (const text of ['KB/session', 'stdio ', 'first ', 'nine + hung ', 'children beyond warm']) expect(report.summary.some((line) => line.includes(text)), text).toBe(true);
       expect(report.targets.map((t) => t.name)).toEqual(LAZY_TARGETS);
       for (const target of report.targets) expect(Number.isFinite(target.value) && typeof target.met === 'boolean', target.name).toBe(true);
+    });
+  }, 180_000);
+
+  it('measures stateless clients (--only stateless): a principal, anonymous requests (spawn, warm, shared, HTTP) and direct calls', async () => {
+    await inTempDir(async (dir) => {
+      const report = await runBench(dir, ['--quick', '--only', 'stateless']);
+      expect(Object.keys(report.figures)).toEqual(['stateless']);
+      type Quantiles = { n: number; p50: number; p95: number };
+      const stateless = report.figures.stateless as { rounds: number; turns: number; perTurn: number; cases: { key: string; label: string }[]; byRound: Record<string, Quantiles>[] };
+      const keys = ['principal', 'principalSession', 'anonymous', 'warmSpaced', 'warmBackToBack', 'shared', 'principalShared', 'anonymousHttp', 'principalHttp', 'sessionHttp', 'direct', 'directEverything', 'directMemory'];
+      expect(stateless.cases.map((c) => c.key)).toEqual(keys);
+      expect(stateless.byRound).toHaveLength(1);
+      // Every case made its few counted calls (--quick), each answered and checked.
+      for (const key of keys) {
+        const q = stateless.byRound[0]![key]!;
+        expect(q.n, key).toBe(stateless.turns * stateless.perTurn);
+        for (const figure of [q.p50, q.p95]) expect(Number.isFinite(figure) && figure > 0, `${key} ${JSON.stringify(q)}`).toBe(true);
+      }
+      // A row per case with its p50, p95 and ratios to case 1, and the pairs below them.
+      for (const { label } of stateless.cases) {
+        const row = report.summary.find((line) => line.trim().startsWith(label));
+        expect(row, label).toBeDefined();
+        expect(row!.slice(row!.indexOf(label) + label.length).trim(), label).toMatch(/^\d+\.\d{2} +\d+\.\d{2} +\d+\.\d{2}, \d+\.\d{2} /);
+      }
+      expect(report.summary.some((line) => /anonymous \/ principal, HTTP upstream +p50 \d+\.\d{2}, p95 \d+\.\d{2}/.test(line))).toBe(true);
+      expect(report.targets).toEqual([]); // figures only: no target is judged
     });
   }, 180_000);
 
