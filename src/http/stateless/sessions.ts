@@ -176,6 +176,8 @@ export class StatelessSessions {
 
   /** Whether this client already has its session here (opening one counts against the limits). */
   has(request: StatelessRequest, caller: Caller): boolean {
+    // An anonymous request's session is always its own, opened for it.
+    if (caller.principal === undefined) return false;
     const key = this.#key(request, caller);
     const id = this.#byKey.get(key);
     return this.#opening.has(key) || (id !== undefined && this.#deps.sessions.get(id)?.closed === false);
