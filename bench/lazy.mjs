@@ -19,11 +19,11 @@
 // bench/loadgen.mjs sends it. Children are counted from /proc (processes whose parent is the
 // gateway), and every child a gateway leaves behind is waited for and killed by its pid.
 import { spawn, spawnSync } from 'node:child_process';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { gatewayConfig, here, median, root, start } from './parts.mjs';
-import { cpuSeconds, rssBytes } from './proc.mjs';
+import { childrenOf, cpuSeconds, rssBytes, stopGateway } from './proc.mjs';
 
 const node = process.execPath;
 const PROTOCOL = '2025-06-18';
@@ -37,25 +37,6 @@ const WARM = 1;
 const HUNG_INIT_TIMEOUT_MS = 1_000;
 
 // ---------- processes, from /proc ----------
-
-/** Live (non-zombie) processes whose parent is `pid`. */
-export async function childrenOf(pid) {
-  const found = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    if (stat === '') continue;
-    // "pid (comm) state ppid …": comm may hold spaces and parentheses.
-    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(ppid) === pid && state !== 'Z') found.push(Number(entry));
-  }
-  return found;
-}
-
-async function running(pid) {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-}
 
 /** The RSS of `pids` together (those still running). */
 async function rssOf(pids) {
@@ -85,29 +66,6 @@ async function steadyChildren(pid) {
     if (count !== last) [last, since] = [count, performance.now()];
     return performance.now() - since >= 500 ? count : undefined;
   }, 'a steady number of children', 30_000, 50);
-}
-
-/**
- * Stops a gateway and waits for each child it had to exit; a child still running after 10 s
- * (its gateway killed before it could stop them) is killed by its pid. Resolves to how many were.
- */
-async function stopGateway(gateway) {
-  const children = await childrenOf(gateway.pid);
-  await gateway.stop();
-  const deadline = performance.now() + 10_000;
-  let left = children;
-  while (left.length > 0 && performance.now() < deadline) {
-    await sleep(50);
-    left = (await Promise.all(left.map(async (pid) => ((await running(pid)) ? pid : undefined)))).filter((pid) => pid !== undefined);
-  }
-  for (const pid of left) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return left.length;
 }
 
 // ---------- gateways and their upstreams ----------

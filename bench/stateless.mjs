@@ -21,8 +21,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { childrenOf } from './lazy.mjs';
 import { gatewayConfig, median, root, start } from './parts.mjs';
+import { stopGateway } from './proc.mjs';
 
 const node = process.execPath;
 const STATELESS_VERSION = '2026-07-28';
@@ -174,33 +174,6 @@ function stdioClient({ command, args, env = {} }) {
 }
 
 // ---------- gateways and their children ----------
-
-async function running(pid) {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-}
-
-/**
- * Stops a gateway and waits for each child it had to exit; a child still running after 10 s is
- * killed by its pid (as bench/lazy.mjs does).
- */
-async function stopGateway(gateway) {
-  const children = await childrenOf(gateway.pid);
-  await gateway.stop();
-  const deadline = performance.now() + 10_000;
-  let left = children;
-  while (left.length > 0 && performance.now() < deadline) {
-    await sleep(50);
-    left = (await Promise.all(left.map(async (pid) => ((await running(pid)) ? pid : undefined)))).filter((pid) => pid !== undefined);
-  }
-  for (const pid of left) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone meanwhile
-    }
-  }
-}
 
 /** The two stdio servers of node_modules, the memory file under `dir`. */
 function servers(dir) {

@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import { getAllMcpTools, MCPServerStreamableHttp, RunContext, setTracingDisabled, type FunctionTool } from '@openai/agents';
 import { MCPClient, type MCPSession } from 'mcp-use/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { asked, contentOf, ELICIT_REPLY, eraNeutral, expectUnknownTool, onBothSides, outcomeOf, sampleReply, startRig, UNKNOWN_TOOL, type Asked, type Rig, type Side } from '../helpers/parity.js';
+import { asked, contentOf, ELICIT_REPLY, eraNeutral, itFailsAsDirect, itRelaysAsDirect, onBothSides, sampleReply, startRig, type Asked, type Rig, type Side } from '../helpers/parity.js';
 
 // mcp-use reads this when its first client is built (Telemetry.getInstance); the Agents SDK's
 // exporter only sends traces that tracing made, and tracing is off.
@@ -105,17 +105,7 @@ describe('OpenAI Agents SDK MCP client', () => {
     expect(switchyard).toEqual(direct);
   });
 
-  it(UNKNOWN_TOOL, async () => {
-    const { direct, switchyard } = await both((s, side) => outcomeOf(s.callTool(side.name('no-such-tool'), {})));
-    expectUnknownTool(direct, switchyard);
-  });
-
-  it('fails invalid arguments the same way', async () => {
-    // The message is each side's own: Switchyard checks arguments against the inputSchema itself (docs/protocol.md).
-    const { direct, switchyard } = await both((s, side) => outcomeOf(s.callTool(side.name('get-sum'), { a: 'nineteen', b: 23 })));
-    expect(direct).toEqual({ resolved: 'isError result' });
-    expect(switchyard).toEqual(direct);
-  });
+  itFailsAsDirect(both, (s) => s);
 });
 
 describe('mcp-use MCPClient', () => {
@@ -213,39 +203,9 @@ describe('mcp-use MCPClient', () => {
     expect(switchyard).toEqual(direct);
   });
 
-  it(UNKNOWN_TOOL, async () => {
-    const { direct, switchyard } = await both((s, side) => outcomeOf(s.session.callTool(side.name('no-such-tool'), {})));
-    expectUnknownTool(direct, switchyard);
-  });
+  itFailsAsDirect(both, (s) => ({ callTool: (name, args) => s.session.callTool(name, args) }));
 
-  it('fails invalid arguments the same way', async () => {
-    // The message is each side's own: Switchyard checks arguments against the inputSchema itself (docs/protocol.md).
-    const { direct, switchyard } = await both((s, side) => outcomeOf(s.session.callTool(side.name('get-sum'), { a: 'nineteen', b: 23 })));
-    expect(direct).toEqual({ resolved: 'isError result' });
-    expect(switchyard).toEqual(direct);
-  });
-
-  it('relays a sampling request and returns the same answer to the tool', async () => {
-    const { direct, switchyard } = await both(async (s, side) => {
-      s.asked.length = 0;
-      const result = await s.session.callTool(side.name('trigger-sampling-request'), { prompt: 'Say hi', maxTokens: 17 });
-      return { asked: [...s.asked], content: contentOf(result) };
-    });
-    expect(direct).toMatchObject({ asked: [{ method: 'sampling/createMessage', params: { maxTokens: 17 } }] });
-    expect(JSON.stringify(direct)).toContain('sampled: Resource trigger-sampling-request context: Say hi');
-    expect(switchyard).toEqual(direct);
-  });
-
-  it('relays an elicitation request and returns the same answer to the tool', async () => {
-    const { direct, switchyard } = await both(async (s, side) => {
-      s.asked.length = 0;
-      const result = await s.session.callTool(side.name('trigger-elicitation-request'), {});
-      return { asked: [...s.asked], content: contentOf(result) };
-    });
-    expect(direct).toMatchObject({ asked: [{ method: 'elicitation/create' }] });
-    expect(JSON.stringify(direct)).toContain('Ada Lovelace');
-    expect(switchyard).toEqual(direct);
-  });
+  itRelaysAsDirect(both, (s) => ({ callTool: (name, args) => s.session.callTool(name, args), asked: s.asked }));
 });
 
 describe('the frameworks on the network', () => {

@@ -125,6 +125,27 @@ export function expectUnknownTool(direct: unknown, switchyard: unknown): void {
   expect(switchyard).toMatchObject({ rejected: expect.any(String), code: -32602 });
 }
 
+/** Runs a scenario on both sides (onBothSides' `both`). */
+type Both<S> = (scenario: (session: S, side: Side) => Promise<unknown>) => Promise<{ direct: unknown; switchyard: unknown }>;
+
+/**
+ * The two failures every client meets: an unknown tool (answered differently by design, above)
+ * and arguments that do not fit the schema (an isError result both ways; the message is each
+ * side's own, compared by outcome only), for a client whose tool call `caller` gives.
+ */
+export function itFailsAsDirect<S>(both: Both<S>, caller: (session: S) => Pick<Relaying, 'callTool'>): void {
+  it(UNKNOWN_TOOL, async () => {
+    const { direct, switchyard } = await both((s, side) => outcomeOf(caller(s).callTool(side.name('no-such-tool'), {})));
+    expectUnknownTool(direct, switchyard);
+  });
+
+  it('fails invalid arguments the same way', async () => {
+    const { direct, switchyard } = await both((s, side) => outcomeOf(caller(s).callTool(side.name('get-sum'), { a: 'nineteen', b: 23 })));
+    expect(direct).toEqual({ resolved: 'isError result' });
+    expect(switchyard).toEqual(direct);
+  });
+}
+
 /** The result content of a tool call, as the client returned it. */
 export function contentOf(result: unknown): unknown {
   return (result as { content?: unknown }).content;
@@ -269,37 +290,9 @@ export function describeSdkParity(title: string, rig: () => Rig, open: (side: Si
       });
     }
 
-    it(UNKNOWN_TOOL, async () => {
-      const { direct, switchyard } = await both((s, side) => outcomeOf(s.callTool(side.name('no-such-tool'), {})));
-      expectUnknownTool(direct, switchyard);
-    });
+    itFailsAsDirect(both, (session) => session);
 
-    it('fails invalid arguments the same way', async () => {
-      const { direct, switchyard } = await both((s, side) => outcomeOf(s.callTool(side.name('get-sum'), { a: 'nineteen', b: 23 })));
-      expect(switchyard).toEqual(direct);
-    });
-
-    it('relays a sampling request and returns the same answer to the tool', async () => {
-      const { direct, switchyard } = await both(async (s, side) => {
-        s.asked.length = 0;
-        const result = await s.callTool(side.name('trigger-sampling-request'), { prompt: 'Say hi', maxTokens: 17 });
-        return { asked: [...s.asked], content: contentOf(result) };
-      });
-      expect(direct).toMatchObject({ asked: [{ method: 'sampling/createMessage', params: { maxTokens: 17 } }] });
-      expect(JSON.stringify(direct)).toContain('sampled: Resource trigger-sampling-request context: Say hi');
-      expect(switchyard).toEqual(direct);
-    });
-
-    it('relays an elicitation request and returns the same answer to the tool', async () => {
-      const { direct, switchyard } = await both(async (s, side) => {
-        s.asked.length = 0;
-        const result = await s.callTool(side.name('trigger-elicitation-request'), {});
-        return { asked: [...s.asked], content: contentOf(result) };
-      });
-      expect(direct).toMatchObject({ asked: [{ method: 'elicitation/create' }] });
-      expect(JSON.stringify(direct)).toContain('Ada Lovelace');
-      expect(switchyard).toEqual(direct);
-    });
+    itRelaysAsDirect(both, (session) => session);
   });
 }
 
@@ -314,4 +307,37 @@ export function v1Session(client: Client, asked: Asked[], version: string | unde
     asked,
     close: () => client.close(),
   };
+}
+
+/** What the relay checks need of a client: its tool call and the requests its handlers answered. */
+interface Relaying {
+  callTool(name: string, args: Record<string, unknown>): Promise<unknown>;
+  asked: Asked[];
+}
+
+/** Sampling and elicitation relayed to a client with handlers, and their answers back to the tool: the same both ways. */
+export function itRelaysAsDirect<S>(both: Both<S>, relaying: (session: S) => Relaying): void {
+  it('relays a sampling request and returns the same answer to the tool', async () => {
+    const { direct, switchyard } = await both(async (session, side) => {
+      const s = relaying(session);
+      s.asked.length = 0;
+      const result = await s.callTool(side.name('trigger-sampling-request'), { prompt: 'Say hi', maxTokens: 17 });
+      return { asked: [...s.asked], content: contentOf(result) };
+    });
+    expect(direct).toMatchObject({ asked: [{ method: 'sampling/createMessage', params: { maxTokens: 17 } }] });
+    expect(JSON.stringify(direct)).toContain('sampled: Resource trigger-sampling-request context: Say hi');
+    expect(switchyard).toEqual(direct);
+  });
+
+  it('relays an elicitation request and returns the same answer to the tool', async () => {
+    const { direct, switchyard } = await both(async (session, side) => {
+      const s = relaying(session);
+      s.asked.length = 0;
+      const result = await s.callTool(side.name('trigger-elicitation-request'), {});
+      return { asked: [...s.asked], content: contentOf(result) };
+    });
+    expect(direct).toMatchObject({ asked: [{ method: 'elicitation/create' }] });
+    expect(JSON.stringify(direct)).toContain('Ada Lovelace');
+    expect(switchyard).toEqual(direct);
+  });
 }
