@@ -2,8 +2,9 @@
 // quickly and nothing else needs saying first; it becomes an SSE stream of the session (event
 // ids, replay on Last-Event-ID) the moment a related message (progress, a server-initiated
 // request) must go out, when the upstream answering it answers as a stream itself, or once the
-// request has run for STREAM_AFTER_MS, so a long call survives a dropped connection. Both forms are allowed by basic/transports.mdx ("Sending
-// Messages to the Server", item 5). A client closing the stream does not cancel anything.
+// request has run for STREAM_AFTER_MS, so a long call survives a dropped connection. Both forms
+// are allowed by basic/transports.mdx ("Sending Messages to the Server", item 5). A client
+// closing the stream does not cancel anything.
 import type { JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.js';
 import type { RequestChannel } from '../router/router.js';
 import type { DownstreamSession } from '../router/session.js';

@@ -82,41 +82,36 @@ async function readListed(session: DownstreamSession, kind: NamedKind, client: L
   return names.has(name);
 }
 
+/** The one upstream among `sources` for which `owns` holds, asked of all at once; undefined when none or several. */
+async function soleOwner(sources: Sources, owns: (upstream: string, listing: Listing) => Promise<boolean>): Promise<string | undefined> {
+  const owners: string[] = [];
+  await Promise.all([...sources].map(async ([upstream, listing]) => (await owns(upstream, listing)) && owners.push(upstream)));
+  return owners.length === 1 ? owners[0] : undefined;
+}
+
 /**
  * The one upstream among `sources` whose tool list has `name` as the upstream's own name and
  * whose namespaced form the session may call (an MCP Apps View calls its server's tools by their
  * own names); undefined when none or several do. Only a list read says so: a list that could not
  * be read names nothing here.
  */
-export async function ownerOfBareName(session: DownstreamSession, name: string, sources: Sources, catalog: Catalog, learn?: (page: ListedPage) => void, factOf?: FactOf): Promise<string | undefined> {
-  const owners: string[] = [];
-  await Promise.all(
-    [...sources].map(async ([upstream, listing]) => {
-      if (!session.access.mayCall(catalog.codec.exposeName(upstream, name), upstream)) return;
-      await listed(session, 'tools', listing, name, catalog, learn, factOf);
-      if (session.links.get(upstream)?.known.tools?.names?.has(name)) owners.push(upstream);
-    }),
-  );
-  return owners.length === 1 ? owners[0] : undefined;
+export function ownerOfBareName(session: DownstreamSession, name: string, sources: Sources, catalog: Catalog, learn?: (page: ListedPage) => void, factOf?: FactOf): Promise<string | undefined> {
+  return soleOwner(sources, async (upstream, listing) => {
+    if (!session.access.mayCall(catalog.codec.exposeName(upstream, name), upstream)) return false;
+    await listed(session, 'tools', listing, name, catalog, learn, factOf);
+    return session.links.get(upstream)?.known.tools?.names?.has(name) === true;
+  });
 }
 
 /**
  * The one upstream among `sources` that lists a resource of exactly this URI, as it wrote it,
  * and whose namespaced form the session may see; undefined when none or several do.
  */
-export async function ownerOfBareUri(session: DownstreamSession, uri: string, sources: Sources, catalog: Catalog): Promise<string | undefined> {
-  const owners: string[] = [];
-  await Promise.all(
-    [...sources].map(async ([upstream, listing]) => {
-      if (!session.access.canSee('resource', catalog.codec.exposeUri(upstream, uri), upstream)) return;
-      let found = false;
-      await catalog
-        .scan('resources', listing, (page) => {
-          found ||= page.originals.includes(uri);
-        })
-        .catch(() => {});
-      if (found) owners.push(upstream);
-    }),
-  );
-  return owners.length === 1 ? owners[0] : undefined;
+export function ownerOfBareUri(session: DownstreamSession, uri: string, sources: Sources, catalog: Catalog): Promise<string | undefined> {
+  return soleOwner(sources, async (upstream, listing) => {
+    if (!session.access.canSee('resource', catalog.codec.exposeUri(upstream, uri), upstream)) return false;
+    let found = false;
+    await catalog.scan('resources', listing, (page) => void (found ||= page.originals.includes(uri))).catch(() => {});
+    return found;
+  });
 }

@@ -286,12 +286,13 @@ export class Router {
    * answers carry the namespaced form. Else the resource is unknown.
    */
   async #bareResource(session: DownstreamSession, uri: string, unknown: GatewayError): Promise<{ client: UpstreamClient; uri: string }> {
-    const owner = await ownerOfBareUri(session, uri, await this.#opener.sources(session, 'resources'), this.#deps.catalog);
+    const { catalog } = this.#deps;
+    const owner = await ownerOfBareUri(session, uri, await this.#opener.sources(session, 'resources'), catalog);
     if (owner === undefined) throw unknown;
     await this.#opener.ensure(session, owner);
-    const client = session.upstreams.get(owner);
-    if (!client || client.closed) throw new GatewayError('upstream_unavailable', `Upstream ${owner} is unavailable`);
-    return { client, uri };
+    const target = catalog.resolveUri(catalog.codec.exposeUri(owner, uri), session.upstreams);
+    if (!target) throw unknown;
+    return target;
   }
 
   /** The response to a request that ended with `outcome`, and its accounting. */
