@@ -14,7 +14,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { Policy } from '../policy/policy.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
 import type { Caller, Router } from '../router/router.js';
-import type { SessionStore } from '../router/session.js';
+import type { SessionStore } from '../links/session.js';
 import type { Logger } from '../util/log.js';
 import { RequestIds } from '../util/request-ids.js';
 import { parseTraceparent } from '../util/trace.js';

@@ -7,7 +7,7 @@
 // closing the stream does not cancel anything.
 import type { JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.js';
 import type { RequestChannel } from '../router/router.js';
-import type { DownstreamSession } from '../router/session.js';
+import type { DownstreamSession } from '../links/session.js';
 import type { SessionStream } from '../session/streams.js';
 import { SSE_HEADERS, SseConnection, type QueueBounds } from './sse-connection.js';
 import { JsonReply, type Reply } from './reply.js';

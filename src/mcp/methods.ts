@@ -5,7 +5,7 @@
 // than keeping sets of its own; a method the table does not list has none of these facts.
 import type { JsonRpcRequest } from './jsonrpc.js';
 
-/** The lists a client reads through the gateway (router/catalog.ts spells the same kinds). */
+/** The lists a client reads through the gateway (names/lists.ts spells the same kinds). */
 export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'tasks';
 
 /** The two eras, as the config names them: sessions (initialize, Mcp-Session-Id) and stateless (2026-07-28). */

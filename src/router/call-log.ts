@@ -4,8 +4,8 @@
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 import type { Outcome } from '../metrics/metrics.js';
-import type { Caller } from './context.js';
-import type { DownstreamSession } from './session.js';
+import type { Caller } from '../session/context.js';
+import type { DownstreamSession } from '../links/session.js';
 import type { LogFields } from '../util/log.js';
 
 

@@ -3,13 +3,13 @@ import { supportsMethod } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, notification, type JsonObject } from '../mcp/jsonrpc.js';
 import { isStatelessVersion } from '../mcp/era.js';
-import type { DownstreamSession } from './session.js';
+import type { DownstreamSession } from '../links/session.js';
 import type { RequestOptions, UpstreamClient } from '../upstream/client.js';
 import { promiseOf, type Settled } from '../mcp/pending.js';
 import { later } from '../util/callbacks.js';
 import { childTraceparent, parseTraceparent, parseTracestate } from '../util/trace.js';
 import type { CallRecord } from './call-log.js';
-import type { ActiveRequest, RequestContext } from './context.js';
+import type { ActiveRequest, RequestContext } from '../session/context.js';
 
 /** One client request on its way through the router, with what it turned out to be. */
 export interface Call extends ActiveRequest<DownstreamSession> {

@@ -25,25 +25,25 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../util/log.js';
 import { forward, requireString, toolError, type Call } from './call.js';
 import { describeCall, outcomeOf } from './call-log.js';
-import type { Caller, RequestContext } from './context.js';
-import type { Catalog, ListedPage, ListKind, Sources } from './catalog.js';
+import type { Caller, RequestContext } from '../session/context.js';
+import type { Catalog, ListedPage, ListKind, Sources } from '../names/lists.js';
 import { listKindOf } from '../mcp/methods.js';
-import { listObserver, recordSubscription } from './recovery.js';
-import { answerFromClient, routeClientNotification } from './relay.js';
-import { listed, ownerOfBareName, ownerOfBareUri, rememberNames } from './existence.js';
-import { SessionOpener } from './open.js';
+import { listObserver, recordSubscription } from '../links/recovery.js';
+import { answerFromClient, routeClientNotification } from '../links/relay.js';
+import { listed, ownerOfBareName, ownerOfBareUri, rememberNames } from '../links/existence.js';
+import { SessionOpener } from '../links/open.js';
 import { shapeItem } from './shape.js';
-import { exposePromptResult, exposeReadResult, exposeToolResult } from './content.js';
-import type { SharedHub } from './shared.js';
+import { exposePromptResult, exposeReadResult, exposeToolResult } from '../names/content.js';
+import type { SharedHub } from '../links/shared.js';
 import { callTool, type ToolCallDeps } from './tool-call.js';
-import type { PersonalUpstreams } from './personal.js';
+import type { PersonalUpstreams } from '../links/personal.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, guarded, surface } from '../util/callbacks.js';
 import type { ToolFacts } from './tool-facts.js';
 import { CALL_TOOL, callArguments, SEARCH_TOOL, searchArguments, searchModeTools, searchResult, ToolSearch, type ToolIndex } from './search.js';
-import type { DownstreamSession, SessionStore } from './session.js';
+import type { DownstreamSession, SessionStore } from '../links/session.js';
 
-export type { Caller, RequestChannel, RequestContext } from './context.js';
+export type { Caller, RequestChannel, RequestContext } from '../session/context.js';
 
 export interface RouterDeps {
   pool: UpstreamPool;

@@ -3,7 +3,7 @@
 // its pinned arguments from the schema.
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import { hintsOf, type Access, type ItemKind } from '../policy/policy.js';
-import type { ListKind } from './catalog.js';
+import type { ListKind } from '../names/lists.js';
 
 const ITEM: Partial<Record<ListKind, { kind: ItemKind; field: string }>> = {
   tools: { kind: 'tool', field: 'name' },

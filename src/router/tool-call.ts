@@ -11,17 +11,17 @@ import { describeLimit, type LimitOutcome, type RateLimiter } from '../ratelimit
 import type { Busy, ConcurrencySlots } from '../upstream/concurrency.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import { forward, requireString, toolError, type Call } from './call.js';
-import type { Catalog, ListedPage, Target } from './catalog.js';
-import type { Listing } from './catalogs.js';
+import type { Catalog, ListedPage, Target } from '../names/lists.js';
+import type { Listing } from '../names/lists.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, surface } from '../util/callbacks.js';
-import { factOfTool, listed, type FactOf } from './existence.js';
+import { factOfTool, listed, type FactOf } from '../links/existence.js';
 import { checkParamHeaders, paramHeaderValues } from '../mcp/param-headers.js';
-import { exposeToolResult } from './content.js';
-import type { DownstreamSession } from './session.js';
+import { exposeToolResult } from '../names/content.js';
+import type { DownstreamSession } from '../links/session.js';
 import type { ToolFacts } from './tool-facts.js';
-import type { PersonalUpstreams } from './personal.js';
+import type { PersonalUpstreams } from '../links/personal.js';
 
 export interface ToolCallDeps {
   catalog: Catalog;

@@ -78,7 +78,7 @@ const LIST_METHODS: Record<string, ListKind> = {
   'resources/templates/list': 'resourceTemplates',
   'tasks/list': 'tasks',
 };
-/** src/router/recovery.ts LIST_CHANGED */
+/** src/links/recovery.ts LIST_CHANGED */
 const LIST_CHANGED: Record<ListKind, string | undefined> = {
   tools: 'notifications/tools/list_changed',
   prompts: 'notifications/prompts/list_changed',

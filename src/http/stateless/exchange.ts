@@ -21,9 +21,9 @@ import {
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from '../../mcp/jsonrpc.js';
-import { answerFromClient } from '../../router/relay.js';
-import type { RequestChannel } from '../../router/context.js';
-import type { DownstreamSession } from '../../router/session.js';
+import { answerFromClient } from '../../links/relay.js';
+import type { RequestChannel } from '../../session/context.js';
+import type { DownstreamSession } from '../../links/session.js';
 import type { Logger } from '../../util/log.js';
 import { stableJson } from '../../util/stable-json.js';
 

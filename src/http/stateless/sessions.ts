@@ -27,10 +27,10 @@ import {
   type JsonRpcRequest,
 } from '../../mcp/jsonrpc.js';
 import type { Delivery, SessionInfo } from '../../session/session.js';
-import { requestContext, type Caller, type RequestChannel } from '../../router/context.js';
-import { answerFromClient } from '../../router/relay.js';
+import { requestContext, type Caller, type RequestChannel } from '../../session/context.js';
+import { answerFromClient } from '../../links/relay.js';
 import type { Router } from '../../router/router.js';
-import type { DownstreamSession, SessionStore } from '../../router/session.js';
+import type { DownstreamSession, SessionStore } from '../../links/session.js';
 import type { Logger } from '../../util/log.js';
 import { digestOf, Exchange, LEVELS, type Sink, type StatelessRequest } from './exchange.js';
 import { stableJson } from '../../util/stable-json.js';

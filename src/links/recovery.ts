@@ -7,7 +7,7 @@ import { listChangedOf } from '../mcp/methods.js';
 import type { DownstreamSession } from './session.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
-import { extendFingerprint, type Catalog, type ListKind, type PageObserver } from './catalog.js';
+import { extendFingerprint, type Catalog, type ListKind, type PageObserver } from '../names/lists.js';
 
 /** Records, page by page, what the client is shown of each upstream's list of `kind`. */
 export function listObserver(session: DownstreamSession, kind: ListKind): PageObserver {

@@ -8,7 +8,7 @@
 import type { UpstreamConfig } from '../config/schema.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import type { Logger } from '../util/log.js';
-import type { UpstreamCatalogs } from './catalogs.js';
+import type { UpstreamCatalogs } from './catalog-sessions.js';
 import type { DownstreamSession, SessionStore } from './session.js';
 
 /** A stdio upstream's own sessions are closed after this long idle unless configured otherwise. */

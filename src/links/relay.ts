@@ -20,8 +20,8 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { DownstreamSession } from './session.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
-import type { NamespaceCodec } from './namespace.js';
-import type { RequestContext } from './context.js';
+import type { NamespaceCodec } from '../names/namespace.js';
+import type { RequestContext } from '../session/context.js';
 
 
 export interface RelayDeps {

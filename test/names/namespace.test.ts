@@ -1,7 +1,7 @@
-// The namespace codec of src/router/namespace.ts: how upstream names and URIs appear to clients
+// The namespace codec of src/names/namespace.ts: how upstream names and URIs appear to clients
 // and split back (DESIGN.md §5).
 import { describe, expect, it } from 'vitest';
-import { NamespaceCodec, type UpstreamPrefix } from '../../src/router/namespace.js';
+import { NamespaceCodec, type UpstreamPrefix } from '../../src/names/namespace.js';
 
 const DEFAULTS = { separator: '__', maxNameLength: 64 };
 const CLIENT_RULE = /^[A-Za-z0-9_-]{1,64}$/;

@@ -4,8 +4,8 @@
 import type { JsonObject } from '../mcp/jsonrpc.js';
 import type { ToolFact } from '../session/session.js';
 import type { DownstreamSession } from './session.js';
-import type { Catalog, ListedPage, Sources } from './catalog.js';
-import type { Listing } from './catalogs.js';
+import type { Catalog, ListedPage, Sources } from '../names/lists.js';
+import type { Listing } from '../names/lists.js';
 
 /** A name new to the session reads the upstream's list again at most this often (unless it changed). */
 const REREAD_INTERVAL_MS = 10_000;

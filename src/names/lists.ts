@@ -12,8 +12,17 @@ import type { NamespaceCodec } from './namespace.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { LRUCache } from 'lru-cache';
 import { listMethodOf, type ListKind } from '../mcp/methods.js';
-import type { Listing } from './catalogs.js';
 import { exposeToolMeta } from './content.js';
+
+/** What a merged list needs of an upstream: its own session's client, or a catalog session. */
+export interface Listing {
+  readonly name: string;
+  readonly closed: boolean;
+  readonly capabilities: JsonObject;
+  /** Whether the upstream answers as SSE streams (the gateway then answers its clients so too). */
+  readonly streamsAnswers: boolean;
+  request(method: string, params?: JsonObject, options?: { signal?: CancelSignal }): Promise<JsonObject>;
+}
 
 export type { ListKind } from '../mcp/methods.js';
 

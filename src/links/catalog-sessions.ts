@@ -18,16 +18,7 @@ import type { UpstreamClient } from '../upstream/client.js';
 import { ProcessLimitError, type UpstreamPool } from '../upstream/pool.js';
 import type { Logger } from '../util/log.js';
 import type { CancelSignal } from '../util/cancel.js';
-
-/** What a merged list needs of an upstream: its own session's client, or a catalog session. */
-export interface Listing {
-  readonly name: string;
-  readonly closed: boolean;
-  readonly capabilities: JsonObject;
-  /** Whether the upstream answers as SSE streams (the gateway then answers its clients so too). */
-  readonly streamsAnswers: boolean;
-  request(method: string, params?: JsonObject, options?: { signal?: CancelSignal }): Promise<JsonObject>;
-}
+import type { Listing } from '../names/lists.js';
 
 /** The session facts a catalog is kept for. */
 export interface CatalogKeyInfo {

@@ -5,7 +5,7 @@
 // keep it; the defaults are 5 min for stdio and off for HTTP.
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
-import { idleTimeoutOf, sweepIdle, type IdleSweepDeps } from '../../src/router/idle.js';
+import { idleTimeoutOf, sweepIdle, type IdleSweepDeps } from '../../src/links/idle.js';
 import { UpstreamRecords } from '../../src/session/upstreams.js';
 import { silentLogger } from '../../src/util/log.js';
 

@@ -3,9 +3,9 @@
 // are not (text, structuredContent, _meta), and that a result with nothing to rewrite is the
 // very object that came in.
 import { describe, expect, it } from 'vitest';
-import { exposePromptResult, exposeReadResult, exposeToolMeta, exposeToolResult } from '../../src/router/content.js';
+import { exposePromptResult, exposeReadResult, exposeToolMeta, exposeToolResult } from '../../src/names/content.js';
 import { mergeCapabilities } from '../../src/mcp/capabilities.js';
-import { NamespaceCodec } from '../../src/router/namespace.js';
+import { NamespaceCodec } from '../../src/names/namespace.js';
 
 const codec = new NamespaceCodec({ separator: '__', maxNameLength: 64 }, [
   { upstream: 'docs', prefix: 'docs' },

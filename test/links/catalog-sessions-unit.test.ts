@@ -5,7 +5,7 @@
 // no room under maxProcesses is not a failure; idle catalogs closed; at most 16 keys.
 import { describe, expect, it } from 'vitest';
 import type { JsonObject, JsonRpcNotification } from '../../src/mcp/jsonrpc.js';
-import { CATALOG_RETRY_MS, UpstreamCatalogs } from '../../src/router/catalogs.js';
+import { CATALOG_RETRY_MS, UpstreamCatalogs } from '../../src/links/catalog-sessions.js';
 import type { UpstreamClient } from '../../src/upstream/client.js';
 import { ProcessLimitError, type UpstreamPool } from '../../src/upstream/pool.js';
 import { silentLogger } from '../../src/util/log.js';

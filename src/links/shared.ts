@@ -11,9 +11,9 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { DownstreamSession } from './session.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
-import type { NamespaceCodec } from './namespace.js';
+import type { NamespaceCodec } from '../names/namespace.js';
 import { rewriteNotification } from './relay.js';
-import { CatalogSession, CHANGED_LISTS } from './catalogs.js';
+import { CatalogSession, CHANGED_LISTS } from './catalog-sessions.js';
 
 const MAX_TASKS = 10_000;
 
