@@ -150,6 +150,8 @@ const upstream = z
       .max(64)
       .default(0)
       .describe("stdio children kept spawned ahead, so a session's first request does not wait for a spawn: initialized ahead with the parameters of the upstream's latest session (a session with other parameters gets one initialized at hand-over with its own), and replaced when handed over. They count against maxProcesses."),
+    /** Tasks of this upstream: auto passes its tasks through and makes tasks of its long calls; off does neither. */
+    tasks: z.enum(['auto', 'off']).default('auto').describe("auto: the upstream's tasks (the `io.modelcontextprotocol/tasks` extension and 2025-11-25 tasks) pass through as sealed task handles, and its calls still running after `sessions.taskAfter` become tasks the gateway makes; off: neither (its long calls are answered when they end)."),
   })
   .superRefine((value, ctx) => {
     if ((value.stdio === undefined) === (value.http === undefined)) {
@@ -325,6 +327,25 @@ const sessions = z.strictObject({
   keepAlive: duration.default(15_000).describe('Interval of keep-alive comments on open SSE streams.'),
   /** The reconnect delay suggested to clients in the SSE retry field. */
   retry: duration.default(1_000).describe('The reconnect delay suggested to clients in the SSE retry field.'),
+  /** What every replica must see about a session: task state and results (memory: this replica). */
+  store: z
+    .union([
+      z.literal('memory'),
+      z.strictObject({
+        redis: z
+          .strictObject({
+            url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').describe('The Redis server, as a redis:// or rediss:// URL.'),
+            prefix: z.string().default('switchyard:sess:').describe("Prefix of the session store's Redis keys."),
+          })
+          .describe('Session state in Redis, shared by every replica.'),
+      }),
+    ])
+    .default('memory')
+    .describe('What every replica must see about a session (task status and results): `memory` (this replica only), or `{ redis: { url, prefix } }`, shared by every replica (a change needs a restart).'),
+  /** How long a finished task's result is kept. */
+  taskTtl: duration.default(60 * 60_000).describe("How long a task's status and result are kept after its last change (its `ttlMs`)."),
+  /** A call of a client that declared the tasks extension still running after this is answered with a task. */
+  taskAfter: duration.default(1_000).describe('A tools/call of a 2026-07-28 client that declared the `io.modelcontextprotocol/tasks` extension still running after this long is answered with a task the gateway makes (at once when the call carries the old `task` parameter); the call runs on.'),
 });
 
 const logging = z.strictObject({
