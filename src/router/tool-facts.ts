@@ -6,7 +6,11 @@
 // are compiled lazily, on a tool's first call, and the validators live in a bounded cache keyed
 // by the schema's text, never in Ajv (which would otherwise keep every schema it compiled).
 // A failed check is a tool result with isError (2025-11-25: input validation errors are tool
-// execution errors) naming the offending field, so a model can correct itself.
+// execution errors) naming the offending field, so a model can correct itself. The check is
+// never stricter than a server that follows its own schema: defaults count as given (checked on
+// a copy, so the arguments forwarded stay the client's), `format` is an annotation (2020-12's
+// default; unknown formats too), unknown keywords are ignored, and a schema Ajv cannot compile
+// leaves its calls unchecked.
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -31,6 +35,12 @@ const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-0[4-7]\/schema#?$/;
 /** A schema that could not be compiled: its calls go unchecked. */
 const UNCHECKED = Symbol('unchecked');
 
+/** A compiled schema, and whether it fills in defaults (it then checks a copy of the arguments). */
+interface Validator {
+  validate: ValidateFunction;
+  fillsDefaults: boolean;
+}
+
 export class ToolFacts {
   readonly #logger: Logger;
   readonly #draft2020: Ajv2020;
@@ -38,7 +48,7 @@ export class ToolFacts {
   /** Interned facts by content (destructiveness and schema text). */
   readonly #facts = new LRUCache<string, ToolFact>({ max: MAX_FACTS, maxSize: MAX_FACT_BYTES, sizeCalculation: (fact) => fact.key.length + 64 });
   /** By fact key (destructiveness and schema text). */
-  readonly #validators = new LRUCache<string, ValidateFunction | typeof UNCHECKED>({ max: MAX_VALIDATORS });
+  readonly #validators = new LRUCache<string, Validator | typeof UNCHECKED>({ max: MAX_VALIDATORS });
   readonly #oncompile: (() => void) | undefined;
   /** Mirrored parameters by fact (facts are interned: one entry per distinct schema). */
   readonly #params = new WeakMap<ToolFact, readonly ParamHeader[] | string>();
@@ -46,7 +56,10 @@ export class ToolFacts {
   constructor(logger: Logger, oncompile?: () => void) {
     this.#logger = logger;
     this.#oncompile = oncompile;
-    const options = { strict: false, allErrors: false, validateSchema: false, addUsedSchema: false } as const;
+    // useDefaults: a property the schema gives a default counts as given (the server fills it in);
+    // validateFormats off: `format` is an annotation unless a server asserts it, and an unknown
+    // format is no reason to refuse; strict off: unknown keywords are ignored.
+    const options = { strict: false, allErrors: false, validateSchema: false, addUsedSchema: false, useDefaults: true, validateFormats: false, logger: false } as const;
     this.#draft2020 = new Ajv2020(options);
     this.#draft07 = new Ajv(options);
     addFormats.default(this.#draft2020);
@@ -84,8 +97,11 @@ export class ToolFacts {
 
   /** A message naming what is wrong with `args`, or undefined when they fit (or cannot be checked). */
   check(fact: ToolFact | undefined, exposedName: string, args: unknown): string | undefined {
-    const validate = fact && this.#validator(fact);
-    if (!validate || validate(args ?? {})) return undefined;
+    const validator = fact && this.#validator(fact);
+    if (!validator) return undefined;
+    const { validate } = validator;
+    // Ajv writes the defaults into what it checks: a copy, so what is forwarded is the client's own.
+    if (validate(validator.fillsDefaults ? structuredClone(args ?? {}) : (args ?? {}))) return undefined;
     const error = validate.errors?.[0];
     if (!error) return `Invalid arguments for tool ${exposedName}`;
     const missing = error.keyword === 'required' ? (error.params as { missingProperty?: string }).missingProperty : undefined;
@@ -94,17 +110,17 @@ export class ToolFacts {
     return `Invalid arguments for tool ${exposedName}: ${field} ${detail}`;
   }
 
-  #validator(fact: ToolFact): ValidateFunction | undefined {
+  #validator(fact: ToolFact): Validator | undefined {
     const { schema } = fact;
     if (!schema) return undefined;
     // By the fact's own key (its hash is kept with the string): no new string on every call.
     const cached = this.#validators.get(fact.key);
     if (cached !== undefined) return cached === UNCHECKED ? undefined : cached;
     const ajv = typeof schema.$schema === 'string' && DRAFT_07.test(schema.$schema) ? this.#draft07 : this.#draft2020;
-    let validate: ValidateFunction | typeof UNCHECKED = UNCHECKED;
+    let validate: Validator | typeof UNCHECKED = UNCHECKED;
     try {
       this.#oncompile?.();
-      validate = ajv.compile(schema);
+      validate = { validate: ajv.compile(schema), fillsDefaults: fact.key.includes('"default":') };
     } catch (err) {
       this.#logger.warn('cannot compile a tool inputSchema; its calls are not checked', { err });
     } finally {
