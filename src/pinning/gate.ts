@@ -1,0 +1,186 @@
+// The pin gate: every page of tools and prompts an upstream lists passes here before any client
+// sees it (names/lists.ts), in every session and either era. It keeps each upstream's pins as
+// stored and the digest each item was last seen with on this replica, records first sight and
+// drift in the store, reports drift (metric, log, audit), drops what the mode holds back, says
+// why a held tool's call is refused, and tells the gateway when what it holds of an upstream
+// changed (sessions then get list_changed). Approvals reach it through the store's channel, and
+// a poll every POLL_MS catches one a lost message missed.
+import type { JsonObject } from '../mcp/jsonrpc.js';
+import type { Logger } from '../util/log.js';
+import { definitionOf, digestOf, hiddenText, type PinKind } from './definition.js';
+import { emptyPins, holdOf, observe, pendingCount, quarantined, type DriftKind, type PinPolicy, type Seen, type UpstreamPins } from './rules.js';
+import type { PinStore } from './store.js';
+
+/** Each upstream's pins are read again this often (an announcement lost while Redis was away). */
+const POLL_MS = 30_000;
+
+export interface DriftReport {
+  upstream: string;
+  kind: PinKind;
+  name: string;
+  drift: DriftKind;
+  digest: string;
+  pinnedDigest?: string;
+  hidden: string[];
+  mode: PinPolicy['mode'];
+}
+
+export interface PinGateDeps {
+  store: PinStore;
+  /** The upstream's mode and newTools (read at each use: a reload may change them). */
+  policy: (upstream: string) => PinPolicy;
+  /** Upstreams the gate watches (read at each poll). */
+  upstreams: () => readonly string[];
+  logger: Logger;
+  ondrift?: (report: DriftReport) => void;
+  /** What the gate holds back of `upstream` changed (a drift held, an approval released it). */
+  onchange?: (upstream: string) => void;
+}
+
+export class PinGate {
+  readonly #deps: PinGateDeps;
+  readonly #pins = new Map<string, UpstreamPins>();
+  /** Per upstream: `${kind}:${name}` → the digest last seen on this replica. */
+  readonly #seen = new Map<string, Map<string, string>>();
+  /** Per upstream: what was held when last looked at (to tell when it changes). */
+  readonly #held = new Map<string, string>();
+  readonly #loading = new Map<string, Promise<UpstreamPins>>();
+  #unsubscribe: (() => void) | undefined;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(deps: PinGateDeps) {
+    this.#deps = deps;
+  }
+
+  /** Listens for operators' changes and starts the poll (once). */
+  start(): void {
+    if (this.#timer) return;
+    this.#unsubscribe = this.#deps.store.subscribe((upstream) => void this.refresh(upstream));
+    this.#timer = setInterval(() => {
+      for (const upstream of this.#deps.upstreams()) if (this.#deps.policy(upstream).mode !== 'off') void this.refresh(upstream);
+    }, POLL_MS);
+    this.#timer.unref();
+  }
+
+  close(): void {
+    this.#unsubscribe?.();
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** The items of one page the client may be shown; first sight and drift are recorded on the way. */
+  async screen(kind: PinKind, upstream: string, items: readonly JsonObject[]): Promise<JsonObject[]> {
+    const policy = this.#deps.policy(upstream);
+    if (policy.mode === 'off') return [...items];
+    let pins = await this.#pinsOf(upstream);
+    const seen = new Map<string, Seen>();
+    for (const item of items) {
+      const definition = definitionOf(kind, item);
+      seen.set(item.name as string, { digest: digestOf(definition), definition, hidden: hiddenText(definition) });
+    }
+    let seenHere = this.#seen.get(upstream);
+    if (!seenHere) this.#seen.set(upstream, (seenHere = new Map()));
+    for (const [name, { digest }] of seen) seenHere.set(`${kind}:${name}`, digest);
+    const now = new Date().toISOString();
+    const known = Object.keys(pins[kind]).length > 0;
+    if ([...seen].some(([name, s]) => observe(pins[kind][name], s, policy, known, now).entry)) pins = await this.#record(upstream, kind, seen, policy, now);
+    const kept = items.filter((item) => holdOf(pins, kind, item.name as string, seen.get(item.name as string)!.digest, policy) === undefined);
+    this.#compareHeld(upstream);
+    return kept;
+  }
+
+  /** Why a call of `name` (as the upstream names it) is refused, or undefined. */
+  refusal(kind: PinKind, upstream: string, name: string): string | undefined {
+    const policy = this.#deps.policy(upstream);
+    const pins = this.#pins.get(upstream);
+    const digest = this.#seen.get(upstream)?.get(`${kind}:${name}`);
+    if (policy.mode === 'off' || !pins || digest === undefined) return undefined;
+    return holdOf(pins, kind, name, digest, policy);
+  }
+
+  /** Definitions waiting for an operator, per upstream this replica has read. */
+  pendingCounts(): Record<string, number> {
+    return Object.fromEntries([...this.#pins].map(([upstream, pins]) => [upstream, pendingCount(pins)]));
+  }
+
+  /** Reads an upstream's pins again (an operator changed them); a change of what is held is told. */
+  async refresh(upstream: string): Promise<void> {
+    try {
+      this.#pins.set(upstream, await this.#deps.store.read(upstream));
+    } catch (err) {
+      this.#deps.logger.warn('could not read the pins of an upstream', { upstream, err });
+      return;
+    }
+    this.#compareHeld(upstream);
+  }
+
+  #pinsOf(upstream: string): UpstreamPins | Promise<UpstreamPins> {
+    const known = this.#pins.get(upstream);
+    if (known) return known;
+    let loading = this.#loading.get(upstream);
+    if (!loading) {
+      loading = this.#deps.store.read(upstream).then(
+        (pins) => {
+          this.#pins.set(upstream, pins);
+          return pins;
+        },
+        (err: unknown) => {
+          // Without the store, decisions are made on what this replica records (nothing is lost: it is written on the next change).
+          this.#deps.logger.warn('could not read the pins of an upstream; deciding from this replica alone', { upstream, err });
+          return this.#pins.get(upstream) ?? emptyPins();
+        },
+      );
+      this.#loading.set(upstream, loading);
+      void loading.finally(() => this.#loading.delete(upstream));
+    }
+    return loading;
+  }
+
+  /** Writes what was seen into the stored pins (decided again on what is stored now) and reports new drift. */
+  async #record(upstream: string, kind: PinKind, seen: ReadonlyMap<string, Seen>, policy: PinPolicy, now: string): Promise<UpstreamPins> {
+    const drifts: DriftReport[] = [];
+    const apply = (current: UpstreamPins): UpstreamPins | undefined => {
+      drifts.length = 0;
+      const known = Object.keys(current[kind]).length > 0;
+      const entries = { ...current[kind] };
+      let changed = false;
+      for (const [name, s] of seen) {
+        const outcome = observe(entries[name], s, policy, known, now);
+        if (!outcome.entry) continue;
+        const pinnedDigest = entries[name]?.pinned?.digest;
+        entries[name] = outcome.entry;
+        changed = true;
+        if (outcome.drift) drifts.push({ upstream, kind, name, drift: outcome.drift, digest: s.digest, hidden: s.hidden, mode: policy.mode, ...(pinnedDigest ? { pinnedDigest } : {}) });
+      }
+      return changed ? { ...current, [kind]: entries } : undefined;
+    };
+    let pins: UpstreamPins;
+    try {
+      pins = await this.#deps.store.update(upstream, apply);
+    } catch (err) {
+      this.#deps.logger.warn('could not write the pins of an upstream; deciding from this replica alone', { upstream, err });
+      pins = apply(this.#pins.get(upstream) ?? emptyPins()) ?? this.#pins.get(upstream) ?? emptyPins();
+    }
+    this.#pins.set(upstream, pins);
+    for (const report of drifts) this.#deps.ondrift?.(report);
+    // Other replicas count what waits, and quarantine, from the store: tell them.
+    if (drifts.length > 0) await this.#deps.store.announce(upstream).catch(() => {});
+    return pins;
+  }
+
+  /** Tells onchange when the set of items held back of `upstream` is not what it was. */
+  #compareHeld(upstream: string): void {
+    const pins = this.#pins.get(upstream);
+    if (!pins) return;
+    const policy = this.#deps.policy(upstream);
+    const held: string[] = [];
+    for (const [key, digest] of this.#seen.get(upstream) ?? []) {
+      const split = key.indexOf(':');
+      if (holdOf(pins, key.slice(0, split) as PinKind, key.slice(split + 1), digest, policy) !== undefined) held.push(key);
+    }
+    const signature = `${quarantined(pins, policy)}|${held.sort().join('\n')}`;
+    const before = this.#held.get(upstream) ?? 'false|';
+    this.#held.set(upstream, signature);
+    if (signature !== before) this.#deps.onchange?.(upstream);
+  }
+}

@@ -1,0 +1,57 @@
+// Where pins live: the credential store (memory, a file, or Redis shared by every replica), one
+// sealed value per upstream, changed only under the store's lock. A change an operator makes is
+// published on the store's channel, so every replica reads it again at once (Redis pub/sub; the
+// memory and file stores reach their own process only).
+import type { CredentialStore } from '../credentials/store.js';
+import { decide, type Decision, type DecisionTarget } from './approval.js';
+import { pinsFrom, type UpstreamPins } from './rules.js';
+
+const KEY_PREFIX = 'pins:';
+const CHANNEL = 'switchyard:pins';
+/** A change holds the upstream's lock at most this long (a dead holder's lock lapses). */
+const LOCK_TTL_MS = 10_000;
+
+export class PinStore {
+  readonly #store: CredentialStore;
+
+  constructor(store: CredentialStore) {
+    this.#store = store;
+  }
+
+  async read(upstream: string): Promise<UpstreamPins> {
+    return pinsFrom(await this.#store.get(KEY_PREFIX + upstream));
+  }
+
+  /** Applies `change` to the stored pins under the upstream's lock; undefined from it: nothing to write. */
+  async update(upstream: string, change: (pins: UpstreamPins) => UpstreamPins | undefined): Promise<UpstreamPins> {
+    return this.#store.withLock(KEY_PREFIX + upstream, LOCK_TTL_MS, async () => {
+      const pins = await this.read(upstream);
+      const next = change(pins);
+      if (next === undefined) return pins;
+      await this.#store.set(KEY_PREFIX + upstream, next);
+      return next;
+    });
+  }
+
+  /** An operator's decision, stored and announced to every replica; a string says why it was not made. */
+  async decide(upstream: string, target: DecisionTarget, decision: Decision, by: string): Promise<UpstreamPins | string> {
+    let refusal: string | undefined;
+    const pins = await this.update(upstream, (current) => {
+      const next = decide(current, target, decision, by, new Date().toISOString());
+      if (typeof next === 'string') refusal = next;
+      return typeof next === 'string' ? undefined : next;
+    });
+    if (refusal !== undefined) return refusal;
+    await this.announce(upstream);
+    return pins;
+  }
+
+  /** Tells every replica sharing the store that `upstream`'s pins changed. */
+  announce(upstream: string): Promise<void> {
+    return this.#store.publish(CHANNEL, upstream);
+  }
+
+  subscribe(listener: (upstream: string) => void): () => void {
+    return this.#store.subscribe(CHANNEL, listener);
+  }
+}
