@@ -28,6 +28,7 @@ import { SessionTokens } from './session/token.js';
 import { UpstreamPool } from './upstream/pool.js';
 import { createUserAuth } from './credentials/setup.js';
 import { PersonalUpstreams } from './links/personal.js';
+import { Links } from './links/links.js';
 import { resolve as resolvePath } from 'node:path';
 import type { Logger } from './util/log.js';
 
@@ -124,18 +125,27 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   let policy = policyFor(config);
   const store = storeFor(config, logger);
   let limiter = new RateLimiter(config.rateLimits, store);
-  const router = new Router({
+  const facts = new ToolFacts(logger, () => metrics.schemasCompiled.inc());
+  const links = new Links({
     pool,
     sessions,
     catalog,
     logger,
     metrics,
-    logArguments: () => config.logging.arguments,
-    facts: new ToolFacts(logger, () => metrics.schemasCompiled.inc()),
-    limiter: () => limiter,
     policy: () => policy,
+    factOf: (item) => facts.fact(item),
     ...(config.sessions.keys ? { tokens: new SessionTokens(config.sessions.keys) } : {}),
     ...(personal ? { personal } : {}),
+  });
+  const router = new Router({
+    pool,
+    links,
+    catalog,
+    logger,
+    metrics,
+    logArguments: () => config.logging.arguments,
+    facts,
+    limiter: () => limiter,
   });
   metrics.observe({
     sessions: () => sessions.size,
@@ -157,6 +167,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   const { app, direct } = createApp({
     config,
     router,
+    links,
     sessions,
     logger,
     metrics,
@@ -193,7 +204,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     const listeners = [main, admin];
     main = undefined;
     admin = undefined;
-    router.stopSweeping();
+    links.stopSweeping();
     await sessions.closeAll();
     await pool.close();
     await Promise.all(listeners.map((listener) => listener?.close()));
@@ -217,7 +228,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
         admin = await startListener({ fetch: createMetricsApp(metricsPath, metrics.registry).fetch, host: adminHost, port: adminPort, path: metricsPath, logger });
       }
       sessions.startSweeper();
-      router.startSweeping();
+      links.startSweeping();
       pool.startProbing(config.health.probeInterval);
       pool.startWarming();
       return main.url;
@@ -262,7 +273,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       metrics.configReloads.inc({ outcome: 'applied' });
       options.redactor?.update(secretsOf(next));
       logger.info('config reloaded', { ...changes, namingChanged, policyChanged, needRestart });
-      void router.reconfigure(changes, namingChanged, policyChanged);
+      void links.reconfigure(changes, namingChanged, policyChanged);
       if (changes.added.length + changes.changed.length > 0) void pool.probeAll();
       return needRestart;
     },

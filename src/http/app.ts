@@ -14,6 +14,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { Policy } from '../policy/policy.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
 import type { Caller, Router } from '../router/router.js';
+import type { SessionLinks } from '../links/links.js';
 import type { SessionStore } from '../links/session.js';
 import type { Logger } from '../util/log.js';
 import { RequestIds } from '../util/request-ids.js';
@@ -37,6 +38,8 @@ export interface Readiness {
 export interface AppDeps {
   config: Config;
   router: Router;
+  /** Opens and resumes sessions (initialize, a session taken over from another replica, one the edge keeps). */
+  links: SessionLinks;
   sessions: SessionStore;
   logger: Logger;
   metrics: Metrics;
@@ -111,6 +114,7 @@ export function createApp(deps: AppDeps): HttpApp {
   const app = new Hono<AppEnv>();
   const endpoint = createMcpEndpoint({
     router: deps.router,
+    links: deps.links,
     sessions: deps.sessions,
     logger: deps.logger,
     maxBodyBytes: listen.maxBodyBytes,

@@ -23,6 +23,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import { describeLimit, rateLimitHeaders, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
 import { sessionContext, type Caller, type RequestChannel } from '../session/context.js';
 import type { Router } from '../router/router.js';
+import type { SessionLinks } from '../links/links.js';
 import type { DownstreamSession } from '../links/session.js';
 import type { SessionStore } from '../links/session.js';
 import type { Logger } from '../util/log.js';
@@ -38,6 +39,7 @@ import { after, guarded } from '../util/callbacks.js';
 
 export interface McpEndpointDeps {
   router: Router;
+  links: SessionLinks;
   sessions: SessionStore;
   logger: Logger;
   maxBodyBytes: number;
@@ -59,8 +61,8 @@ const SESSION_HEADER = 'mcp-session-id';
 const ACCEPTED = JsonReply.empty(202);
 
 export function createMcpEndpoint(deps: McpEndpointDeps) {
-  const { router, sessions, logger } = deps;
-  const stateless = new StatelessSessions({ router, sessions, logger, inputTimeoutMs: deps.inputTimeoutMs });
+  const { router, links, sessions, logger } = deps;
+  const stateless = new StatelessSessions({ router, links, sessions, logger, inputTimeoutMs: deps.inputTimeoutMs });
 
   /** What each POST's Accept header came to, remembered for this endpoint. */
   const postAccepts = new PostAccepts();
@@ -76,7 +78,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (id === undefined) return missingSession();
     const local = sessions.get(id);
     // A session another replica opened is taken over from its self-describing id.
-    return local ? admit(local, context) : router.resume(id, context).then((resumed) => admit(resumed, context));
+    return local ? admit(local, context) : links.resume(id, context).then((resumed) => admit(resumed, context));
   }
 
   function admit(session: DownstreamSession | undefined, context: Caller): DownstreamSession | Response {
@@ -249,7 +251,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       return refuse(refusals.sessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: message.id });
     }
     try {
-      const { session, response } = await router.initialize(message, context);
+      const { session, response } = await links.initialize(message, context);
       logger.info('session started', { session: session.id.slice(0, 8), protocolVersion: session.info.protocolVersion, upstreams: [...session.upstreams.keys()] });
       return JsonReply.json(response, { 'mcp-session-id': session.id });
     } catch (err) {

@@ -17,7 +17,6 @@ import { stableJson } from '../util/stable-json.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { ProcessLimitError, type UpstreamPool } from '../upstream/pool.js';
 import type { Logger } from '../util/log.js';
-import type { CancelSignal } from '../util/cancel.js';
 import type { Listing } from '../names/lists.js';
 
 /** The session facts a catalog is kept for. */

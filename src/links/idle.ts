@@ -46,19 +46,16 @@ export function sweepIdle(deps: IdleSweepDeps, now = Date.now()): void {
   const { pool, sessions, logger } = deps;
   for (const session of sessions.all()) {
     for (const [name, record] of session.links.entries()) {
-      const { client } = record;
-      if (!client || record.release || record.opening) continue;
+      const { state } = record;
+      if (state.kind !== 'own' || record.opening) continue;
+      const { client } = state;
       const idle = idleTimeoutOf(pool.config(name));
-      if (idle === undefined || record.tasks || record.subscriptions.size > 0 || client.pendingCount > 0 || asksClient(session, name)) {
-        record.idle = undefined;
+      if (idle === undefined || record.keptForTask || record.subscriptions.size > 0 || client.pendingCount > 0 || asksClient(session, name)) {
+        record.busy();
         continue;
       }
-      if (!record.idle || record.idle.requests !== client.requests) {
-        record.idle = { since: now, requests: client.requests };
-        continue;
-      }
-      const idleMs = now - record.idle.since;
-      if (idleMs < idle) continue;
+      const idleMs = record.idleFor(now, client.requests);
+      if (idleMs === 0 || idleMs < idle) continue;
       void session.links.release(name);
       logger.info('idle upstream session closed', { upstream: name, session: session.id.slice(0, 8), idleMs });
     }

@@ -261,7 +261,7 @@ export class SessionOpener {
     const waits: Promise<void>[] = [];
     for (const [name, record] of session.links.entries()) {
       // A shared child's lists are every session's: read from its hub's cache (tasks are each session's own).
-      if (record.client) sources.set(name, record.release && kind !== 'tasks' ? (this.#hubs.get(record.client)?.listing ?? record.client) : record.client);
+      if (record.client) sources.set(name, record.shared && kind !== 'tasks' ? (this.#hubs.get(record.client)?.listing ?? record.client) : record.client);
       else if (record.deferred && kind !== 'tasks') {
         try {
           const ready = this.#catalogs.ready(name, session.info);

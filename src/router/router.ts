@@ -3,7 +3,6 @@
 // sees UpstreamClients only, never a transport kind, and never asks which era a request came
 // from: the edge gave it a RequestContext.
 import { supportsMethod } from '../mcp/capabilities.js';
-import type { Policy } from '../policy/policy.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
 import { ErrorCode, GatewayError, RpcError, isInternal, toJsonRpcError } from '../mcp/errors.js';
 import {
@@ -17,10 +16,8 @@ import {
   type JsonRpcResponse,
 } from '../mcp/jsonrpc.js';
 import { mapRelatedTask } from '../mcp/tasks.js';
-import type { Delivery, SessionInfo } from '../session/session.js';
-import type { SessionTokens } from '../session/token.js';
 import type { UpstreamClient } from '../upstream/client.js';
-import type { UpstreamChanges, UpstreamPool } from '../upstream/pool.js';
+import type { UpstreamPool } from '../upstream/pool.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../util/log.js';
 import { forward, requireString, toolError, type Call } from './call.js';
@@ -30,13 +27,11 @@ import type { Catalog, ListedPage, ListKind, Sources } from '../names/lists.js';
 import { listKindOf } from '../mcp/methods.js';
 import { listObserver, recordSubscription } from '../links/recovery.js';
 import { answerFromClient, routeClientNotification } from '../links/relay.js';
-import { listed, ownerOfBareName, ownerOfBareUri, rememberNames } from '../links/existence.js';
-import { SessionOpener } from '../links/open.js';
+import { listed, rememberNames } from '../links/existence.js';
+import type { SessionLinks } from '../links/links.js';
 import { shapeItem } from './shape.js';
 import { exposePromptResult, exposeReadResult, exposeToolResult } from '../names/content.js';
-import type { SharedHub } from '../links/shared.js';
 import { callTool, type ToolCallDeps } from './tool-call.js';
-import type { PersonalUpstreams } from '../links/personal.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, guarded, surface } from '../util/callbacks.js';
 import type { ToolFacts } from './tool-facts.js';
@@ -47,7 +42,8 @@ export type { Caller, RequestChannel, RequestContext } from '../session/context.
 
 export interface RouterDeps {
   pool: UpstreamPool;
-  sessions: SessionStore;
+  /** The sessions' links to their upstreams (opening, lists, shared hubs, consent). */
+  links: SessionLinks;
   catalog: Catalog;
   logger: Logger;
   metrics: Metrics;
@@ -56,11 +52,6 @@ export interface RouterDeps {
   facts: ToolFacts;
   /** Read at each use: a config reload may replace them. */
   limiter: () => RateLimiter;
-  policy: () => Policy;
-  /** Self-describing session ids, when session keys are configured. */
-  tokens?: SessionTokens;
-  /** Upstreams each principal reaches with their own credential (`userAuth`). */
-  personal?: PersonalUpstreams;
 }
 
 /** Merged pages a search-mode traversal reads at most (a hostile upstream's cursor loop ends). */
@@ -81,7 +72,7 @@ function resourceNotFound(err: unknown): boolean {
 
 export class Router {
   readonly #deps: RouterDeps;
-  readonly #opener: SessionOpener;
+  readonly #links: SessionLinks;
   /** What tools/call needs, built once (not per call). */
   readonly #toolCall: ToolCallDeps;
   /** Search mode's indexes (endpoints[].discovery: search). */
@@ -89,64 +80,8 @@ export class Router {
 
   constructor(deps: RouterDeps) {
     this.#deps = deps;
-    this.#opener = new SessionOpener(deps);
-    this.#toolCall = {
-      ...deps,
-      ensure: (session, upstream) => this.#opener.ensure(session, upstream),
-      listingOf: (session, client) => this.#opener.listingOf(session, client),
-      learn: (page) => this.#learnTools(page),
-      bareOwner: async (session, name) => ownerOfBareName(session, name, await this.#opener.sources(session, 'tools'), deps.catalog, (page) => this.#learnTools(page), (item) => deps.facts.fact(item)),
-      factOf: (item) => deps.facts.fact(item),
-      ownTask: (session, upstream, taskId) => {
-        // A session's own upstream session with a task is kept (never closed for idleness).
-        const record = session.links.get(upstream);
-        if (record) record.tasks = true;
-        this.hubOf(session, upstream)?.ownTask(taskId, session);
-      },
-    };
-  }
-
-  /**
-   * A failed request to a personal upstream whose credential went: the consent to answer instead
-   * (a -32042 URL elicitation, or an error with the connect URL); else undefined.
-   */
-  async #consent(session: DownstreamSession, upstream: string, method: string): Promise<Error | undefined> {
-    const consent = this.#deps.personal?.isPersonal(upstream) ? await this.#deps.personal.consent(session, upstream, method) : undefined;
-    return consent instanceof Error ? consent : undefined;
-  }
-
-  /** initialize: a new session with its upstreams opened (see open.ts). */
-  initialize(request: JsonRpcRequest, caller: Caller): Promise<{ session: DownstreamSession; response: JsonRpcResponse }> {
-    return this.#opener.initialize(request, caller);
-  }
-
-  /** A session the edge keeps for a client that has none of its own (its id never reaches a client). */
-  open(info: Omit<SessionInfo, 'principal'>, caller: Caller, delivery: Delivery): Promise<DownstreamSession> {
-    return this.#opener.open(info, caller, delivery);
-  }
-
-  /** A session another replica opened, taken over from its self-describing id. */
-  resume(id: string, caller: Caller): Promise<DownstreamSession | undefined> {
-    return this.#opener.resume(id, caller);
-  }
-
-  /** Starts closing idle upstream sessions (see open.ts). */
-  startSweeping(): void {
-    this.#opener.startSweeping();
-  }
-
-  stopSweeping(): void {
-    this.#opener.stopSweeping();
-  }
-
-  /** A config reload applied to the open sessions. */
-  reconfigure(changes: UpstreamChanges, namingChanged: boolean, policyChanged: boolean): Promise<void> {
-    return this.#opener.reconfigure(changes, namingChanged, policyChanged);
-  }
-
-  /** The hub of a session's shared upstream, if `upstream` is one. */
-  hubOf(session: DownstreamSession, upstream: string): SharedHub | undefined {
-    return this.#opener.hubOf(session, upstream);
+    this.#links = deps.links;
+    this.#toolCall = deps;
   }
 
   /**
@@ -200,7 +135,7 @@ export class Router {
     if (typeof args === 'string') return toolError(args);
     const { session } = call;
     const epoch = session.toolsEpoch;
-    const sources = await this.#opener.sources(session, 'tools');
+    const sources = await this.#links.sources(session, 'tools');
     const index = this.#search.cached(session, epoch, [...sources.values()]) ?? (await this.#visibleTools(call, epoch, sources)).index;
     return searchResult(index.search(args.query, args.limit));
   }
@@ -223,9 +158,9 @@ export class Router {
   async #searchModeList(call: Call, cursor: unknown): Promise<JsonObject> {
     if (cursor !== undefined) throw new GatewayError('invalid_cursor', 'Invalid cursor');
     const { session } = call;
-    await this.#opener.retryLeftOut(session);
+    await this.#links.retryLeftOut(session);
     const epoch = session.toolsEpoch;
-    const sources = await this.#opener.sources(session, 'tools');
+    const sources = await this.#links.sources(session, 'tools');
     const { tools } = await this.#visibleTools(call, epoch, sources);
     const pinned = new Set(session.access.endpoint?.pinned);
     return { tools: [...tools.filter((tool) => pinned.has(tool.name as string)), ...searchModeTools([...sources.keys()], tools.length)] };
@@ -234,18 +169,19 @@ export class Router {
   /** What a list traversal of the session tells the session (names, facts, views) and how it shapes each item. */
   #listOptions(session: DownstreamSession, kind: ListKind): { observe: (page: ListedPage) => void; shape: (upstream: string, item: JsonObject) => JsonObject | undefined; extra?: (upstream: string) => readonly JsonObject[] | undefined } {
     const observe = listObserver(session, kind);
-    const { personal, catalog } = this.#deps;
+    const { catalog } = this.#deps;
+    const { personal } = this.#links;
     return {
       ...(personal && kind === 'tools' ? { extra: (upstream: string) => personal.extraTools(session, upstream, (name) => catalog.codec.exposeName(upstream, name)) } : {}),
       observe: (page) => {
         observe(page);
         if (kind === 'tools') this.#learnTools(page);
-        if (kind === 'tools') rememberNames(session, kind, page, this.#toolCall.factOf);
+        if (kind === 'tools') rememberNames(session, kind, page, (item) => this.#deps.facts.fact(item));
         else if (kind === 'prompts') rememberNames(session, kind, page);
       },
       shape: (upstream, item) => {
         // A shared child lists every session's tasks: each sees only its own.
-        if (kind === 'tasks') return this.hubOf(session, upstream)?.owns(String(item.taskId).slice(String(item.taskId).indexOf(':') + 1), session) === false ? undefined : item;
+        if (kind === 'tasks') return this.#links.hubOf(session, upstream)?.owns(String(item.taskId).slice(String(item.taskId).indexOf(':') + 1), session) === false ? undefined : item;
         return shapeItem(session.access, kind, upstream, item);
       },
     };
@@ -261,7 +197,7 @@ export class Router {
     const { catalog } = this.#deps;
     const owner = catalog.codec.splitName(name)?.upstream;
     if (owner === undefined || !session.access.canSee('prompt', name, owner)) throw unknown;
-    await this.#opener.ensure(session, owner);
+    await this.#links.ensure(session, owner);
     const target = await catalog.resolveName('prompts', name, session.upstreams);
     if (!target || !(await listed(session, 'prompts', target.client, target.name, catalog))) throw unknown;
     return target;
@@ -274,7 +210,7 @@ export class Router {
     const owner = catalog.codec.splitUri(uri)?.upstream;
     if (owner === undefined) return this.#bareResource(session, uri, unknown);
     if (!session.access.canSee('resource', uri, owner)) throw unknown;
-    await this.#opener.ensure(session, owner);
+    await this.#links.ensure(session, owner);
     const target = catalog.resolveUri(uri, session.upstreams);
     if (!target) throw unknown;
     return target;
@@ -287,9 +223,9 @@ export class Router {
    */
   async #bareResource(session: DownstreamSession, uri: string, unknown: GatewayError): Promise<{ client: UpstreamClient; uri: string }> {
     const { catalog } = this.#deps;
-    const owner = await ownerOfBareUri(session, uri, await this.#opener.sources(session, 'resources'), catalog);
+    const owner = await this.#links.bareResourceOwner(session, uri);
     if (owner === undefined) throw unknown;
-    await this.#opener.ensure(session, owner);
+    await this.#links.ensure(session, owner);
     const target = catalog.resolveUri(catalog.codec.exposeUri(owner, uri), session.upstreams);
     if (!target) throw unknown;
     return target;
@@ -366,8 +302,8 @@ export class Router {
     const kind = listKindOf(method);
     if (kind) {
       if (kind === 'tools' && session.access.endpoint?.discovery === 'search') return this.#searchModeList(call, params.cursor);
-      if (params.cursor === undefined) await this.#opener.retryLeftOut(session);
-      const sources = await this.#opener.sources(session, kind);
+      if (params.cursor === undefined) await this.#links.retryLeftOut(session);
+      const sources = await this.#links.sources(session, kind);
       for (const source of sources.values()) {
         if (!source.streamsAnswers) continue;
         call.context.channel.stream?.();
@@ -384,7 +320,7 @@ export class Router {
         const name = requireString(params, 'name');
         const target = await this.#visiblePrompt(session, name);
         const result = await forward(call, target.client, method, { ...params, name: target.name }).catch(async (err: unknown) => {
-          throw (await this.#consent(session, target.client.name, method)) ?? err;
+          throw (await this.#links.consent(session, target.client.name, method)) ?? err;
         });
         return exposePromptResult(result, catalog.codec, target.client.name);
       }
@@ -397,14 +333,14 @@ export class Router {
       case 'resources/unsubscribe': {
         const uri = requireString(params, 'uri');
         const target = await this.#visibleResource(session, uri);
-        const hub = method === 'resources/read' ? undefined : this.hubOf(session, target.client.name);
+        const hub = method === 'resources/read' ? undefined : this.#links.hubOf(session, target.client.name);
         if (hub) {
           // A shared child: subscriptions are counted across the sessions it serves.
           call.record.upstream = target.client.name;
           return method === 'resources/subscribe' ? hub.subscribe(session, target.uri, params) : hub.unsubscribe(session, target.uri, params);
         }
         const result = await forward(call, target.client, method, { ...params, uri: target.uri }).catch(async (err: unknown) => {
-          const consent = await this.#consent(session, target.client.name, method);
+          const consent = await this.#links.consent(session, target.client.name, method);
           if (consent) throw consent;
           throw resourceNotFound(err) ? new GatewayError('unknown_name', `Unknown resource: ${uri}`, { data: { uri } }) : err;
         });
@@ -451,7 +387,7 @@ export class Router {
     const { codec } = this.#deps.catalog;
     const split = codec.splitTaskId(exposed);
     const client = split && session.upstreams.get(split.upstream);
-    const hub = split && this.hubOf(session, split.upstream);
+    const hub = split && this.#links.hubOf(session, split.upstream);
     if (!split || !client || (hub && !hub.owns(split.taskId, session))) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
     const result = await forward(call, client, method, { ...params, taskId: split.taskId });
     if (method === 'tasks/result') return exposeToolResult(mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id)), codec, client.name);

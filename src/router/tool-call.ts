@@ -12,16 +12,13 @@ import type { Busy, ConcurrencySlots } from '../upstream/concurrency.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import { forward, requireString, toolError, type Call } from './call.js';
 import type { Catalog, ListedPage, Target } from '../names/lists.js';
-import type { Listing } from '../names/lists.js';
-import type { UpstreamClient } from '../upstream/client.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, surface } from '../util/callbacks.js';
-import { factOfTool, listed, type FactOf } from '../links/existence.js';
+import { factOfTool, listed } from '../links/existence.js';
 import { checkParamHeaders, paramHeaderValues } from '../mcp/param-headers.js';
 import { exposeToolResult } from '../names/content.js';
-import type { DownstreamSession } from '../links/session.js';
 import type { ToolFacts } from './tool-facts.js';
-import type { PersonalUpstreams } from '../links/personal.js';
+import type { SessionLinks } from '../links/links.js';
 
 export interface ToolCallDeps {
   catalog: Catalog;
@@ -30,20 +27,8 @@ export interface ToolCallDeps {
   limiter: () => RateLimiter;
   pool: UpstreamPool;
   metrics: Metrics;
-  /** Learns a page of tools (names for metrics). */
-  learn: (page: ListedPage) => void;
-  /** A listed tool's facts (schema, destructiveness), kept with the session that listed it. */
-  factOf: FactOf;
-  /** Records a created task as this session's (a shared child serves many). */
-  ownTask: (session: DownstreamSession, upstream: string, taskId: string) => void;
-  /** Where the session's check that a tool exists reads the upstream's list (its own session, or the catalog). */
-  listingOf: (session: DownstreamSession, client: UpstreamClient) => Listing;
-  /** Upstreams reached with each principal's own credential (`userAuth`): sign_out, and the consent. */
-  personal?: PersonalUpstreams;
-  /** Opens the owning upstream if it was left out of the session (or says why it cannot); undefined when nothing is to do. */
-  ensure: (session: DownstreamSession, upstream: string) => Promise<void> | undefined;
-  /** The one upstream of the session that lists a tool under this un-namespaced name, if exactly one does. */
-  bareOwner: (session: DownstreamSession, name: string) => Promise<string | undefined>;
+  /** The session's links to its upstreams: the owner opened on use, where its list is read, its tasks, a personal upstream's consent. */
+  links: SessionLinks;
 }
 
 /** _meta key carrying the retry delay of a limit's isError result. */
@@ -116,7 +101,7 @@ class ToolCall {
     // A name no prefix claims may be an upstream's own (an MCP Apps View calls its server's
     // tools so): it goes to the one upstream that lists it, as that upstream's namespaced name.
     if (split === undefined && exposed === requested) {
-      return this.#then(this.#deps.bareOwner(session, requested), (owner) => {
+      return this.#then(this.#deps.links.bareToolOwner(session, requested), (owner) => {
         if (owner === undefined) throw this.#unknown();
         this.#exposed = codec.exposeName(owner, requested);
         this.#owned(owner, requested);
@@ -133,9 +118,9 @@ class ToolCall {
     // The decision comes first: of an upstream the team cannot see, not even its state shows.
     // Rules over annotations are decided again once the tool's facts are known (#listed).
     if (owner === undefined || !access.mayCall(exposed, owner)) throw this.#unknown();
-    const own = this.#deps.personal?.intercept(session, owner, local!);
+    const own = this.#deps.links.personal?.intercept(session, owner, local!);
     if (own) return this.#then(own, this.#finish);
-    this.#then(this.#deps.ensure(session, owner), this.#opened);
+    this.#then(this.#deps.links.ensure(session, owner), this.#opened);
   }
 
   #opened(): void {
@@ -149,7 +134,8 @@ class ToolCall {
     this.#call.record.tool = target.name;
     const { session } = this.#call;
     const deps = this.#deps;
-    this.#then(listed(session, 'tools', target.client, target.name, deps.catalog, deps.learn, deps.factOf, () => deps.listingOf(session, target.client)), this.#listed);
+    const learn = (page: ListedPage): void => deps.metrics.learnTools(page.upstream, page.originals);
+    this.#then(listed(session, 'tools', target.client, target.name, deps.catalog, learn, (item) => deps.facts.fact(item), () => deps.links.listingOf(session, target.client)), this.#listed);
   }
 
   /** Pinned arguments, the arguments' check, the upstream's capacity; then the tool's rate limit. */
@@ -224,11 +210,11 @@ class ToolCall {
     // A task-augmented call answers with the task; the client sees its gateway-wide id.
     const taskId = outcome instanceof Error || !isObject(this.#params.task) ? undefined : createdTaskId(outcome);
     const upstream = this.#target!.client.name;
-    const personal = this.#deps.personal;
+    const personal = this.#deps.links.personal;
     // A credential found unusable on the way: the answer is the sign-in.
     if (outcome instanceof Error && personal?.isPersonal(upstream)) return this.#then(personal.consent(this.#call.session, upstream, 'tools/call'), (consent) => this.#finish(consent ?? outcome));
     if (taskId === undefined) return this.#finish(outcome instanceof Error ? outcome : exposeToolResult(outcome, this.#deps.catalog.codec, upstream));
-    this.#deps.ownTask(this.#call.session, upstream, taskId);
+    this.#deps.links.ownTask(this.#call.session, upstream, taskId);
     this.#finish(withCreatedTaskId(outcome as JsonObject, this.#deps.catalog.codec.exposeTaskId(upstream, taskId)));
   }
 

@@ -10,7 +10,7 @@ export interface UpstreamLink {
   close(): Promise<void>;
 }
 
-/** What a session learned of one tool from its upstream session's list (see router/tool-facts.ts). */
+/** What a session learned of one tool from its upstream session's list (the router's tool facts). */
 export interface ToolFact {
   /** The fact's content (annotation hints and schema text): equal keys, equal facts. */
   readonly key: string;
@@ -35,30 +35,124 @@ export interface ListView {
   complete: boolean;
 }
 
-export interface SessionUpstream<C> {
-  /** The session's own upstream session, once its handshake completed; undefined while left out or deferred. */
-  client: C | undefined;
-  /**
-   * No upstream session of its own yet (or no longer: closed for idleness): its lists come from
-   * the gateway's catalog of the upstream, and the first request that must reach it opens one.
-   */
-  deferred: boolean;
-  /** That opening, while it runs (concurrent requests wait for the same one). */
+/** When the idle sweep first saw an own upstream session with nothing in flight, and how many requests it had sent by then. */
+export interface IdleMark {
+  readonly since: number;
+  readonly requests: number;
+}
+
+/**
+ * Where one upstream stands in a session, one state at a time:
+ * - `deferred`: no upstream session of its own yet (or no longer: closed for idleness); its lists
+ *   come from the gateway's catalog of the upstream, and the first request that must reach it opens one;
+ * - `own`: the session's own upstream session, once its handshake completed (and what the idle sweep saw of it);
+ * - `shared`: a lease on a shared child (the child is never closed; `release` gives the lease back);
+ * - `leftOut`: it could not be opened for this session, why, and when that was tried (tried again on use).
+ */
+export type LinkState<C extends UpstreamLink> =
+  | { readonly kind: 'deferred' }
+  | { readonly kind: 'own'; readonly client: C; readonly idle: IdleMark | undefined }
+  | { readonly kind: 'shared'; readonly client: C; readonly release: () => void }
+  | { readonly kind: 'leftOut'; readonly reason: string; readonly at: number };
+
+/** One upstream in one session: its link state, with its transitions, and what the session learned there. */
+export class SessionUpstream<C extends UpstreamLink> {
+  #state: LinkState<C>;
+  #keptForTask = false;
+  /** An opening of the session's own upstream session, while it runs (concurrent requests wait for the same one). */
   opening: Promise<void> | undefined;
-  /** A task was created there: the upstream session is never closed for idleness. */
-  tasks: boolean;
-  /** When the idle sweep first saw it with nothing in flight, and how many requests it had sent by then. */
-  idle: { since: number; requests: number } | undefined;
-  /** Why it could not be opened for this session, and when that was tried (tried again on use). */
-  leftOut: { reason: string; at: number } | undefined;
-  /** Set when a shared child serves it: releases the lease (the child is never closed). */
-  release: (() => void) | undefined;
   /** What the client has seen of each of its lists (list kind → view): list_changed after a restart only if something differs. */
-  readonly listViews: Map<string, ListView>;
+  readonly listViews = new Map<string, ListView>();
   /** The tools and prompts it lists (its own names), from the lists this session read: a name not among them is unknown. */
-  readonly known: { tools?: KnownNames; prompts?: KnownNames };
+  readonly known: { tools?: KnownNames; prompts?: KnownNames } = {};
   /** Resource URIs (its own) the client subscribed to: renewed after a restart. */
-  readonly subscriptions: Set<string>;
+  readonly subscriptions = new Set<string>();
+
+  constructor(state: LinkState<C>) {
+    this.#state = state;
+  }
+
+  get state(): LinkState<C> {
+    return this.#state;
+  }
+
+  /** The upstream session serving it (own or a shared child's); undefined while deferred or left out. */
+  get client(): C | undefined {
+    const state = this.#state;
+    return state.kind === 'own' || state.kind === 'shared' ? state.client : undefined;
+  }
+
+  get deferred(): boolean {
+    return this.#state.kind === 'deferred';
+  }
+
+  get shared(): boolean {
+    return this.#state.kind === 'shared';
+  }
+
+  /** Why it could not be opened, and when that was tried; undefined unless left out. */
+  get leftOut(): { reason: string; at: number } | undefined {
+    const state = this.#state;
+    return state.kind === 'leftOut' ? { reason: state.reason, at: state.at } : undefined;
+  }
+
+  /** A task was created there: its own upstream session is never closed for idleness. */
+  get keptForTask(): boolean {
+    return this.#keptForTask;
+  }
+
+  keepForTask(): void {
+    this.#keptForTask = true;
+  }
+
+  attach(client: C, release?: () => void): void {
+    this.#state = release ? { kind: 'shared', client, release } : { kind: 'own', client, idle: undefined };
+  }
+
+  defer(): void {
+    this.#state = { kind: 'deferred' };
+  }
+
+  /** Records that it could not be opened; an upstream session it has stays. */
+  leaveOut(reason: string, at: number): void {
+    if (this.client === undefined) this.#state = { kind: 'leftOut', reason, at };
+  }
+
+  /**
+   * What the idle sweep sees of its own upstream session now, with `requests` sent so far: how
+   * long it has been idle (0 when it just became so, or sent something since the last sweep).
+   */
+  idleFor(now: number, requests: number): number {
+    const state = this.#state;
+    if (state.kind !== 'own') return 0;
+    if (state.idle?.requests === requests) return now - state.idle.since;
+    this.#state = { ...state, idle: { since: now, requests } };
+    return 0;
+  }
+
+  /** The idle sweep saw it busy (or not to be reaped): it starts idling afresh. */
+  busy(): void {
+    const state = this.#state;
+    if (state.kind === 'own' && state.idle !== undefined) this.#state = { ...state, idle: undefined };
+  }
+
+  /** Closes its own upstream session (idle): it lists from the catalog again; what it knew stays. */
+  releaseOwn(): Promise<void> | undefined {
+    const state = this.#state;
+    if (state.kind !== 'own') return undefined;
+    this.#state = { kind: 'deferred' };
+    return state.client.close();
+  }
+
+  /** Gives its upstream session back: a shared lease is released, an own session closed. */
+  giveBack(): Promise<void> | undefined {
+    const state = this.#state;
+    if (state.kind === 'shared') {
+      state.release();
+      return undefined;
+    }
+    return state.kind === 'own' ? state.client.close() : undefined;
+  }
 }
 
 /** The records of one session, by upstream name, with a map view of the opened clients. */
@@ -73,37 +167,28 @@ export class UpstreamRecords<C extends UpstreamLink> {
 
   /** Whether the upstream is shared (served by a lease on a shared child) in this session. */
   isShared(name: string): boolean {
-    return this.#records.get(name)?.release !== undefined;
+    return this.#records.get(name)?.shared === true;
   }
 
   /** Records the opened upstream session (and the lease, for a shared child). */
   attach(name: string, client: C, release?: () => void): SessionUpstream<C> {
-    const record = this.#ensure(name);
-    record.client = client;
-    record.leftOut = undefined;
-    record.deferred = false;
-    record.release = release;
-    record.idle = undefined;
+    const record = this.#records.get(name);
+    if (!record) return this.#add(name, release ? { kind: 'shared', client, release } : { kind: 'own', client, idle: undefined });
+    record.attach(client, release);
     return record;
   }
 
   /** Records an upstream the session lists from the catalog until a request needs its own session. */
   defer(name: string): SessionUpstream<C> {
-    const record = this.#ensure(name);
-    record.leftOut = undefined;
-    record.deferred = true;
+    const record = this.#records.get(name);
+    if (!record) return this.#add(name, { kind: 'deferred' });
+    record.defer();
     return record;
   }
 
   /** Closes the session's own upstream session (idle) and lists from the catalog again; what it knew stays. */
   release(name: string): Promise<void> | undefined {
-    const record = this.#records.get(name);
-    if (!record || record.client === undefined || record.release !== undefined) return undefined;
-    const closing = record.client.close();
-    record.client = undefined;
-    record.deferred = true;
-    record.idle = undefined;
-    return closing;
+    return this.#records.get(name)?.releaseOwn();
   }
 
   /** Every upstream the session has a record of, opened or not. */
@@ -118,11 +203,9 @@ export class UpstreamRecords<C extends UpstreamLink> {
 
   /** Records that the upstream could not be opened, and why. */
   leaveOut(name: string, reason: string, at: number): void {
-    const record = this.#ensure(name);
-    if (record.client === undefined) {
-      record.leftOut = { reason, at };
-      record.deferred = false;
-    }
+    const record = this.#records.get(name);
+    if (record) record.leaveOut(reason, at);
+    else this.#add(name, { kind: 'leftOut', reason, at });
   }
 
   /** Left-out upstreams with their reasons. */
@@ -138,7 +221,7 @@ export class UpstreamRecords<C extends UpstreamLink> {
 
   /** Whether some upstream lists from elsewhere than the session's own upstream session: a catalog, or a shared child's cache. */
   listsElsewhere(): boolean {
-    for (const record of this.#records.values()) if (record.deferred || record.release !== undefined) return true;
+    for (const record of this.#records.values()) if (record.deferred || record.shared) return true;
     return false;
   }
 
@@ -159,35 +242,24 @@ export class UpstreamRecords<C extends UpstreamLink> {
     const record = this.#records.get(name);
     if (!record) return;
     this.#records.delete(name);
-    giveBack(record);
+    void record.giveBack();
   }
 
   /** Gives back every upstream session: shared leases are released, own sessions closed. */
   async closeAll(): Promise<void> {
     const records = [...this.#records.values()];
-    await Promise.allSettled(records.map(giveBack));
+    await Promise.allSettled(records.map((record) => record.giveBack()));
   }
 
-  #ensure(name: string): SessionUpstream<C> {
-    let record = this.#records.get(name);
-    if (!record) {
-      record = { client: undefined, deferred: false, opening: undefined, tasks: false, idle: undefined, leftOut: undefined, release: undefined, listViews: new Map(), known: {}, subscriptions: new Set() };
-      this.#records.set(name, record);
-    }
+  #add(name: string, state: LinkState<C>): SessionUpstream<C> {
+    const record = new SessionUpstream(state);
+    this.#records.set(name, record);
     return record;
   }
 }
 
-function giveBack(record: SessionUpstream<UpstreamLink>): Promise<void> | undefined {
-  if (record.release) {
-    record.release();
-    return undefined;
-  }
-  return record.client?.close();
-}
-
 /** The opened clients of a set of records, as a read-only map. */
-class OpenedClients<C> implements ReadonlyMap<string, C> {
+class OpenedClients<C extends UpstreamLink> implements ReadonlyMap<string, C> {
   readonly #records: Map<string, SessionUpstream<C>>;
 
   constructor(records: Map<string, SessionUpstream<C>>) {

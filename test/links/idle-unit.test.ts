@@ -63,7 +63,7 @@ describe('sweepIdle', () => {
   it.each([
     ['a request in flight', (s: ReturnType<typeof setup>) => void (s.client.pendingCount = 1)],
     ['a subscription', (s: ReturnType<typeof setup>) => void s.links.get('u')!.subscriptions.add('file:///a')],
-    ['a task', (s: ReturnType<typeof setup>) => void (s.links.get('u')!.tasks = true)],
+    ['a task', (s: ReturnType<typeof setup>) => void s.links.get('u')!.keepForTask()],
     ['a server-initiated request waiting for the client', (s: ReturnType<typeof setup>) => void s.waiting.set(1, { upstream: 'u' })],
   ])('keeps a session with %s', (_label, hold) => {
     const s = setup();

@@ -19,6 +19,7 @@ import { NamespaceCodec } from '../../src/names/namespace.js';
 import { callTool, RETRY_AFTER_META, type ToolCallDeps } from '../../src/router/tool-call.js';
 import { ToolFacts } from '../../src/router/tool-facts.js';
 import { ownerOfBareName } from '../../src/links/existence.js';
+import type { SessionLinks } from '../../src/links/links.js';
 import { sessionContext } from '../../src/session/context.js';
 import type { DownstreamSession } from '../../src/links/session.js';
 import { DownstreamSession as Session } from '../../src/session/session.js';
@@ -73,19 +74,30 @@ async function harness(setup: Setup = {}): Promise<Harness> {
   const facts = new ToolFacts(silentLogger);
   const limiter = new RateLimiter(config.rateLimits, new MemoryBucketStore(1_000));
   const tasks: [string, string][] = [];
-  const deps: ToolCallDeps = {
-    catalog: new Catalog(codec, silentLogger),
-    facts,
-    limiter: () => limiter,
-    pool,
-    metrics,
-    learn: (page) => metrics.learnTools(page.upstream, page.originals),
-    factOf: (item) => facts.fact(item),
-    ownTask: (_session, upstream, taskId) => tasks.push([upstream, taskId]),
+  const catalog = new Catalog(codec, silentLogger);
+  const notHere = (): never => {
+    throw new Error('not reached by tools/call');
+  };
+  // The links of sessions whose upstreams are all open already: nothing to open, lists read from the session's own upstream sessions.
+  const links: SessionLinks = {
+    personal: undefined,
+    ownTask: (_session, upstream, taskId) => void tasks.push([upstream, taskId]),
     ensure: () => undefined,
     listingOf: (_session, client) => client,
-    bareOwner: (session, name) => ownerOfBareName(session, name, session.upstreams, deps.catalog),
+    bareToolOwner: (session, name) => ownerOfBareName(session, name, session.upstreams, catalog),
+    bareResourceOwner: notHere,
+    sources: (session) => session.upstreams,
+    retryLeftOut: async () => {},
+    hubOf: () => undefined,
+    consent: async () => undefined,
+    initialize: notHere,
+    open: notHere,
+    resume: notHere,
+    reconfigure: notHere,
+    startSweeping: notHere,
+    stopSweeping: notHere,
   };
+  const deps: ToolCallDeps = { catalog, facts, limiter: () => limiter, pool, metrics, links };
   const session: DownstreamSession = new Session<UpstreamClient>(
     'session-1',
     { protocolVersion: '2025-11-25', clientCapabilities: setup.clientCapabilities ?? {}, clientInfo: { name: 'unit', version: '1' } },

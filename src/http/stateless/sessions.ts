@@ -30,6 +30,7 @@ import type { Delivery, SessionInfo } from '../../session/session.js';
 import { requestContext, type Caller, type RequestChannel } from '../../session/context.js';
 import { answerFromClient } from '../../links/relay.js';
 import type { Router } from '../../router/router.js';
+import type { SessionLinks } from '../../links/links.js';
 import type { DownstreamSession, SessionStore } from '../../links/session.js';
 import type { Logger } from '../../util/log.js';
 import { digestOf, Exchange, LEVELS, type Sink, type StatelessRequest } from './exchange.js';
@@ -63,6 +64,7 @@ interface Listener {
 
 export interface StatelessDeps {
   router: Router;
+  links: SessionLinks;
   sessions: SessionStore;
   logger: Logger;
   /** How long a request answered input_required waits for the client's retry. */
@@ -144,7 +146,7 @@ export class StatelessSessions {
     // Its upstream sessions meet upstreams in this era where they speak it (a sessions-era
     // upstream is initialized with the newest version of its era).
     const info: Omit<SessionInfo, 'principal'> = { protocolVersion: STATELESS_VERSION, clientCapabilities: request.clientCapabilities, clientInfo: request.clientInfo };
-    opened = await this.#deps.router.open(info, caller, delivery);
+    opened = await this.#deps.links.open(info, caller, delivery);
     return opened;
   }
 
