@@ -29,6 +29,9 @@ import { UpstreamPool } from './upstream/pool.js';
 import { createUserAuth } from './credentials/setup.js';
 import { PersonalUpstreams } from './links/personal.js';
 import { Links } from './links/links.js';
+import { createObservability } from './audit/setup.js';
+import type { SecurityEvents } from './audit/events.js';
+import type { WritableLike } from './audit/audit.js';
 import { resolve as resolvePath } from 'node:path';
 import type { Logger } from './util/log.js';
 
@@ -40,6 +43,12 @@ export interface GatewayOptions {
   redactor?: Redactor;
   /** The config file's directory: relative paths in it (credentials.store.file.path) start there. */
   configDir?: string;
+  /** The standard OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT …) tracing and the audit OTLP sink read. */
+  otelEnv?: Readonly<Record<string, string | undefined>>;
+  /** Where the audit stdout sink writes (main.ts: process.stdout). */
+  stdout?: WritableLike;
+  /** Audit records a sink holds at most before dropping (tests; default 10,000). */
+  auditQueueLimit?: number;
 }
 
 export type { Readiness } from './http/app.js';
@@ -47,6 +56,8 @@ export type { Readiness } from './http/app.js';
 export interface Gateway {
   readonly app: Hono<AppEnv>;
   readonly metrics: Metrics;
+  /** Security events (sign-ins, tokens, pin approvals, refusals) to audit and trace. */
+  readonly events: SecurityEvents;
   /** Listens on the configured host and port (`port` overrides it; 0 picks a free one). */
   start(port?: number): Promise<URL>;
   /** Where /metrics is served on its own admin port, when configured. */
@@ -100,6 +111,18 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     metrics,
     ...(options.redactor ? { onSecret: (secret: string) => options.redactor!.add(secret) } : {}),
   });
+  // Traces and audit records (tracing, audit): built once, closed with the gateway.
+  const observability = createObservability(config, {
+    metrics,
+    env: options.otelEnv ?? {},
+    stdout: options.stdout,
+    upstream: (name) => pool.config(name),
+    resolvePath: (path) => resolvePath(options.configDir ?? '.', path),
+    redact: options.redactor && ((text: string) => options.redactor!.redact(text)),
+    onerror: (err) => logger.warn('audit sink failed', { err }),
+    auditQueueLimit: options.auditQueueLimit,
+  });
+  const { events } = observability;
   const catalog = new Catalog(codecFor(config), logger, {
     toolLimit: (upstream) => {
       const entry = pool.config(upstream);
@@ -118,7 +141,10 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     base: () => (config.listen.publicUrl ? new URL(config.listen.publicUrl).origin : (main?.url.origin ?? `http://${config.listen.host}:${config.listen.port}`)),
     resolvePath: (path) => resolvePath(options.configDir ?? '.', path),
     ...(options.redactor ? { onSecret: (secret: string) => options.redactor!.add(secret) } : {}),
-    onSignIn: (upstream, outcome) => metrics.userSignIns.inc({ upstream: metrics.upstream(upstream), outcome }),
+    onSignIn: (upstream, outcome) => {
+      metrics.userSignIns.inc({ upstream: metrics.upstream(upstream), outcome });
+      events.signIn({ upstream, outcome, ...(outcome === 'ok' ? {} : { reason: outcome }) });
+    },
     onRefresh: (upstream, outcome) => metrics.userRefreshes.inc({ upstream: metrics.upstream(upstream), outcome }),
   });
   const personal = userAuth && new PersonalUpstreams({ credentials: userAuth.credentials, flows: userAuth.flows, pool, logger, connectTtlMs: userAuth.connectTtlMs });
@@ -146,6 +172,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     logArguments: () => config.logging.arguments,
     facts,
     limiter: () => limiter,
+    ...(observability.tracing || observability.audit ? { observers: { tracing: observability.tracing, audit: observability.audit, mainEndpoint: config.listen.path } } : {}),
   });
   metrics.observe({
     sessions: () => sessions.size,
@@ -211,11 +238,13 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     await store.close();
     await userAuth?.close();
     await dispatcher.destroy();
+    await observability.close();
   }
 
   return {
     app,
     metrics,
+    events,
     readiness,
     metricsUrl: () => admin?.url,
     async start(port = config.listen.port) {
@@ -252,7 +281,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       await close();
     },
     reload(next) {
-      const needRestart: string[] = (['listen', 'sessions', 'logging', 'auth', 'metrics'] as const).filter((key) => !isDeepStrictEqual(config[key], next[key]));
+      const needRestart: string[] = (['listen', 'sessions', 'logging', 'auth', 'metrics', 'tracing', 'audit'] as const).filter((key) => !isDeepStrictEqual(config[key], next[key]));
       if (!isDeepStrictEqual(config.rateLimits?.store, next.rateLimits?.store)) needRestart.push('rateLimits.store');
       // Endpoints are served where they were (their paths need a restart); their rules follow the policy.
       if (!isDeepStrictEqual(config.endpoints.map((e) => e.path), next.endpoints.map((e) => e.path))) needRestart.push('endpoints');
@@ -273,12 +302,14 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       metrics.configReloads.inc({ outcome: 'applied' });
       options.redactor?.update(secretsOf(next));
       logger.info('config reloaded', { ...changes, namingChanged, policyChanged, needRestart });
+      events.configReload({ outcome: 'applied', detail: { added: changes.added, changed: changes.changed, removed: changes.removed, needRestart } });
       void links.reconfigure(changes, namingChanged, policyChanged);
       if (changes.added.length + changes.changed.length > 0) void pool.probeAll();
       return needRestart;
     },
     reloadRejected() {
       metrics.configReloads.inc({ outcome: 'rejected' });
+      events.configReload({ outcome: 'rejected' });
     },
     close,
   };

@@ -1,6 +1,6 @@
 // CLI entry: `switchyard [--config FILE] [--port N]`. The only file that touches process.*
-// (argv, env, stdio, signals). Prints exactly one line on stdout, `listening on URL`, when ready;
-// logs go to stderr. A bad config exits 1 with one line naming the file, key path and problem.
+// (argv, env, stdio, signals). Prints exactly one line on stdout, `listening on URL`, when ready
+// (then only audit records, with `audit.sink: stdout`); logs go to stderr. A bad config exits 1 with one line naming the file, key path and problem.
 // SIGTERM/SIGINT drain and exit 0; SIGHUP or a change of the config file reloads it.
 import { createHash } from 'node:crypto';
 import { watch } from 'node:fs';
@@ -82,7 +82,9 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (err) => logger.error('unhandled rejection', { err }));
   process.on('uncaughtException', (err) => logger.error('uncaught exception', { err }));
 
-  const gateway = createGateway(config, { logger, redactor, configDir: dirname(file), baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME } });
+  // Tracing and the audit OTLP sink read the standard OTEL_* variables; audit's stdout sink writes here.
+  const otelEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => key.startsWith('OTEL_')));
+  const gateway = createGateway(config, { logger, redactor, configDir: dirname(file), baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME }, otelEnv, stdout: process.stdout });
   let url: URL;
   try {
     url = await gateway.start(port);

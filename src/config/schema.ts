@@ -5,6 +5,7 @@ import { parseDuration } from '../util/duration.js';
 import { LOG_LEVELS } from '../util/log.js';
 import { endpoint, team } from './policy-schema.js';
 import { credentials, login, userAuth } from './credentials-schema.js';
+import { audit, tracing } from './telemetry-schema.js';
 
 export { ANNOTATION_HINTS } from './policy-schema.js';
 
@@ -392,6 +393,8 @@ export const configSchema = z
     shutdown: shutdown.prefault({}).describe('The drain on SIGTERM or SIGINT.'),
     health: health.prefault({}).describe('Probing upstreams for /readyz.'),
     metrics: metrics.prefault({}).describe('Prometheus metrics (a change needs a restart).'),
+    tracing: tracing.prefault({}).describe('OpenTelemetry traces: a SERVER span per client request, a CLIENT span per upstream request, with the MCP semantic conventions (docs/tracing.md; a change needs a restart).'),
+    audit: audit.optional().describe('One versioned JSON record per tool call, prompt get, resource read, sign-in, token issued or refused, refusal, pin approval and config reload (docs/audit.md; a change needs a restart). Omitted: no audit records.'),
   })
   .superRefine((config, ctx) => {
     if (config.auth?.oauth && !config.auth.oauth.resource && !config.listen.publicUrl) {

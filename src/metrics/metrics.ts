@@ -157,6 +157,25 @@ export class Metrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
+  /** Client requests of principals with a team, by team (names from the config), method and outcome. */
+  readonly teamRequests = new Counter({
+    name: 'switchyard_team_requests_total',
+    help: 'Client requests of principals in a team, by team, MCP method and outcome',
+    labelNames: ['team', 'method', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly auditRecords = new Counter({
+    name: 'switchyard_audit_records_total',
+    help: 'Audit records handed to the sink, by event',
+    labelNames: ['event'] as const,
+    registers: [this.registry],
+  });
+  readonly auditDropped = new Counter({
+    name: 'switchyard_audit_dropped_total',
+    help: 'Audit records dropped because the sink was full or failed, by sink (stdout, file, otlp)',
+    labelNames: ['sink'] as const,
+    registers: [this.registry],
+  });
 
   /** False when metrics are not served: the per-call figures are then not kept at all. */
   readonly #perCall: boolean;
@@ -250,6 +269,11 @@ export class Metrics {
     tally(this.#requestCounts, method, upstream, outcome);
     // endpoint: a path of the config (bounded); undefined is the main endpoint.
     tally(this.#endpointCounts, endpoint ?? this.#mainEndpoint, method, outcome);
+  }
+
+  /** One request of a principal in a team (team names come from the config: bounded). */
+  countTeam(team: string, method: string, outcome: Outcome): void {
+    if (this.#perCall) this.teamRequests.inc({ team, method, outcome });
   }
 
   observeToolCall(upstream: string, tool: string, seconds: number): void {

@@ -17,6 +17,8 @@ export interface CallRecord {
   /** A tools/call answered with isError: true. */
   toolError?: boolean;
   error?: unknown;
+  /** The gateway refused it itself (call-observer.ts): audited as a deny. */
+  refused?: 'policy' | 'rate_limit' | 'concurrency';
 }
 
 export function outcomeOf(record: CallRecord): Outcome {

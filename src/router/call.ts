@@ -9,11 +9,14 @@ import { promiseOf, type Settled } from '../mcp/pending.js';
 import { later } from '../util/callbacks.js';
 import { childTraceparent, parseTraceparent, parseTracestate } from '../util/trace.js';
 import type { CallRecord } from './call-log.js';
+import type { RequestTrace } from '../telemetry/tracing.js';
 import type { ActiveRequest, RequestContext } from '../session/context.js';
 
 /** One client request on its way through the router, with what it turned out to be. */
 export interface Call extends ActiveRequest<DownstreamSession> {
   readonly record: CallRecord;
+  /** Its SERVER span, when tracing is on (call-observer.ts). */
+  readonly trace?: RequestTrace | undefined;
 }
 
 /**
@@ -39,7 +42,14 @@ export function forward(call: Call, client: UpstreamClient, method: string, para
   if (client.era === 'stateless' && isStatelessVersion(context.protocolVersion)) options.passInput = true;
   if (headers) options.headers = headers;
   if (client.streamsAnswers) channel.stream?.();
-  client.request(method, withTraceContext(params, context), options, done);
+  // Traced: a CLIENT span whose context the upstream gets; else the caller's trace continued.
+  const hop = call.trace?.upstream(client.name, method, params);
+  if (hop === undefined) return client.request(method, withTraceContext(params, context), options, done);
+  const settled = done;
+  client.request(method, hop.carry(params), options, (outcome) => {
+    hop.end(outcome);
+    settled(outcome);
+  });
 }
 
 /**

@@ -22,6 +22,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../util/log.js';
 import { forward, requireString, toolError, type Call } from './call.js';
 import { describeCall, outcomeOf } from './call-log.js';
+import { observeCall, traceRequest, type CallObservers } from './call-observer.js';
 import type { Caller, RequestContext } from '../session/context.js';
 import type { Catalog, ListedPage, ListKind, Sources } from '../names/lists.js';
 import { listKindOf } from '../mcp/methods.js';
@@ -52,6 +53,8 @@ export interface RouterDeps {
   facts: ToolFacts;
   /** Read at each use: a config reload may replace them. */
   limiter: () => RateLimiter;
+  /** Spans and audit records of each request, when configured. */
+  observers?: CallObservers;
 }
 
 /** Merged pages a search-mode traversal reads at most (a hostile upstream's cursor loop ends). */
@@ -100,7 +103,8 @@ export class Router {
       return guarded(surface, () => done(failure(request.id, { code: ErrorCode.InvalidRequest, message })));
     }
     const signal = session.begin(request.id);
-    const call: Call = { session, context, signal, record: { started: performance.now() } };
+    const tracing = this.#deps.observers?.tracing;
+    const call: Call = { session, context, signal, record: { started: performance.now() }, trace: tracing && traceRequest(tracing, session, request, context) };
     const settled: Settled = (outcome) => {
       let response: JsonRpcResponse | undefined;
       try {
@@ -252,12 +256,12 @@ export class Router {
     } finally {
       session.end(request.id, signal);
     }
-    this.#account(request, call, response === undefined && signal.aborted);
+    this.#account(request, call, response === undefined && signal.aborted, response);
     return response;
   }
 
-  /** One metric update and one log line per call. */
-  #account(request: JsonRpcRequest, call: Call, cancelled: boolean): void {
+  /** One metric update and one log line per call (and its span and audit record, when configured). */
+  #account(request: JsonRpcRequest, call: Call, cancelled: boolean, response: JsonRpcResponse | undefined): void {
     const { metrics, logger } = this.#deps;
     const { record } = call;
     const seconds = (performance.now() - record.started) / 1_000;
@@ -268,6 +272,7 @@ export class Router {
       metrics.observeToolCall(upstream, metrics.tool(record.upstream, record.tool), seconds);
     }
     if (logger.isEnabled('info')) logger.info('call', describeCall(request, call.session, call.context, record, outcome, seconds, this.#deps.logArguments()));
+    if (this.#deps.observers || call.context.team !== undefined) observeCall(this.#deps.observers ?? {}, metrics, request, call, response, outcome, seconds);
   }
 
   handleNotification(session: DownstreamSession, message: JsonRpcNotification): void {

@@ -11,6 +11,7 @@ import { describeLimit, type LimitOutcome, type RateLimiter } from '../ratelimit
 import type { Busy, ConcurrencySlots } from '../upstream/concurrency.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import { forward, requireString, toolError, type Call } from './call.js';
+import { refuse, type Refusal } from './call-observer.js';
 import type { Catalog, ListedPage, Target } from '../names/lists.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, surface } from '../util/callbacks.js';
@@ -82,7 +83,9 @@ class ToolCall {
     this.#step(this.#named, undefined);
   }
 
-  #unknown(): GatewayError {
+  /** Unknown to the client; `refusal`: because the gateway refused it (traced and audited as such). */
+  #unknown(refusal?: Refusal): GatewayError {
+    if (refusal) refuse(this.#call, refusal);
     return new GatewayError('unknown_name', `Unknown tool: ${this.#requested}`);
   }
 
@@ -117,7 +120,7 @@ class ToolCall {
     const exposed = this.#exposed;
     // The decision comes first: of an upstream the team cannot see, not even its state shows.
     // Rules over annotations are decided again once the tool's facts are known (#listed).
-    if (owner === undefined || !access.mayCall(exposed, owner)) throw this.#unknown();
+    if (owner === undefined || !access.mayCall(exposed, owner)) throw this.#unknown(owner === undefined ? undefined : 'policy');
     const own = this.#deps.links.personal?.intercept(session, owner, local!);
     if (own) return this.#then(own, this.#finish);
     this.#then(this.#deps.links.ensure(session, owner), this.#opened);
@@ -144,7 +147,7 @@ class ToolCall {
     const { client, name } = this.#target!;
     const deps = this.#deps;
     const { access } = this.#call.session;
-    if (access.readsHints && !access.canSee('tool', this.#exposed, client.name, factOfTool(this.#call.session, client.name, name)?.hints)) throw this.#unknown();
+    if (access.readsHints && !access.canSee('tool', this.#exposed, client.name, factOfTool(this.#call.session, client.name, name)?.hints)) throw this.#unknown('policy');
     // Pinned arguments win over the model's; without any, the client's object goes as it came.
     const pin = access.view(this.#exposed)?.pin;
     const given = isObject(this.#params.arguments) ? this.#params.arguments : {};
@@ -167,7 +170,10 @@ class ToolCall {
     this.#slots = deps.pool.slots(client.name);
     this.#maxConcurrent = config?.maxConcurrent;
     const busy = this.#slots?.busy(this.#maxConcurrent);
-    if (busy) return this.#finish(concurrencyRefusal(deps, this.#requested, busy));
+    if (busy) {
+      refuse(this.#call, 'concurrency');
+      return this.#finish(concurrencyRefusal(deps, this.#requested, busy));
+    }
     this.#then(deps.limiter().tool(principalKey(this.#call), this.#exposed), this.#limited);
   }
 
@@ -175,6 +181,7 @@ class ToolCall {
   #limited(limited: LimitOutcome | undefined): void {
     if (limited && !limited.decision.allowed) {
       this.#deps.metrics.rateLimited.inc({ kind: 'tool' });
+      refuse(this.#call, 'rate_limit', { 'switchyard.retry_after_ms': limited.decision.retryAfterMs });
       const seconds = Math.max(1, Math.ceil(limited.decision.retryAfterMs / 1_000));
       const text = `Rate limit for ${this.#requested} reached (${describeLimit(limited.limit)}); retry in ${seconds} s.`;
       return this.#finish(toolError(text, { [RETRY_AFTER_META]: limited.decision.retryAfterMs }));

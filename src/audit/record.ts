@@ -1,0 +1,94 @@
+// The audit record, version 1: one JSON object per security-relevant event, with a fixed set of
+// fields in a fixed order (docs/audit.md documents each; test/audit/golden-unit.test.ts holds the
+// format). A field that does not apply is left out, never null.
+
+export const AUDIT_SCHEMA = 'switchyard.audit/1';
+
+/** What happened. */
+export type AuditEvent =
+  | 'tool.call'
+  | 'prompt.get'
+  | 'resource.read'
+  | 'request.refused'
+  | 'sign_in'
+  | 'token.issued'
+  | 'token.refused'
+  | 'token.exchange'
+  | 'pin.approved'
+  | 'config.reload';
+
+export const AUDIT_EVENTS: readonly AuditEvent[] = ['tool.call', 'prompt.get', 'resource.read', 'request.refused', 'sign_in', 'token.issued', 'token.refused', 'token.exchange', 'pin.approved', 'config.reload'];
+
+/** Allowed, or refused by the gateway (policy, a rate limit, a bad credential). */
+export type AuditDecision = 'allow' | 'deny';
+
+/** What a caller reports; the audit log adds `schema`, `time`, and shapes `arguments`. */
+export interface AuditEntry {
+  event: AuditEvent;
+  requestId?: string | undefined;
+  traceId?: string | undefined;
+  principal?: string | undefined;
+  team?: string | undefined;
+  /** The OAuth client (a CIMD URL or a DCR client id) the front door issued the token to. */
+  clientId?: string | undefined;
+  /** The MCP endpoint's path. */
+  endpoint?: string | undefined;
+  upstream?: string | undefined;
+  /** The name (or URI) the client used. */
+  name?: string | undefined;
+  /** The same at the upstream. */
+  upstreamName?: string | undefined;
+  decision: AuditDecision;
+  /** Why it was refused: policy, rate_limit, or a credential's fault. */
+  reason?: string | undefined;
+  outcome: string;
+  errorKind?: string | undefined;
+  durationMs?: number | undefined;
+  /** Tool arguments, raw: recorded only when `audit.arguments` is on, redacted and cut. */
+  arguments?: unknown;
+  /** Event-specific facts (a reload's changed upstreams, a token's grant type). */
+  detail?: Readonly<Record<string, string | number | boolean | readonly string[]>> | undefined;
+}
+
+/** The record as written: the entry's fields in this order. */
+const FIELDS = ['requestId', 'traceId', 'principal', 'team', 'clientId', 'endpoint', 'upstream', 'name', 'upstreamName', 'decision', 'reason', 'outcome', 'errorKind', 'durationMs'] as const;
+
+/** Arguments are cut to this many bytes of JSON (audit.arguments). */
+export const ARGUMENTS_LIMIT = 4096;
+
+export interface RecordOptions {
+  time: Date;
+  /** Whether arguments are recorded at all. */
+  arguments: boolean;
+  redact: (text: string) => string;
+}
+
+/** The argument object as recorded: redacted, and as a JSON string cut to ARGUMENTS_LIMIT bytes when longer. */
+function recordedArguments(args: unknown, redact: (text: string) => string): { value: unknown; truncated: boolean } {
+  const text = redact(JSON.stringify(args) ?? 'null');
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length > ARGUMENTS_LIMIT) return { value: bytes.subarray(0, ARGUMENTS_LIMIT).toString('utf8').replace(/\uFFFD+$/, ''), truncated: true };
+  try {
+    return { value: JSON.parse(text) as unknown, truncated: false };
+  } catch {
+    return { value: text, truncated: false }; // a redaction cut through JSON syntax: the text
+  }
+}
+
+/** One audit record as a JSON line (with its newline). */
+export function auditLine(entry: AuditEntry, options: RecordOptions): string {
+  return `${JSON.stringify(auditRecord(entry, options))}\n`;
+}
+
+/** One audit record as an object, its fields in the documented order. */
+export function auditRecord(entry: AuditEntry, options: RecordOptions): Record<string, unknown> {
+  const record: Record<string, unknown> = { schema: AUDIT_SCHEMA, time: options.time.toISOString(), event: entry.event };
+  for (const field of FIELDS) if (entry[field] !== undefined) record[field] = entry[field];
+  if (options.arguments && entry.arguments !== undefined) {
+    const { value, truncated } = recordedArguments(entry.arguments, options.redact);
+    record.arguments = value;
+    if (truncated) record.argumentsTruncated = true;
+  }
+  if (entry.detail !== undefined) record.detail = entry.detail;
+  return record;
+}

@@ -1,0 +1,69 @@
+// Builds tracing and the audit log from a config, once per gateway (gateway.ts): what the router
+// observes of each call, the security events other parts report, and the one close().
+import type { Config, UpstreamConfig } from '../config/schema.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { Tracing, type UpstreamAddress } from '../telemetry/tracing.js';
+import { GATEWAY_VERSION } from '../version.js';
+import { AuditLog, type WritableLike } from './audit.js';
+import { SecurityEvents } from './events.js';
+
+export interface ObservabilityDeps {
+  metrics: Metrics;
+  /** The standard OTEL_* variables (main.ts passes the process's). */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Where the audit stdout sink writes. */
+  stdout?: WritableLike | undefined;
+  /** The upstream's config, for its CLIENT spans' server.address. */
+  upstream: (name: string) => UpstreamConfig | undefined;
+  resolvePath: (path: string) => string;
+  redact?: ((text: string) => string) | undefined;
+  onerror: (err: unknown) => void;
+  /** Records an audit sink holds at most (tests; default AUDIT_QUEUE_LIMIT). */
+  auditQueueLimit?: number | undefined;
+}
+
+export interface Observability {
+  tracing: Tracing | undefined;
+  audit: AuditLog | undefined;
+  events: SecurityEvents;
+  close(): Promise<void>;
+}
+
+/** server.address and server.port of an HTTP upstream; a stdio child is on pipes. */
+export function addressOf(upstream: UpstreamConfig | undefined): UpstreamAddress | undefined {
+  if (upstream?.stdio) return { transport: 'pipe' };
+  if (!upstream?.http) return undefined;
+  const url = new URL(upstream.http.url);
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  return { transport: 'tcp', address: url.hostname.replace(/^\[|\]$/g, ''), port };
+}
+
+export function createObservability(config: Config, deps: ObservabilityDeps): Observability {
+  const tracing = Tracing.create(config.tracing, {
+    env: deps.env,
+    serviceVersion: GATEWAY_VERSION,
+    addressOf: (name) => addressOf(deps.upstream(name)),
+    ...(deps.redact ? { redact: deps.redact } : {}),
+  });
+  const audit =
+    config.audit &&
+    new AuditLog(config.audit, {
+      metrics: deps.metrics,
+      ...(deps.stdout ? { stdout: deps.stdout } : {}),
+      resolvePath: deps.resolvePath,
+      ...(deps.redact ? { redact: deps.redact } : {}),
+      otlpEndpoint: config.tracing.otlp.endpoint,
+      env: deps.env,
+      serviceVersion: GATEWAY_VERSION,
+      ...(deps.auditQueueLimit !== undefined ? { limit: deps.auditQueueLimit } : {}),
+      onerror: deps.onerror,
+    });
+  return {
+    tracing,
+    audit,
+    events: new SecurityEvents(audit, tracing),
+    async close() {
+      await Promise.all([tracing?.shutdown(), audit?.close()]);
+    },
+  };
+}
