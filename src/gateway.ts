@@ -25,6 +25,7 @@ import { SessionStore } from './session/store.js';
 import type { UpstreamClient } from './upstream/client.js';
 import { ReplayBudget } from './session/streams.js';
 import { SessionTokens } from './session/token.js';
+import { fleetOf } from './session/fleet.js';
 import { UpstreamPool } from './upstream/pool.js';
 import { createUserAuth } from './credentials/setup.js';
 import { PersonalUpstreams } from './links/personal.js';
@@ -134,6 +135,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     idleTimeoutMs: config.sessions.idleTimeout,
     replay: { events: config.sessions.replayEvents, bytes: config.sessions.replayBytes, budget: new ReplayBudget(config.sessions.replayTotalBytes) },
     logger,
+    fleet: fleetOf(config, logger),
   });
   // Per-user upstream credentials (userAuth): connect URLs under publicUrl's origin, else the listener's.
   const userAuth = createUserAuth(config, {
@@ -233,6 +235,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     admin = undefined;
     links.stopSweeping();
     await sessions.closeAll();
+    await sessions.sharedLog?.close();
     await pool.close();
     await Promise.all(listeners.map((listener) => listener?.close()));
     await store.close();

@@ -32,6 +32,7 @@ import { refuse, refusals } from './refusals.js';
 import type { HttpInput } from './input.js';
 import { parseEventId } from '../session/streams.js';
 import { boundsFor, connect, respond, type Answers, type StreamSettings } from './responder.js';
+import { resumeFromSharedLog } from './shared-resume.js';
 import { isStatelessRequest, serveStateless, validateStateless } from './stateless/endpoint.js';
 import { StatelessSessions } from './stateless/sessions.js';
 import { isWebResponse, JsonReply, ReplySink, type Reply } from './reply.js';
@@ -150,8 +151,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     }
     const run = (channel: RequestChannel, done: (answers: Answers) => void): void => router.answer(session, message, sessionContext(context, session, channel), done);
     const limiting = limit(context, isRateFree(message.method) ? 0 : 1, message.id);
-    if (limiting) return after(limiting, (limited) => (limited ? reply(limited) : respond(session, run, deps.streams, reply)), fail);
-    respond(session, run, deps.streams, reply);
+    if (limiting) return after(limiting, (limited) => (limited ? reply(limited) : respond(session, run, deps.streams, reply, [message.id])), fail);
+    respond(session, run, deps.streams, reply, [message.id]);
   }
 
   /** A 2026-07-28 request (stateless/endpoint.ts): no session of the client's, the era's own validation. */
@@ -207,7 +208,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
         (answers) => done([...invalid, ...answers]),
         (err: unknown) => done([...invalid, ...requests.map((r) => failure(r.id, toJsonRpcError(err)))]),
       );
-    return new Promise((resolve) => respond(session, run, deps.streams, resolve));
+    return new Promise((resolve) => respond(session, run, deps.streams, resolve, requests.map((r) => r.id)));
   }
 
   /**
@@ -275,7 +276,11 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (lastEventId !== undefined) {
       const event = parseEventId(lastEventId);
       const stream = event && session.stream(event.key);
-      if (!event || !stream) return refuse(refusals.unknownLastEventId);
+      if (!event || !stream) {
+        // A stream another replica wrote is resumed from the shared log (sessions.store: redis).
+        const shared = event && sessions.sharedLog ? await resumeFromSharedLog(session, sessions.sharedLog, event, deps.streams) : undefined;
+        return shared ?? refuse(refusals.unknownLastEventId);
+      }
       // A stream that ended with nothing left to replay (a cancelled request's, which carries
       // no response) is over: 204 is how SSE tells a client to stop reconnecting (WHATWG HTML
       // "Server-sent events"). An empty 200 would read as a dropped connection, and the SDK

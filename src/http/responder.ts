@@ -5,7 +5,7 @@
 // request has run for STREAM_AFTER_MS, so a long call survives a dropped connection. Both forms
 // are allowed by basic/transports.mdx ("Sending Messages to the Server", item 5). A client
 // closing the stream does not cancel anything.
-import type { JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.js';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.js';
 import type { RequestChannel } from '../router/router.js';
 import type { DownstreamSession } from '../links/session.js';
 import type { SessionStream } from '../session/streams.js';
@@ -61,12 +61,13 @@ export function respond(
   run: (channel: RequestChannel, done: (answers: Answers) => void) => void,
   settings: StreamSettings,
   resolve: (reply: Reply) => void,
+  requests: readonly JsonRpcId[] = [],
 ): void {
   let stream: SessionStream | undefined;
   let settled = false;
   const upgrade = (): SessionStream => {
     if (stream) return stream;
-    const opened = session.openRequestStream();
+    const opened = session.openRequestStream(requests);
     stream = opened;
     resolve(connect(session, opened, settings)!.response);
     return opened;

@@ -39,6 +39,8 @@ export interface RelayDeps {
 
 /** Wires an upstream session's notifications and requests to the client session that owns it. */
 export function wireUpstream(session: DownstreamSession, client: UpstreamClient, deps: RelayDeps): void {
+  // A portable session's upstream stream is held by the replica holding the client's GET stream.
+  if (session.portable) client.holdStream(session.holdsStream);
   // The context an upstream client hands back is the one the request was sent with (call.ts).
   const send = (message: JsonRpcMessage, context: unknown): void => {
     const related = context as RequestContext | undefined;

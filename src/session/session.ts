@@ -10,6 +10,7 @@ import type { StatelessVersion } from '../mcp/era.js';
 import type { Principal } from '../auth/principal.js';
 import type { Access } from '../policy/policy.js';
 import { EventLog, SessionStream, type LogLimits } from './streams.js';
+import type { SharedStreamLog, StreamMirror } from './shared-log.js';
 import { Cancellation, type CancelSignal } from '../util/cancel.js';
 import { UpstreamRecords, type UpstreamLink } from './upstreams.js';
 
@@ -50,6 +51,22 @@ export interface ClientRequest {
   relatedTask: { exposed: string; local: string } | undefined;
 }
 
+/** How a session takes part in a fleet whose replicas all open its self-describing id. */
+export interface FleetOptions {
+  /** The replay log every replica reads (sessions.store: redis). */
+  log?: SharedStreamLog;
+}
+
+/** What a session asks of its upstream sessions when other replicas carry them too (UpstreamClient has both). */
+interface PortableLink {
+  keepSession?(): void;
+  holdStream?(hold: boolean): void;
+}
+
+function portableOf(link: UpstreamLink): PortableLink {
+  return link as UpstreamLink & PortableLink;
+}
+
 /** Request streams kept for resumption after their response; older ones are forgotten. */
 const MAX_DONE_STREAMS = 100;
 /** Client-side task ids remembered, to route the client's notifications/tasks/status. */
@@ -67,6 +84,12 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
   instructions: string | undefined;
   /** Where messages that belong to no request go: the GET stream unless the edge gave another way. */
   readonly delivery: Delivery;
+  /**
+   * Whether other replicas carry this session on too (its id is self-describing and the client
+   * holds it): its upstream sessions are then ended only by the client's DELETE, and each
+   * upstream's own stream is held only by the replica that holds the client's GET stream.
+   */
+  readonly portable: boolean;
   /** Who opened the session (with auth configured). */
   principal: Principal | undefined;
   /** What its teams may see and call; set at initialize and on a policy reload. */
@@ -82,17 +105,26 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
   readonly #streams = new Map<string, SessionStream>();
   #log: EventLog | undefined;
   #standalone: SessionStream | undefined;
+  readonly #shared: SharedStreamLog | undefined;
+  #mirror: StreamMirror | undefined;
   #nextClientRequestId = 0;
   #lastActive: number;
   #closed = false;
   #toolsEpoch = 0;
 
-  constructor(id: string, info: SessionInfo, now: number, limits: LogLimits, delivery?: Delivery) {
+  constructor(id: string, info: SessionInfo, now: number, limits: LogLimits, delivery?: Delivery, fleet?: FleetOptions) {
     this.id = id;
     this.info = info;
     this.#lastActive = now;
     this.#limits = limits;
     this.delivery = delivery ?? { deliver: (message) => this.standalone.send(message), canAsk: true, addressable: true };
+    this.portable = fleet !== undefined && this.delivery.addressable;
+    this.#shared = this.portable ? fleet?.log : undefined;
+  }
+
+  /** Whether the client's GET stream is connected to this replica (its upstream streams are then held here). */
+  get holdsStream(): boolean {
+    return this.#standalone?.attached === true;
   }
 
   /** The upstream sessions opened for this session, by upstream name. */
@@ -170,13 +202,22 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
 
   /** The stream for server-initiated messages (the GET stream), created on first use. */
   get standalone(): SessionStream {
-    this.#standalone ??= new SessionStream('standalone', this.#eventLog());
-    return this.#standalone;
+    if (this.#standalone) return this.#standalone;
+    const stream = new SessionStream('standalone', this.#eventLog(), this.#sharedMirror());
+    // Server-initiated messages of a portable session's upstreams reach the replica holding
+    // the client's GET stream: that replica holds the upstreams' own streams, no other does.
+    if (this.portable) stream.onattached = (attached) => this.#holdUpstreamStreams(attached);
+    this.#standalone = stream;
+    return stream;
   }
 
-  /** A new stream for one POST's answer. */
-  openRequestStream(): SessionStream {
-    const stream = new SessionStream('request', this.#eventLog());
+  #holdUpstreamStreams(hold: boolean): void {
+    for (const client of this.links.clients.values()) portableOf(client).holdStream?.(hold);
+  }
+
+  /** A new stream for one POST's answer to `requests`. */
+  openRequestStream(requests: readonly JsonRpcId[] = []): SessionStream {
+    const stream = new SessionStream('request', this.#eventLog(), this.#sharedMirror(), requests);
     this.#streams.set(stream.key, stream);
     if (this.#streams.size > MAX_DONE_STREAMS) {
       for (const [key, old] of this.#streams) {
@@ -223,10 +264,14 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
     this.clientTasks.set(taskId, upstream);
   }
 
-  /** Ends everything the session holds. Idempotent. */
-  async close(reason: Error): Promise<void> {
+  /**
+   * Ends everything the session holds. Idempotent. `keepUpstreams`: the upstreams' own sessions
+   * are left alive (the session ends here only; other replicas carry it on).
+   */
+  async close(reason: Error, options: { keepUpstreams?: boolean } = {}): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    if (options.keepUpstreams) for (const client of this.links.clients.values()) portableOf(client).keepSession?.();
     for (const controller of this.#inflight.values()) controller.abort('session ended');
     this.#inflight.clear();
     this.clientRequests.rejectAll(reason);
@@ -234,6 +279,18 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
     this.#standalone?.finish();
     this.#log?.release();
     await this.links.closeAll();
+  }
+
+  /** The shared log bound to this session (its id read at each write: initialize seals it after the streams' log is made). */
+  #sharedMirror(): StreamMirror | undefined {
+    const log = this.#shared;
+    if (!log) return undefined;
+    this.#mirror ??= {
+      begin: (stream, kind, requests) => log.begin(this.id, stream, kind, requests),
+      append: (stream, seq, data) => log.append(this.id, stream, seq, data),
+      end: (stream) => log.end(this.id, stream),
+    };
+    return this.#mirror;
   }
 
   #eventLog(): EventLog {

@@ -3,8 +3,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from '../util/log.js';
 import { GatewayError } from '../mcp/errors.js';
-import { DownstreamSession, type Delivery, type SessionInfo, type UpstreamLink } from './session.js';
+import { DownstreamSession, type Delivery, type FleetOptions, type SessionInfo, type UpstreamLink } from './session.js';
 import type { LogLimits } from './streams.js';
+import type { SharedStreamLog } from './shared-log.js';
 
 const MAX_ENDED = 100_000;
 
@@ -18,6 +19,8 @@ export interface SessionStoreOptions {
   replay: LogLimits;
   logger: Logger;
   now?: () => number;
+  /** Set when session ids are self-describing (sessions.keys): every replica carries the sessions on. */
+  fleet?: FleetOptions;
 }
 
 export class SessionStore<C extends UpstreamLink = UpstreamLink> {
@@ -37,6 +40,11 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
     this.#now = options.now ?? Date.now;
   }
 
+  /** The replay log every replica reads, when sessions.store is shared. */
+  get sharedLog(): SharedStreamLog | undefined {
+    return this.#options.fleet?.log;
+  }
+
   get size(): number {
     return this.#sessions.size;
   }
@@ -47,7 +55,7 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
 
   /** A new session, under `id` (a resumed one) or a fresh random id. */
   create(info: SessionInfo, id = randomBytes(24).toString('base64url'), delivery?: Delivery): DownstreamSession<C> {
-    const session = new DownstreamSession<C>(id, info, this.#now(), this.#options.replay, delivery);
+    const session = new DownstreamSession<C>(id, info, this.#now(), this.#options.replay, delivery, this.#options.fleet);
     this.#sessions.set(session.id, session);
     const key = info.principal ?? '';
     this.#perPrincipal.set(key, (this.#perPrincipal.get(key) ?? 0) + 1);
@@ -109,8 +117,12 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
     return this.#sessions.get(id);
   }
 
-  /** Ends a session; its id is remembered as ended (not to be resumed) unless `remember` is false (an id never given out). */
-  async delete(id: string, reason = 'session ended', options: { remember?: boolean } = {}): Promise<void> {
+  /**
+   * Ends a session; its id is remembered as ended (not to be resumed) unless `remember` is false
+   * (an id never given out, or a session other replicas carry on). `keepUpstreams` leaves its
+   * upstreams' own sessions alive.
+   */
+  async delete(id: string, reason = 'session ended', options: { remember?: boolean; keepUpstreams?: boolean } = {}): Promise<void> {
     const session = this.#sessions.get(id);
     if (!session) return;
     this.#sessions.delete(id);
@@ -119,7 +131,16 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
     const left = (this.#perPrincipal.get(key) ?? 1) - 1;
     if (left > 0) this.#perPrincipal.set(key, left);
     else this.#perPrincipal.delete(key);
-    await session.close(new GatewayError('upstream_closed', reason));
+    await session.close(new GatewayError('upstream_closed', reason), { keepUpstreams: options.keepUpstreams === true });
+  }
+
+  /**
+   * Lets a session go from this replica alone (idle here, or this replica stopping): a portable
+   * session is only forgotten, its id still opens it anywhere (here too) and its upstream
+   * sessions stay alive for the replicas that carry it on; any other session ends.
+   */
+  #letGo(session: DownstreamSession<C>, reason: string): Promise<void> {
+    return session.portable ? this.delete(session.id, reason, { remember: false, keepUpstreams: true }) : this.delete(session.id, reason);
   }
 
   /** Closes sessions idle for longer than the timeout. */
@@ -130,7 +151,7 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
       return since !== undefined && since <= cutoff;
     });
     for (const session of idle) this.#options.logger.info('closing idle session', { session: session.id.slice(0, 8) });
-    await Promise.allSettled(idle.map((s) => this.delete(s.id, 'session idle timeout')));
+    await Promise.allSettled(idle.map((s) => this.#letGo(s, 'session idle timeout')));
     return idle.length;
   }
 
@@ -144,7 +165,7 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
   async closeAll(): Promise<void> {
     clearInterval(this.#sweeper);
     this.#sweeper = undefined;
-    const all = [...this.#sessions.keys()];
-    await Promise.allSettled(all.map((id) => this.delete(id, 'gateway shutting down')));
+    const all = [...this.#sessions.values()];
+    await Promise.allSettled(all.map((session) => this.#letGo(session, 'gateway shutting down')));
   }
 }

@@ -4,9 +4,10 @@
 // and a place in the session's log, is written to the stream's connection if one is attached,
 // and is replayed when the client comes back with Last-Event-ID, never on another stream.
 import { randomBytes } from 'node:crypto';
-import type { JsonRpcMessage } from '../mcp/jsonrpc.js';
+import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { isDroppable } from '../mcp/methods.js';
 import { encodeSseEvent } from '../util/sse.js';
+import type { StreamKind, StreamMirror } from './shared-log.js';
 
 /** One HTTP response carrying SSE (implemented by the HTTP layer). */
 export interface StreamConnection {
@@ -179,7 +180,7 @@ export class EventLog {
   }
 }
 
-export type StreamKind = 'request' | 'standalone';
+export type { StreamKind };
 
 export interface AttachOptions {
   /**
@@ -195,6 +196,10 @@ export class SessionStream {
   readonly key = randomBytes(6).toString('hex');
   readonly kind: StreamKind;
   readonly #log: EventLog;
+  /** Where its events are also written for other replicas (sessions.store: redis). */
+  readonly #mirror: StreamMirror | undefined;
+  /** Told when a connection attaches to a stream that had none, and when the last one goes. */
+  onattached?: (attached: boolean) => void;
   #nextSeq = 1;
   /** The highest sequence number written to a connection. */
   #written = 0;
@@ -202,9 +207,12 @@ export class SessionStream {
   #done = false;
   #primed = false;
 
-  constructor(kind: StreamKind, log: EventLog) {
+  /** `requests`: what a request stream answers (another replica answers them if this one is gone). */
+  constructor(kind: StreamKind, log: EventLog, mirror?: StreamMirror, requests: readonly JsonRpcId[] = []) {
     this.kind = kind;
     this.#log = log;
+    this.#mirror = mirror;
+    mirror?.begin(this.key, kind, requests);
   }
 
   get attached(): boolean {
@@ -228,6 +236,7 @@ export class SessionStream {
     const seq = this.#nextSeq++;
     const data = JSON.stringify(message);
     this.#log.append(this.key, seq, data);
+    this.#mirror?.append(this.key, seq, data);
     if (this.#connection) {
       this.#connection.write(encodeSseEvent(data, `${this.key}.${seq}`), droppableMethod(message));
       this.#written = seq;
@@ -242,8 +251,10 @@ export class SessionStream {
     const resuming = options.after !== undefined;
     const events = this.#log.after(this.key, options.after ?? this.#written, !resuming);
     if (!events) return false;
-    if (this.#connection && this.#connection !== connection) this.#connection.close();
+    const previous = this.#connection;
+    if (previous && previous !== connection) previous.close();
     this.#connection = connection;
+    if (!previous) this.onattached?.(true);
     // Priming (2025-11-25): an event id with empty data, so the client can resume from the very
     // start. A stream never written to primes first with `<key>.0`; later connections prime
     // after the replay with a sequence number of their own, as event ids must be unique.
@@ -264,11 +275,14 @@ export class SessionStream {
   }
 
   detach(connection: StreamConnection): void {
-    if (this.#connection === connection) this.#connection = undefined;
+    if (this.#connection !== connection) return;
+    this.#connection = undefined;
+    this.onattached?.(false);
   }
 
   /** Ends the stream (its response was sent, or the session ended). */
   finish(): void {
+    if (!this.#done && this.kind === 'request') this.#mirror?.end(this.key);
     this.#done = true;
     this.#closeConnection();
   }
@@ -283,6 +297,7 @@ export class SessionStream {
     const connection = this.#connection;
     this.#connection = undefined;
     connection?.close();
+    if (connection) this.onattached?.(false);
   }
 }
 

@@ -41,6 +41,8 @@ export class ReconnectingTransport implements Transport {
   #reinit: { id: string; resolve: (result: JsonObject) => void; reject: (err: Error) => void } | undefined;
   readonly #crashes: number[] = [];
   #started: Promise<void> | undefined;
+  /** What the owner asked of the upstream's stream, applied to every new connection too. */
+  #hold: boolean | undefined;
 
   onmessage?: Transport['onmessage'];
   onerror?: Transport['onerror'];
@@ -140,6 +142,15 @@ export class ReconnectingTransport implements Transport {
     await this.#inner.close();
   }
 
+  keepSession(): void {
+    this.#inner.keepSession?.();
+  }
+
+  holdStream(hold: boolean): void {
+    this.#hold = hold;
+    this.#inner.holdStream?.(hold);
+  }
+
   #wire(inner: Transport): Transport {
     inner.onmessage = (message, extra) => {
       if (inner !== this.#inner) return;
@@ -154,6 +165,7 @@ export class ReconnectingTransport implements Transport {
       this.onmessage?.(message, extra);
     };
     inner.onerror = (err) => this.onerror?.(err);
+    if (this.#hold !== undefined) inner.holdStream?.(this.#hold);
     inner.onclose = (reason) => {
       if (inner !== this.#inner || this.#closed) return;
       if (this.#reinit) {

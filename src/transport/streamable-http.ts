@@ -14,6 +14,9 @@ import type { CircuitBreaker } from './circuit.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { BeforeResponseError, exchange, InFlight, NotSentError, type BodyPlan, type ExchangeDone } from './exchange.js';
 import { parseTraceparent, parseTracestate } from '../util/trace.js';
+import { namesLostSession, sleep, type GetStreamSupport } from './get-stream.js';
+
+export { GetStreamSupport } from './get-stream.js';
 
 /** A credential of the gateway's (or of one user) for an upstream, asked for on every request. */
 export interface UpstreamCredential {
@@ -42,30 +45,6 @@ export interface StreamableHttpOptions {
   resume?: { sessionId: string };
   /** Shared by every session of this upstream: a 405 to one session's GET spares the others. */
   getStream?: GetStreamSupport;
-}
-
-/** How long a GET answered 405 (no server-initiated stream) is believed for new sessions. */
-const GET_REFUSAL_MEMORY_MS = 5 * 60_000;
-
-/**
- * Whether an upstream serves GET streams (transports.mdx: it MAY answer 405). Learnt from one
- * session and believed for a while, so a server without them is not asked once per session.
- */
-export class GetStreamSupport {
-  #refusedAt: number | undefined;
-  readonly #now: () => number;
-
-  constructor(now: () => number = Date.now) {
-    this.#now = now;
-  }
-
-  get worthTrying(): boolean {
-    return this.#refusedAt === undefined || this.#now() - this.#refusedAt >= GET_REFUSAL_MEMORY_MS;
-  }
-
-  refused(): void {
-    this.#refusedAt = this.#now();
-  }
 }
 
 /** Bodies read only to be dropped (202, an expired session), and error bodies (64 KiB at most, else ignored). */
@@ -97,6 +76,14 @@ export class StreamableHttpTransport implements Transport {
   #sessionId: string | undefined;
   #protocolVersion: string | undefined;
   #closed = false;
+  /** close() leaves the upstream's session alive (another replica carries it on). */
+  #keep = false;
+  /** Whether the GET stream is wanted: undefined holds it from establishment on (holdStream). */
+  #hold: boolean | undefined;
+  /** Set once the session is established in an era with a GET stream. */
+  #listens = false;
+  /** Stops the GET stream while it is held. */
+  #listener: AbortController | undefined;
 
   onmessage?: Transport['onmessage'];
   onerror?: Transport['onerror'];
@@ -124,7 +111,30 @@ export class StreamableHttpTransport implements Transport {
   sessionEstablished(protocolVersion: string): void {
     this.#protocolVersion = protocolVersion;
     // 2026-07-28 has no GET stream: change notifications come from subscriptions/listen.
-    if (!isStatelessVersion(protocolVersion)) void this.#listen();
+    this.#listens = !isStatelessVersion(protocolVersion);
+    if (this.#listens && this.#hold !== false) this.#startListening();
+  }
+
+  keepSession(): void {
+    this.#keep = true;
+  }
+
+  holdStream(hold: boolean): void {
+    this.#hold = hold;
+    if (hold && this.#listens) this.#startListening();
+    if (!hold) {
+      this.#listener?.abort();
+      this.#listener = undefined;
+    }
+  }
+
+  #startListening(): void {
+    if (this.#listener || this.#closed) return;
+    const stop = new AbortController();
+    this.#listener = stop;
+    void this.#listen(stop.signal).finally(() => {
+      if (this.#listener === stop) this.#listener = undefined;
+    });
   }
 
   /** Set once the upstream answered a POST as an SSE stream. */
@@ -184,6 +194,8 @@ export class StreamableHttpTransport implements Transport {
   ): void {
     const signal = options?.exchange;
     const expectId = isRequest(message) ? message.id : undefined;
+    /** Whether this POST carried a session id (a 400 naming the session then says it is gone). */
+    const carried = this.#sessionId !== undefined;
     let answered = expectId === undefined;
     /** The answer's SSE stream, if it came as one: where to resume it from, and when. */
     let stream: PostStream | undefined;
@@ -243,6 +255,7 @@ export class StreamableHttpTransport implements Transport {
       const { statusCode, text } = response;
       if (statusCode === 202) return done();
       if (statusCode === 404 && this.#sessionId !== undefined) return done(new TransportError('session_expired', 'upstream session expired', 404));
+      if (carried && namesLostSession(statusCode, text)) return done(new TransportError('session_expired', 'upstream session expired', statusCode));
       if (statusCode < 200 || statusCode >= 300) {
         const answer = decodeMessages(text).find((m) => 'error' in m && m.id === expectId);
         if (answer && expectId !== undefined) {
@@ -274,12 +287,21 @@ export class StreamableHttpTransport implements Transport {
     exchange(this.#options.dispatcher, request, signal, plan, this.#inflight, ended);
   }
 
-  async close(): Promise<void> {
+  /** The one close, which every caller waits for (the DELETE included, before the dispatcher goes). */
+  #closing: Promise<void> | undefined;
+
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#abort.abort();
+    this.#listener?.abort();
     this.#inflight.cutAll(new TransportError('closed', 'transport closed'));
-    if (this.#sessionId !== undefined) {
+    if (this.#sessionId !== undefined && !this.#keep) {
       try {
         const { body } = await this.#options.dispatcher.request({
           origin: this.#origin,
@@ -380,12 +402,12 @@ export class StreamableHttpTransport implements Transport {
     }
   }
 
-  /** Keeps a GET stream open for server-initiated messages, reconnecting with backoff. */
-  async #listen(): Promise<void> {
+  /** Keeps a GET stream open for server-initiated messages, reconnecting with backoff, until `stop`. */
+  async #listen(stop: AbortSignal): Promise<void> {
     if (this.#options.getStream && !this.#options.getStream.worthTrying) return;
     const parser = new SseParser(this.#max);
     let delay = GET_RETRY_MIN_MS;
-    while (!this.#closed) {
+    while (!this.#closed && !stop.aborted) {
       try {
         const headers = this.#headers({ accept: 'text/event-stream', ...(await this.#authorization()) });
         if (parser.lastEventId !== undefined) headers['last-event-id'] = parser.lastEventId;
@@ -394,15 +416,15 @@ export class StreamableHttpTransport implements Transport {
           path: this.#path,
           method: 'GET',
           headers,
-          signal: this.#abort.signal,
+          signal: stop,
         });
         if (statusCode === 405) {
           await body.dump();
           this.#options.getStream?.refused();
           return; // the server offers no GET stream
         }
-        if (statusCode === 404) {
-          await body.dump();
+        if (statusCode === 404 || (statusCode === 400 && namesLostSession(400, await body.text().catch(() => '')))) {
+          await body.dump().catch(() => {});
           // The upstream forgot this session; whoever owns the transport decides what next.
           this.#closed = true;
           this.#abort.abort();
@@ -411,7 +433,7 @@ export class StreamableHttpTransport implements Transport {
         }
         if (statusCode === 401) this.#options.credentials?.invalidate();
         if (statusCode !== 200 || contentTypeOf(responseHeaders) !== 'text/event-stream') {
-          await body.dump();
+          await body.dump().catch(() => {}); // a 400's body may have been read above
           throw new TransportError('http_status', `GET stream answered HTTP ${statusCode}`, statusCode);
         }
         delay = GET_RETRY_MIN_MS;
@@ -425,11 +447,11 @@ export class StreamableHttpTransport implements Transport {
           parser,
         );
       } catch (err) {
-        if (this.#closed) return;
+        if (this.#closed || stop.aborted) return;
         this.#options.logger.debug('upstream GET stream failed; reconnecting', { err, delayMs: delay });
       }
-      if (this.#closed) return;
-      await sleep(delay, this.#abort.signal);
+      if (this.#closed || stop.aborted) return;
+      await sleep(delay, stop);
       delay = Math.min(delay * 2, GET_RETRY_MAX_MS);
     }
   }
@@ -449,16 +471,4 @@ function traceHeaders(message: JsonRpcMessage): Readonly<Record<string, string>>
   if (traceparent === undefined) return NO_HEADERS;
   const tracestate = parseTracestate(meta.tracestate);
   return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -42,6 +42,17 @@ export interface Transport {
   /** Ends the session and releases everything; idempotent. */
   close(): Promise<void>;
   /**
+   * From now on, close() releases the connection but leaves the upstream's session alive
+   * (Streamable HTTP sends no DELETE): another replica carries the session on.
+   */
+  keepSession?(): void;
+  /**
+   * Whether to hold the upstream's stream for server-initiated messages (Streamable HTTP's GET
+   * stream). Never called: it is held from the session's establishment on. Once called, it is
+   * held only while the last call said so.
+   */
+  holdStream?(hold: boolean): void;
+  /**
    * The protocol version messages are sent under, from the first one (a 2026-07-28
    * server/discover probe) on: Streamable HTTP puts it, and for 2026-07-28 the Mcp-Method and
    * Mcp-Name headers, on every POST. Undefined goes back to none (a legacy initialize).

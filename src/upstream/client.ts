@@ -330,6 +330,16 @@ export class UpstreamClient {
     }
   }
 
+  /** From now on close() leaves the upstream's own session alive: another replica carries it on. */
+  keepSession(): void {
+    this.#transport.keepSession?.();
+  }
+
+  /** Holds the upstream's stream for server-initiated messages only while `hold` (see Transport.holdStream). */
+  holdStream(hold: boolean): void {
+    this.#transport.holdStream?.(hold);
+  }
+
   async close(): Promise<void> {
     this.#stateless?.close();
     if (!this.#closed) {

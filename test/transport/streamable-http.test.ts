@@ -144,6 +144,65 @@ describe('StreamableHttpTransport POST', () => {
     expect([err.code, err.status]).toEqual(['session_expired', 404]);
   });
 
+  it('says the upstream session expired on a 400 naming the session, as server-everything answers an id it no longer knows', async () => {
+    answer = (_req, res, body) =>
+      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: body.id, error: { code: -32000, message: 'Bad Request: No valid session ID provided' } }));
+    const { t, got } = transport({ resume: { sessionId: 'up-gone' } });
+    const err = await failure(t.send(call(3)));
+    expect([err.code, err.status]).toEqual(['session_expired', 400]);
+    expect(got).toEqual([]);
+    // Without a session id, the same answer is the request's own error.
+    const fresh = transport();
+    await fresh.t.send(call(4));
+    expect(fresh.got.map((g) => g.message)).toEqual([{ jsonrpc: '2.0', id: 4, error: { code: -32000, message: 'Bad Request: No valid session ID provided' } }]);
+  });
+
+  it('ends the upstream session with DELETE on close, unless told to keep it for another replica', async () => {
+    const methods: string[] = [];
+    answer = (req, res) => {
+      methods.push(req.method!);
+      res.writeHead(200).end();
+    };
+    const kept = transport({ resume: { sessionId: 'up-kept' } }).t;
+    kept.keepSession();
+    await kept.close();
+    expect(methods).toEqual([]);
+    await transport({ resume: { sessionId: 'up-ended' } }).t.close();
+    expect(methods).toEqual(['DELETE']);
+  });
+
+  it('holds the GET stream only while asked, once asked: none at establishment, one while held, cut when let go', async () => {
+    const gets: ServerResponse[] = [];
+    let opened: () => void = () => {};
+    answer = (req, res) => {
+      if (req.method !== 'GET') return void res.writeHead(202).end();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': open\n\n');
+      gets.push(res);
+      opened();
+    };
+    const { t } = transport({ resume: { sessionId: 'up-held' } });
+    try {
+      t.holdStream(false);
+      t.sessionEstablished('2025-06-18');
+      // A notification round trip: a GET sent at establishment would have arrived before it.
+      await t.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      expect(gets).toHaveLength(0);
+
+      const first = new Promise<void>((resolve) => (opened = resolve));
+      t.holdStream(true);
+      await first;
+      expect(gets).toHaveLength(1);
+      const cut = new Promise<void>((resolve) => gets[0]!.once('close', () => resolve()));
+      t.holdStream(false);
+      await cut;
+      expect(gets).toHaveLength(1);
+    } finally {
+      t.keepSession();
+      await t.close();
+    }
+  });
+
   it('refuses a JSON answer larger than maxMessageBytes and cuts the connection', async () => {
     answer = (_req, res, body) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: body.id, result: { text: 'x'.repeat(10_000) } }));
     const { t, got } = transport({ maxMessageBytes: 1_000 });

@@ -1,0 +1,137 @@
+// The shared replay log in Redis (sessions.store: redis). Per stream, a list of its events
+// ("<seq> <data>", trimmed to sessions.replayEvents) and a hash of what it is (kind, the
+// requests it answers, the replica writing it, done). Keys name the session by a hash of its
+// id (the id itself is never stored) and expire sessions.idleTimeout after their last write.
+// Each replica refreshes a short-lived key of its own: a stream whose writer's key is gone will
+// not be written to again. Writes are never waited for; a failed one is logged once per outage.
+import { createHash, randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { JsonRpcId } from '../mcp/jsonrpc.js';
+import type { Logger } from '../util/log.js';
+import type { SharedEvent, SharedStream, SharedStreamLog, StreamKind } from './shared-log.js';
+
+/** A replica's liveness key lives this long; refreshed three times as often. */
+const ALIVE_MS = 3_000;
+
+export interface RedisStreamLogOptions {
+  url: string;
+  prefix: string;
+  /** Events kept per stream (sessions.replayEvents). */
+  events: number;
+  /** Keys expire this long after their stream's last write. */
+  ttlMs: number;
+  logger: Logger;
+}
+
+export class RedisStreamLog implements SharedStreamLog {
+  readonly #redis: Redis;
+  readonly #options: RedisStreamLogOptions;
+  /** This replica, as streams' writer. */
+  readonly #replica = randomBytes(8).toString('hex');
+  readonly #alive: NodeJS.Timeout;
+  #failing = false;
+
+  constructor(options: RedisStreamLogOptions) {
+    this.#options = options;
+    this.#redis = new Redis(options.url, {
+      enableAutoPipelining: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: 1_000,
+      connectTimeout: 2_000,
+      retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+    });
+    this.#redis.on('error', () => {}); // reported through #failed, once per outage
+    this.#redis.on('ready', () => this.#heartbeat());
+    this.#alive = setInterval(() => this.#heartbeat(), ALIVE_MS / 3);
+    this.#alive.unref();
+  }
+
+  begin(session: string, stream: string, kind: StreamKind, requests: readonly JsonRpcId[]): void {
+    const meta = this.#key(session, stream, 'm');
+    this.#write(this.#redis.multi().hset(meta, 'k', kind, 'r', JSON.stringify(requests), 'o', this.#replica).pexpire(meta, this.#options.ttlMs));
+  }
+
+  append(session: string, stream: string, seq: number, data: string): void {
+    const list = this.#key(session, stream, 'e');
+    const { events, ttlMs } = this.#options;
+    this.#write(
+      this.#redis
+        .multi()
+        .rpush(list, `${seq} ${data}`)
+        .ltrim(list, -events, -1)
+        .pexpire(list, ttlMs)
+        .pexpire(this.#key(session, stream, 'm'), ttlMs),
+    );
+  }
+
+  end(session: string, stream: string): void {
+    const meta = this.#key(session, stream, 'm');
+    this.#write(this.#redis.multi().hset(meta, 'd', '1').pexpire(meta, this.#options.ttlMs));
+  }
+
+  async read(session: string, stream: string, after: number): Promise<SharedStream | undefined> {
+    const meta = await this.#redis.hgetall(this.#key(session, stream, 'm'));
+    const kind = meta.k;
+    if (kind !== 'request' && kind !== 'standalone') return undefined;
+    const [raw, alive] = await Promise.all([this.#redis.lrange(this.#key(session, stream, 'e'), 0, -1), meta.o ? this.#redis.exists(this.#aliveKey(meta.o)) : Promise.resolve(0)]);
+    const events: SharedEvent[] = [];
+    for (const entry of raw) {
+      const space = entry.indexOf(' ');
+      const seq = Number(entry.slice(0, space));
+      if (space > 0 && Number.isSafeInteger(seq) && seq > after) events.push({ seq, data: entry.slice(space + 1) });
+    }
+    return { kind, done: meta.d === '1', requests: parseIds(meta.r), writerAlive: alive === 1, events };
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#alive);
+    // Writes already sent are flushed; the replica's liveness key goes with it.
+    await this.#redis.del(this.#aliveKey(this.#replica)).catch(() => {});
+    await this.#redis.quit().catch(() => this.#redis.disconnect());
+  }
+
+  #key(session: string, stream: string, part: 'e' | 'm'): string {
+    const id = createHash('sha256').update(session).digest('base64url').slice(0, 22);
+    return `${this.#options.prefix}log:${id}:${stream}:${part}`;
+  }
+
+  #aliveKey(replica: string): string {
+    return `${this.#options.prefix}replica:${replica}`;
+  }
+
+  #heartbeat(): void {
+    if (this.#redis.status !== 'ready') return;
+    this.#write(this.#redis.multi().set(this.#aliveKey(this.#replica), '1', 'PX', ALIVE_MS));
+  }
+
+  #write(batch: { exec(): Promise<unknown> }): void {
+    const { status } = this.#redis;
+    if (status === 'connecting' || status === 'connect') return; // not yet: nothing to report
+    if (status !== 'ready') return this.#failed(new Error(`Redis ${status}`));
+    batch.exec().then(
+      () => {
+        if (!this.#failing) return;
+        this.#failing = false;
+        this.#options.logger.warn('Redis reachable again; the replay log is shared again');
+      },
+      (err: unknown) => this.#failed(err),
+    );
+  }
+
+  #failed(err: unknown): void {
+    if (this.#failing) return;
+    this.#failing = true;
+    this.#options.logger.error('Redis unreachable; SSE events are replayed only by the replica that sent them until it is back', { err });
+  }
+}
+
+function parseIds(text: string | undefined): JsonRpcId[] {
+  if (text === undefined) return [];
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) ? value.filter((id): id is JsonRpcId => typeof id === 'string' || typeof id === 'number') : [];
+  } catch {
+    return [];
+  }
+}
