@@ -18,6 +18,7 @@ import type { UpstreamClient } from '../upstream/client.js';
 import { ProcessLimitError, type UpstreamPool } from '../upstream/pool.js';
 import type { Logger } from '../util/log.js';
 import type { Listing } from '../names/lists.js';
+import { listChangeOf, listKindOf } from '../mcp/methods.js';
 
 /** The session facts a catalog is kept for. */
 export interface CatalogKeyInfo {
@@ -26,14 +27,11 @@ export interface CatalogKeyInfo {
   clientInfo: JsonObject;
 }
 
-/** The lists a catalog answers (tasks are a session's own). */
-const LIST_METHODS = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list']);
-/** The list methods a list_changed notification makes stale. */
-export const CHANGED_LISTS: Readonly<Record<string, string[]>> = {
-  'notifications/tools/list_changed': ['tools/list'],
-  'notifications/prompts/list_changed': ['prompts/list'],
-  'notifications/resources/list_changed': ['resources/list', 'resources/templates/list'],
-};
+/** Whether a catalog answers `method`: the lists, but tasks (a session's own). */
+function isCatalogList(method: string): boolean {
+  const kind = listKindOf(method);
+  return kind !== undefined && kind !== 'tasks';
+}
 /** Distinct catalogs kept per upstream (clients that vary their info cannot spawn without end). */
 const MAX_KEYS = 16;
 /** A failed probe is tried again (in the background) at most this often. */
@@ -79,7 +77,7 @@ export class CatalogSession implements Listing {
   /** A list page, from the cache or read once for every session asking (no caller's signal cancels it). */
   request(method: string, params?: JsonObject): Promise<JsonObject> {
     this.usedAt = this.#now();
-    if (!LIST_METHODS.has(method)) return Promise.reject(new GatewayError('method_not_found', `a catalog answers lists only, not ${method}`));
+    if (!isCatalogList(method)) return Promise.reject(new GatewayError('method_not_found', `a catalog answers lists only, not ${method}`));
     const cursor = params?.cursor;
     const key = `${method}\0${typeof cursor === 'string' ? cursor : ''}`;
     const cached = this.#cache.get(key);
@@ -196,7 +194,7 @@ export class UpstreamCatalogs {
         // Only list changes matter here: no client is behind a catalog to hear anything else,
         // and its server-initiated requests are refused (UpstreamClient answers them so).
         client.onnotification = (message) => {
-          const methods = CHANGED_LISTS[message.method];
+          const methods = listChangeOf(message.method)?.methods;
           if (!methods || !catalog) return;
           catalog.forget(methods);
           this.#deps.onListsChanged(catalog, methods);

@@ -11,6 +11,7 @@ import { mergeCapabilities, supportsMethod } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, notification, success, type JsonObject, type JsonRpcRequest, type JsonRpcResponse } from '../mcp/jsonrpc.js';
 import { negotiateVersion, type SessionVersion } from '../mcp/versions.js';
+import { listChangedOf, listChangeOf, listChanges, listKindOf } from '../mcp/methods.js';
 import { randomBytes } from 'node:crypto';
 import type { Delivery, SessionInfo } from '../session/session.js';
 import type { SessionTokens, UpstreamState } from '../session/token.js';
@@ -50,18 +51,6 @@ export interface OpenerDeps {
 /** A left-out upstream is tried again on use at most this often. */
 const LEFT_OUT_RETRY_MS = 2_000;
 
-const CHANGED_BY_LIST: Record<string, [capability: string, method: string, names?: 'tools' | 'prompts']> = {
-  'tools/list': ['tools', 'notifications/tools/list_changed', 'tools'],
-  'prompts/list': ['prompts', 'notifications/prompts/list_changed', 'prompts'],
-  'resources/list': ['resources', 'notifications/resources/list_changed'],
-  'resources/templates/list': ['resources', 'notifications/resources/list_changed'],
-};
-
-const LIST_CHANGED_BY_CAPABILITY = [
-  ['tools', 'notifications/tools/list_changed'],
-  ['prompts', 'notifications/prompts/list_changed'],
-  ['resources', 'notifications/resources/list_changed'],
-] as const;
 
 export class SessionOpener {
   readonly #deps: OpenerDeps;
@@ -281,12 +270,13 @@ export class SessionOpener {
       if (session.closed || !session.links.get(catalog.name)?.deferred || this.#catalogs.keyOf(session.info) !== catalog.key) continue;
       const sent = new Set<string>();
       for (const method of methods) {
-        const [capability, changed, names] = CHANGED_BY_LIST[method] ?? [];
-        if (!changed || sent.has(changed)) continue;
-        sent.add(changed);
-        if (names) forgetNames(session, catalog.name, names);
-        if (names === 'tools') session.toolsChanged();
-        if (isObject(session.capabilities[capability!])) session.deliver(notification(changed));
+        const kind = listKindOf(method);
+        const change = kind && listChangeOf(listChangedOf(kind) ?? '');
+        if (!change || sent.has(change.notification)) continue;
+        sent.add(change.notification);
+        if (kind === 'tools' || kind === 'prompts') forgetNames(session, catalog.name, kind);
+        if (kind === 'tools') session.toolsChanged();
+        if (isObject(session.capabilities[change.capability])) session.deliver(notification(change.notification));
       }
     }
   }
@@ -491,7 +481,7 @@ export class SessionOpener {
 
 /** Tells the client each of its lists changed (for the capabilities it was offered). */
 function announceListChanges(session: DownstreamSession): void {
-  for (const [capability, method] of LIST_CHANGED_BY_CAPABILITY) {
-    if (isObject(session.capabilities[capability])) session.deliver(notification(method));
+  for (const change of listChanges()) {
+    if (isObject(session.capabilities[change.capability])) session.deliver(notification(change.notification));
   }
 }

@@ -22,6 +22,7 @@ import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
 import type { NamespaceCodec } from '../names/namespace.js';
 import type { RequestContext } from '../session/context.js';
+import { listChangeOf } from '../mcp/methods.js';
 
 
 export interface RelayDeps {
@@ -187,11 +188,8 @@ function toClientParams(upstream: string, request: JsonRpcRequest, id: number, c
 /** What a client sees of an upstream notification, or undefined when it is not forwarded. */
 export function rewriteNotification(upstream: string, message: JsonRpcNotification, codec: NamespaceCodec): JsonRpcNotification | undefined {
   const params = message.params ?? {};
+  if (listChangeOf(message.method)) return notification(message.method);
   switch (message.method) {
-    case 'notifications/tools/list_changed':
-    case 'notifications/prompts/list_changed':
-    case 'notifications/resources/list_changed':
-      return notification(message.method);
     case 'notifications/resources/updated':
       if (typeof params.uri !== 'string') return undefined;
       return notification(message.method, { ...params, uri: codec.exposeUri(upstream, params.uri) });

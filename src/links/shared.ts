@@ -13,7 +13,8 @@ import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
 import type { NamespaceCodec } from '../names/namespace.js';
 import { rewriteNotification } from './relay.js';
-import { CatalogSession, CHANGED_LISTS } from './catalog-sessions.js';
+import { CatalogSession } from './catalog-sessions.js';
+import { listChangeOf, listChanges } from '../mcp/methods.js';
 
 const MAX_TASKS = 10_000;
 
@@ -97,7 +98,7 @@ export class SharedHub {
   }
 
   #fanOut(message: JsonRpcNotification): void {
-    const stale = CHANGED_LISTS[message.method];
+    const stale = listChangeOf(message.method)?.methods;
     if (stale) this.listing.forget(stale);
     const upstream = this.client.name;
     const forwarded = rewriteNotification(upstream, message, this.#naming.codec);
@@ -128,7 +129,7 @@ export class SharedHub {
     const failed = (await Promise.allSettled(renewals)).filter((o) => o.status === 'rejected').length;
     if (failed > 0) this.#logger.warn('shared upstream restarted; some subscriptions could not be renewed', { upstream: this.client.name, failed });
     for (const session of this.#sessions) {
-      for (const method of ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed']) session.deliver(notification(method));
+      for (const change of listChanges()) session.deliver(notification(change.notification));
     }
   }
 }

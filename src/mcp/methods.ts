@@ -52,6 +52,8 @@ export interface MethodFacts {
   readonly cacheable: boolean;
   /** A notification a server may drop for a client that does not read (best effort). */
   readonly droppable: boolean;
+  /** For a list_changed notification: the 2026-07-28 subscriptions/listen filter flag that asks for it. */
+  readonly listenFlag?: string;
 }
 
 type Row = Partial<MethodFacts> & Pick<MethodFacts, 'kind' | 'from'>;
@@ -115,9 +117,9 @@ const TABLE: Record<string, Row> = {
   'notifications/progress': notification('either', { eras: SESSIONS, droppable: true }),
   'notifications/tasks/status': notification('either', { eras: SESSIONS }),
   'notifications/message': notification('upstream', { droppable: true }),
-  'notifications/tools/list_changed': notification('upstream'),
-  'notifications/prompts/list_changed': notification('upstream'),
-  'notifications/resources/list_changed': notification('upstream'),
+  'notifications/tools/list_changed': notification('upstream', { listenFlag: 'toolsListChanged' }),
+  'notifications/prompts/list_changed': notification('upstream', { listenFlag: 'promptsListChanged' }),
+  'notifications/resources/list_changed': notification('upstream', { listenFlag: 'resourcesListChanged' }),
   'notifications/resources/updated': notification('upstream'),
 };
 
@@ -128,6 +130,21 @@ function complete(row: Row): MethodFacts {
 /** Read-only after this line: nothing adds to or removes from it. */
 const FACTS: ReadonlyMap<string, MethodFacts> = new Map(Object.entries(TABLE).map(([method, row]) => [method, Object.freeze(complete(row))]));
 const LIST_METHODS: ReadonlyMap<ListKind, string> = new Map([...FACTS].flatMap(([method, facts]) => (facts.list ? [[facts.list, method] as const] : [])));
+/** Each list_changed notification: the list methods it makes stale and the capability whose lists those are. */
+const LIST_CHANGES: ReadonlyMap<string, ListChange> = new Map(
+  [...FACTS].flatMap(([notification, facts]) => {
+    if (facts.listenFlag === undefined) return [];
+    const lists = [...FACTS].filter(([, list]) => list.listChanged === notification);
+    const change: ListChange = Object.freeze({
+      notification,
+      capability: lists[0]![1].needs!.feature,
+      methods: Object.freeze(lists.map(([method]) => method)),
+      kinds: Object.freeze(lists.map(([, list]) => list.list!)),
+      listenFlag: facts.listenFlag,
+    });
+    return [[notification, change] as const];
+  }),
+);
 
 /** The facts of `method`, or undefined for a method the gateway does not know. */
 export function methodFacts(method: string): MethodFacts | undefined {
@@ -207,6 +224,28 @@ export function listMethodOf(kind: ListKind): string {
 /** The notification that says a list of `kind` changed (none for tasks). */
 export function listChangedOf(kind: ListKind): string | undefined {
   return FACTS.get(listMethodOf(kind))!.listChanged;
+}
+
+/** What one list_changed notification says: which lists changed, of which capability, and how a 2026-07-28 listen filter asks for it. */
+export interface ListChange {
+  readonly notification: string;
+  /** The server capability whose lists these are (the client is told only of what it was offered). */
+  readonly capability: string;
+  /** The list methods whose answers it makes stale. */
+  readonly methods: readonly string[];
+  readonly kinds: readonly ListKind[];
+  /** The subscriptions/listen filter flag that asks for it. */
+  readonly listenFlag: string;
+}
+
+/** Every list_changed notification, with what it says (tools, prompts, resources). */
+export function listChanges(): Iterable<ListChange> {
+  return LIST_CHANGES.values();
+}
+
+/** What a list_changed notification says, or undefined when `method` is none. */
+export function listChangeOf(method: string): ListChange | undefined {
+  return LIST_CHANGES.get(method);
 }
 
 /** Whether an HTTP POST of `method` carries `Mcp-Name`. */

@@ -13,6 +13,7 @@ import { EventLog, SessionStream, type LogLimits } from './streams.js';
 import type { SharedStreamLog, StreamMirror } from './shared-log.js';
 import { Cancellation, type CancelSignal } from '../util/cancel.js';
 import { UpstreamRecords, type UpstreamLink } from './upstreams.js';
+import { listChangedOf } from '../mcp/methods.js';
 
 export type { KnownNames, ListView, SessionUpstream, ToolFact, UpstreamLink } from './upstreams.js';
 
@@ -240,7 +241,7 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
   /** Sends a message that belongs to no request (on the standalone stream, unless the edge said otherwise). */
   deliver(message: JsonRpcMessage): void {
     if (this.#closed) return;
-    if ('method' in message && message.method === 'notifications/tools/list_changed') this.toolsChanged();
+    if ('method' in message && message.method === listChangedOf('tools')) this.toolsChanged();
     this.delivery.deliver(message);
   }
 

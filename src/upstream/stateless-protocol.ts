@@ -7,6 +7,7 @@ import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, metaOf, type JsonObject } from '../mcp/jsonrpc.js';
 import { TransportError } from '../transport/types.js';
 import { Cancellation } from '../util/cancel.js';
+import { listChanges } from '../mcp/methods.js';
 
 /** The era an upstream speaks, as the config names them. */
 export type UpstreamEra = 'stateless' | 'sessions';
@@ -244,9 +245,7 @@ const LISTEN_RETRY_MAX_MS = 30_000;
 export function listenFilter(capabilities: JsonObject, resources: ReadonlySet<string>): JsonObject | undefined {
   const filter: JsonObject = {};
   const announces = (feature: string): boolean => isObject(capabilities[feature]) && (capabilities[feature] as JsonObject).listChanged === true;
-  if (announces('tools')) filter.toolsListChanged = true;
-  if (announces('prompts')) filter.promptsListChanged = true;
-  if (announces('resources')) filter.resourcesListChanged = true;
+  for (const change of listChanges()) if (announces(change.capability)) filter[change.listenFlag] = true;
   if (resources.size > 0) filter.resourceSubscriptions = [...resources];
   return Object.keys(filter).length === 0 ? undefined : filter;
 }

@@ -13,7 +13,7 @@
 // requestState the gateway signs, so a requestState an upstream made passes through untouched.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { META, STATELESS_VERSION } from '../../mcp/era.js';
-import { mirroredName } from '../../mcp/methods.js';
+import { listChangeOf, mirroredName } from '../../mcp/methods.js';
 import { ErrorCode, GatewayError } from '../../mcp/errors.js';
 import {
   failure,
@@ -337,19 +337,10 @@ export class StatelessSessions {
     }
     const listeners = this.#listeners.get(session);
     if (!listeners) return;
+    const flag = listChangeOf(message.method)?.listenFlag;
     const wanted = (filter: JsonObject): boolean => {
-      switch (message.method) {
-        case 'notifications/tools/list_changed':
-          return filter.toolsListChanged === true;
-        case 'notifications/prompts/list_changed':
-          return filter.promptsListChanged === true;
-        case 'notifications/resources/list_changed':
-          return filter.resourcesListChanged === true;
-        case 'notifications/resources/updated':
-          return Array.isArray(filter.resourceSubscriptions) && filter.resourceSubscriptions.includes(message.params?.uri ?? null);
-        default:
-          return false;
-      }
+      if (flag !== undefined) return filter[flag] === true;
+      return message.method === 'notifications/resources/updated' && Array.isArray(filter.resourceSubscriptions) && filter.resourceSubscriptions.includes(message.params?.uri ?? null);
     };
     for (const listener of listeners) {
       if (!wanted(listener.filter)) continue;
