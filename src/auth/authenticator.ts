@@ -3,7 +3,8 @@
 // WWW-Authenticate challenge that points clients to the protected resource metadata.
 import type { AuthConfig, Config } from '../config/schema.js';
 import { ApiKeys } from './api-keys.js';
-import { JwtVerifier } from './jwt.js';
+import { decodeJwt, type JWTPayload } from 'jose';
+import { JwtVerifier, type KeySource } from './jwt.js';
 import { AuthError, type Principal } from './principal.js';
 
 export interface Credentials {
@@ -11,6 +12,19 @@ export interface Credentials {
   apiKey: string | undefined;
   /** Whether the query string names `access_token` (refused: tokens never travel in URLs). */
   queryToken: boolean;
+  /** The endpoint asked for beside the main one (its path): a front-door token must be for it. */
+  endpoint?: string | undefined;
+}
+
+/**
+ * The gateway's own authorization server (the front door), given by gateway.ts: its issuer, its
+ * keys and the check that a token's grant still stands. Its tokens are accepted beside the IdP's,
+ * each for exactly the endpoint it names, with the principal the IdP's token would have.
+ */
+export interface OwnIssuer {
+  issuer: string;
+  keys: KeySource;
+  accept: (payload: JWTPayload) => Promise<void>;
 }
 
 /**
@@ -41,6 +55,8 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 export class Authenticator {
   readonly #verifier: JwtVerifier | undefined;
+  /** The front door's tokens, and the resource of each endpoint (by path; '' is the main one). */
+  readonly #own: { issuer: string; verifier: JwtVerifier; resources: ReadonlyMap<string, string> } | undefined;
   readonly #apiKeys: ApiKeys;
   readonly #scopes: readonly string[];
   /** The protected resource metadata document (RFC 9728), when OAuth is configured. */
@@ -53,7 +69,7 @@ export class Authenticator {
   readonly #endpoints = new Map<string, ResourceMetadata>();
 
   /** `endpoints`: the paths of the endpoints served beside the main one. */
-  constructor(auth: AuthConfig, listen: Config['listen'], endpoints: readonly string[] = []) {
+  constructor(auth: AuthConfig, listen: Config['listen'], endpoints: readonly string[] = [], own?: OwnIssuer) {
     this.#apiKeys = new ApiKeys(auth.apiKeys);
     this.#scopes = auth.oauth?.scopes ?? [];
     const oauth = auth.oauth;
@@ -62,6 +78,7 @@ export class Authenticator {
       this.metadata = undefined;
       this.metadataUrl = undefined;
       this.metadataPaths = [];
+      this.#own = undefined;
       return;
     }
     // Never derived from a Host header: the configured URL is the resource.
@@ -82,12 +99,29 @@ export class Authenticator {
       jwksMaxAgeMs: oauth.jwksMaxAge,
       ...(oauth.typ ? { typ: oauth.typ } : {}),
     });
+    this.#own = own && {
+      issuer: own.issuer,
+      resources: new Map([['', resource], ...endpointResources]),
+      verifier: new JwtVerifier({
+        issuer: own.issuer,
+        keys: own.keys,
+        accept: own.accept,
+        principalIssuer: oauth.issuer,
+        audience: [resource, ...endpointResources.map(([, url]) => url)],
+        algorithms: ['ES256'],
+        typ: 'at+jwt',
+        clockToleranceMs: oauth.clockTolerance,
+        principalClaim: 'sub',
+        jwksCooldownMs: oauth.jwksCooldown,
+        jwksMaxAgeMs: oauth.jwksMaxAge,
+      }),
+    };
     const suffix = resourceUrl.pathname === '/' ? '' : resourceUrl.pathname.replace(/\/$/, '');
     this.metadataPaths = suffix === '' ? [WELL_KNOWN] : [`${WELL_KNOWN}${suffix}`, WELL_KNOWN];
     this.metadataUrl = new URL(`${WELL_KNOWN}${suffix}`, resourceUrl.origin).href;
     const documentFor = (url: string): Record<string, unknown> => ({
       resource: url,
-      authorization_servers: oauth.authorizationServers ?? [oauth.issuer],
+      authorization_servers: own ? [own.issuer] : (oauth.authorizationServers ?? [oauth.issuer]),
       bearer_methods_supported: ['header'],
       ...(oauth.scopes.length > 0 ? { scopes_supported: oauth.scopes } : {}),
       resource_name: 'Switchyard MCP gateway',
@@ -106,7 +140,23 @@ export class Authenticator {
 
   /** The principal behind a request, or an AuthError saying why there is none. */
   async authenticate(credentials: Credentials): Promise<Principal> {
-    return this.authenticateNow(credentials) ?? this.#scoped(await this.#verifier!.verify(bearerOf(credentials.authorization)!));
+    const now = this.authenticateNow(credentials);
+    if (now) return now;
+    const token = bearerOf(credentials.authorization)!;
+    if (this.#own && issuerOf(token) === this.#own.issuer) return this.#scoped(this.#forEndpoint(await this.#own.verifier.verify(token), credentials.endpoint));
+    return this.#scoped(await this.#verifier!.verify(token));
+  }
+
+  /** A front-door token is good for the one endpoint it was issued for (RFC 8707); the IdP's keep their rule. */
+  #forEndpoint(principal: Principal, endpoint: string | undefined): Principal {
+    if (!this.#own || principal.claims.iss !== this.#own.issuer) return principal;
+    if (principal.claims.aud !== this.#own.resources.get(endpoint ?? '')) throw new AuthError('audience', 'the token was not issued for this resource');
+    return principal;
+  }
+
+  #known(token: string, endpoint: string | undefined): Principal | undefined {
+    const known = this.#verifier!.known(token) ?? this.#own?.verifier.known(token);
+    return known && this.#forEndpoint(known, endpoint);
   }
 
   /**
@@ -118,7 +168,7 @@ export class Authenticator {
     // A session's every call presents the token it verified with: found as sent, not parsed again.
     const header = credentials.authorization;
     if (this.#verifier && header !== undefined && header.startsWith(BEARER)) {
-      const known = this.#verifier.known(header.slice(BEARER.length));
+      const known = this.#known(header.slice(BEARER.length), credentials.endpoint);
       if (known) return this.#scoped(known);
     }
     const bearer = bearerOf(credentials.authorization);
@@ -129,7 +179,7 @@ export class Authenticator {
     }
     const useJwt = this.#verifier && bearer !== undefined && (this.#apiKeys.size === 0 || JWT_SHAPE.test(bearer));
     if (!useJwt) return this.#scoped(this.#apiKey(presented));
-    const known = this.#verifier!.known(presented);
+    const known = this.#known(presented, credentials.endpoint);
     return known && this.#scoped(known);
   }
 
@@ -176,6 +226,15 @@ export class Authenticator {
         if (metadataUrl) add('resource_metadata', metadataUrl);
         return { kind: 'invalidToken', detail, challenge: challenge(params) };
     }
+  }
+}
+
+/** The unverified `iss` of a token, to choose its verifier (the chosen one checks everything). */
+function issuerOf(token: string): unknown {
+  try {
+    return decodeJwt(token).iss;
+  } catch {
+    return undefined;
   }
 }
 

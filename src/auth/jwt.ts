@@ -14,7 +14,13 @@ import { AuthError, type Principal } from './principal.js';
 
 export interface JwtVerifierOptions {
   issuer: string;
-  jwksUri: string;
+  /** Where the keys are fetched; or `keys`, a key set of the gateway's own (the front door's). */
+  jwksUri?: string;
+  keys?: KeySource;
+  /** The issuer named in principal ids (`<issuer>|<sub>`) when it is not `issuer` (the front door names the IdP's). */
+  principalIssuer?: string;
+  /** A last check of a verified token's claims (throws AuthError: a revoked grant); run when a token is first verified. */
+  accept?: (payload: JWTPayload) => Promise<void>;
   audience: readonly string[];
   algorithms: readonly string[];
   clockToleranceMs: number;
@@ -26,6 +32,18 @@ export interface JwtVerifierOptions {
   /** How long fetched keys are trusted before the JWKS is read again (a removed key stops working). */
   jwksMaxAgeMs: number;
 }
+
+/**
+ * Keys held by the gateway itself rather than fetched: what a token is verified with, and a
+ * version that changes whenever tokens verified before must be verified again (new keys, a revocation).
+ */
+export interface KeySource {
+  key: (...args: Parameters<RemoteJWKSet>) => ReturnType<RemoteJWKSet>;
+  version(): number | undefined;
+  fresh(): boolean;
+}
+
+type KeyFunction = KeySource['key'] & { readonly fresh: boolean };
 
 /** The key set could not be read (down, an HTTP error, not JSON, too large): not the token's fault. */
 class KeysUnavailable extends Error {}
@@ -125,15 +143,23 @@ function costOf(token: string): number {
 
 export class JwtVerifier {
   readonly #options: JwtVerifierOptions;
-  readonly #jwks: RemoteJWKSet;
+  readonly #jwks: KeyFunction;
   /** jose writes each fetched key set and its time here. */
   readonly #fetched: Partial<ExportedJWKSCache> = {};
+  readonly #keysVersion: () => number | undefined;
   readonly #verified = new VerifiedTokens<Verified>();
   readonly #now: () => number;
 
   constructor(options: JwtVerifierOptions, now: () => number = Date.now) {
     this.#options = options;
     this.#now = now;
+    const own = options.keys;
+    if (own) {
+      this.#jwks = Object.defineProperty((...args: Parameters<RemoteJWKSet>) => own.key(...args), 'fresh', { get: () => own.fresh() }) as KeyFunction;
+      this.#keysVersion = () => own.version();
+      return;
+    }
+    if (options.jwksUri === undefined) throw new Error('a JwtVerifier needs jwksUri or keys');
     this.#jwks = createRemoteJWKSet(new URL(options.jwksUri), {
       cooldownDuration: options.jwksCooldownMs,
       cacheMaxAge: options.jwksMaxAgeMs,
@@ -141,6 +167,7 @@ export class JwtVerifier {
       [jwksCache]: this.#fetched as ExportedJWKSCache,
       [customFetch]: boundedFetch(MAX_JWKS_BYTES),
     });
+    this.#keysVersion = () => this.#fetched.uat;
   }
 
   /** The signing key, telling "no such key" apart from "cannot read the keys". */
@@ -157,7 +184,7 @@ export class JwtVerifier {
   known(token: string): Principal | undefined {
     const known = this.#verified.get(token);
     if (known === undefined) return undefined;
-    if (known.keysFetchedAt !== this.#fetched.uat || this.#now() >= known.expiresAt) {
+    if (known.keysFetchedAt !== this.#keysVersion() || this.#now() >= known.expiresAt) {
       // Verified under keys since replaced, or expired: never good again.
       this.#verified.delete(token);
       return undefined;
@@ -186,8 +213,9 @@ export class JwtVerifier {
     if (badTime) throw new AuthError('claims', badTime);
     const subject = payload[principalClaim];
     if (typeof subject !== 'string' || subject === '') throw new AuthError('claims', `the token has no ${principalClaim} claim`);
-    const principal: Principal = { id: `${issuer}|${subject}`, kind: 'oauth', scopes: scopesOf(payload), claims: payload };
-    const keysFetchedAt = this.#fetched.uat;
+    const keysFetchedAt = this.#keysVersion();
+    await this.#options.accept?.(payload);
+    const principal: Principal = { id: `${this.#options.principalIssuer ?? issuer}|${subject}`, kind: 'oauth', scopes: scopesOf(payload), claims: payload };
     if (keysFetchedAt !== undefined && typeof payload.exp === 'number') {
       this.#verified.set(token, { principal, keysFetchedAt, expiresAt: Math.min(payload.exp * 1_000, this.#now() + MAX_REMEMBER_MS) });
     }

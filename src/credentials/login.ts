@@ -14,6 +14,22 @@ export interface LoginOptions {
   config: LoginConfig | undefined;
   redirectUri: () => string;
   store: CredentialStore;
+  /** Where a client registered at the IdP is kept (default `client:login`); one per redirect URI. */
+  storeKey?: string;
+}
+
+/** What a finished login yields to the front door: who signed in, the ID token's claims, the IdP's refresh token. */
+export interface LoginResult {
+  principal: string;
+  /** The principal claim's value (the part of `principal` after the issuer). */
+  subject: string;
+  claims: Readonly<Record<string, unknown>>;
+  refreshToken: string | undefined;
+}
+
+/** The IdP refused a refresh (user disabled, password reset, grant revoked): a new sign-in is needed. */
+export class LoginRefused extends Error {
+  override readonly name = 'LoginRefused';
 }
 
 export interface PendingLogin {
@@ -54,6 +70,11 @@ export class IdpLogin {
 
   /** Checks the callback and the ID token; the principal id of whoever signed in. */
   async finish(callback: URL, pending: PendingLogin): Promise<string> {
+    return (await this.finishWithTokens(callback, pending)).principal;
+  }
+
+  /** `finish`, keeping the ID token's claims and the IdP's refresh token (the front door). */
+  async finishWithTokens(callback: URL, pending: PendingLogin): Promise<LoginResult> {
     const { server, client } = await this.#setup();
     const oclient: oauth.Client = { client_id: client.clientId, token_endpoint_auth_method: client.tokenEndpointAuthMethod };
     const params = oauth.validateAuthResponse(server, oclient, callback, pending.state);
@@ -63,7 +84,22 @@ export class IdpLogin {
     const claims = oauth.getValidatedIdTokenClaims(result);
     const name = claims?.[this.#options.principalClaim] ?? claims?.sub;
     if (typeof name !== 'string' || name === '') throw new Error(`the ID token has no ${this.#options.principalClaim} claim`);
-    return `${claims!.iss}|${name}`;
+    return { principal: `${claims!.iss}|${name}`, subject: name, claims: { ...claims }, refreshToken: result.refresh_token };
+  }
+
+  /** Refreshes at the IdP; the refresh token to keep (a rotated one, or undefined: keep the old). Throws LoginRefused when the IdP says no. */
+  async refresh(refreshToken: string): Promise<string | undefined> {
+    const { server, client } = await this.#setup();
+    const oclient: oauth.Client = { client_id: client.clientId, token_endpoint_auth_method: client.tokenEndpointAuthMethod };
+    const auth = client.clientSecret ? oauth.ClientSecretBasic(client.clientSecret) : oauth.None();
+    const response = await oauth.refreshTokenGrantRequest(server, oclient, auth, refreshToken, requestOptions(server.token_endpoint));
+    try {
+      const result = await oauth.processRefreshTokenResponse(server, oclient, response);
+      return result.refresh_token;
+    } catch (err) {
+      if (err instanceof oauth.ResponseBodyError && err.status >= 400 && err.status < 500) throw new LoginRefused(`the IdP refused the refresh (${err.error})`);
+      throw err;
+    }
   }
 
   #setup(): Promise<{ server: oauth.AuthorizationServer; client: RegisteredClient }> {
@@ -79,7 +115,7 @@ export class IdpLogin {
     const issuerUrl = new URL(issuer);
     const response = await oauth.discoveryRequest(issuerUrl, { algorithm: 'oidc', ...requestOptions(issuerUrl) });
     const server = await oauth.processDiscoveryResponse(issuerUrl, response);
-    const key = 'client:login';
+    const key = this.#options.storeKey ?? 'client:login';
     const kept = await store.get(key);
     if (!config?.clientId && typeof kept === 'object' && kept !== null && typeof (kept as RegisteredClient).clientId === 'string') return { server, client: kept as RegisteredClient };
     try {

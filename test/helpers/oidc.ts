@@ -21,6 +21,14 @@ export interface IdpOptions {
   registration?: boolean;
   /** Access token lifetime when the resource does not say (default 600 s). */
   accessTokenTtlSeconds?: number;
+  /**
+   * Behave like Entra ID towards clients it does not know: no registration endpoint, no Client ID
+   * Metadata Documents, any authorization or token request carrying `resource` refused
+   * (AADSTS9010010), and the granted scopes' claims (groups, email) in the ID token itself.
+   */
+  entra?: boolean;
+  /** Claims of each account besides sub, name and email (e.g. `{ alice: { groups: ['eng'] } }`), under the `groups` scope. */
+  accounts?: Record<string, Record<string, unknown>>;
 }
 
 export interface TestIdp {
@@ -34,6 +42,8 @@ export interface TestIdp {
   revokeGrants(sub: string): Promise<void>;
   /** How many token revocations (RFC 7009 /token/revocation) it answered with 200. */
   revocations(): number;
+  /** How many requests it refused for carrying `resource` (entra mode). */
+  refusedResources(): number;
   close(): Promise<void>;
 }
 
@@ -67,6 +77,15 @@ interface OidcProvider {
   AccessToken: new (init: Record<string, unknown>) => { save(): Promise<string> };
   ResourceServer: new (identifier: string, info: ResourceServerInfo) => object;
   on(event: string, listener: (...args: unknown[]) => void): unknown;
+  use(middleware: (ctx: KoaContext, next: () => Promise<void>) => Promise<void>): void;
+}
+interface KoaContext {
+  path: string;
+  query: Record<string, unknown>;
+  status: number;
+  body: unknown;
+  type: string;
+  oidc?: { params?: Record<string, unknown> };
 }
 interface OidcProviderModule {
   default: new (issuer: string, configuration: Record<string, unknown>) => OidcProvider;
@@ -112,14 +131,16 @@ export async function startIdp(options: IdpOptions = {}): Promise<TestIdp> {
         long: { httpOnly: true, signed: true, sameSite: 'lax' },
         short: { httpOnly: true, signed: true, sameSite: 'lax' },
       },
-      claims: { openid: ['sub'], profile: ['name'], email: ['email'] },
-      findAccount: (_ctx: unknown, sub: string) => ({ accountId: sub, claims: () => ({ sub, name: sub, email: `${sub}@example.test` }) }),
+      claims: { openid: ['sub'], profile: ['name'], email: ['email'], groups: ['groups'] },
+      findAccount: (_ctx: unknown, sub: string) => ({ accountId: sub, claims: () => ({ sub, name: sub, email: `${sub}@example.test`, ...options.accounts?.[sub] }) }),
+      // Entra puts the granted claims in the ID token; oidc-provider's default keeps them for userinfo.
+      conformIdTokenClaims: !options.entra,
       interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
       features: {
         devInteractions: { enabled: false },
         clientCredentials: { enabled: true },
         revocation: { enabled: true },
-        registration: { enabled: options.registration ?? true },
+        registration: { enabled: options.entra ? false : (options.registration ?? true) },
         resourceIndicators: {
           enabled: true,
           defaultResource: (_ctx: unknown, _client: unknown, oneOf?: string[]) => oneOf,
@@ -156,6 +177,21 @@ export async function startIdp(options: IdpOptions = {}): Promise<TestIdp> {
       },
     });
     provider.on('server_error', (_ctx: unknown, err: unknown) => console.error(`test IdP ${port}:`, err));
+    const refusedResources = { count: 0 };
+    if (options.entra) {
+      // Entra's AADSTS9010010: a `resource` beside the v2 endpoint's scopes is refused.
+      const refuse = (ctx: KoaContext): void => {
+        refusedResources.count++;
+        ctx.status = 400;
+        ctx.type = 'json';
+        ctx.body = { error: 'invalid_request', error_description: 'AADSTS9010010: The resource parameter provided in the request does not match with the requested scopes.' };
+      };
+      provider.use(async (ctx, next) => {
+        if (ctx.path === '/auth' && ctx.query.resource !== undefined) return refuse(ctx);
+        await next();
+        if (ctx.path === '/token' && ctx.oidc?.params?.resource !== undefined) refuse(ctx);
+      });
+    }
 
     const requests: TestIdp['requests'] = [];
     const revocations = { count: 0 };
@@ -200,6 +236,7 @@ export async function startIdp(options: IdpOptions = {}): Promise<TestIdp> {
         store.revokeAccount(sub);
       },
       revocations: () => revocations.count,
+      refusedResources: () => refusedResources.count,
       close: () => closeServer(server),
     };
   } catch (err) {

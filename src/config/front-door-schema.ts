@@ -1,0 +1,62 @@
+// Config of the front door (issue 37): Switchyard as the OAuth authorization server hosts see,
+// signing users in at the company IdP behind it (auth.oauth.frontDoor). Keys are a public contract.
+import { z } from 'zod';
+import { parseDuration } from '../util/duration.js';
+
+/** The same duration rule as schema.ts (a number of ms, or "30s", "1h"); kept here to avoid an import cycle. */
+const duration = z.union([z.number(), z.string()]).transform((value, ctx) => {
+  const ms = parseDuration(value);
+  if (ms === undefined || ms <= 0) {
+    ctx.addIssue({ code: 'custom', message: `expected a positive duration such as 30s, 5m or 1h, got ${JSON.stringify(value)}` });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const DAY_MS = 24 * 60 * 60_000;
+
+/** Redirect URIs a DCR client may register when `redirects` is not given. */
+export const DEFAULT_REDIRECTS = ['https://*', 'http://127.0.0.1', 'http://localhost', 'cursor://*', 'vscode://*'];
+
+const cimd = z.strictObject({
+  allow: z
+    .array(z.string().regex(/^(\*|(\*\.)?[A-Za-z0-9.-]+)$/, 'must be a host name, "*.example.com" or "*"'))
+    .default([])
+    .describe('Host names whose Client ID Metadata Documents (https client ids) are accepted: exact names, "*.example.com" for its subdomains, or "*" for any. Empty: no CIMD client is accepted.'),
+  allowPrivateAddresses: z
+    .boolean()
+    .default(false)
+    .describe('Fetch documents from loopback, private, link-local and unique-local addresses too (tests and closed networks only).'),
+});
+
+export const frontDoor = z.strictObject({
+  tokenTtl: duration
+    .default(60 * 60_000)
+    .refine((ms) => ms <= DAY_MS, 'at most 24h')
+    .describe('Lifetime of the access tokens Switchyard issues (ES256 JWTs, `typ: at+jwt`).'),
+  refreshTtl: duration
+    .default(30 * DAY_MS)
+    .describe('Lifetime of a refresh token; each use rotates it (and starts a new lifetime); reusing a rotated one revokes the whole grant.'),
+  claims: z
+    .array(z.string().regex(/^[A-Za-z0-9_:.-]{1,64}$/, 'must be a claim name'))
+    .optional()
+    .describe("IdP ID-token claims copied into Switchyard's access tokens (teams[].match reads them); default: every claim a teams[].match names."),
+  cimd: cimd.prefault({}).describe('Clients whose `client_id` is an https URL (Client ID Metadata Documents).'),
+  dcr: z.boolean().default(true).describe('Serve Dynamic Client Registration (RFC 7591) at /oauth/register, for public clients only.'),
+  redirects: z
+    .array(z.string().regex(/^[a-z][a-z0-9+.-]*:\/\/[^\s]*$/, 'must be a URI prefix such as https://*, http://127.0.0.1 or cursor://*'))
+    .default(DEFAULT_REDIRECTS)
+    .describe('Redirect URIs a DCR client may register: "scheme://*" allows any URI of that scheme, a loopback "http://127.0.0.1" or "http://localhost" any port and path of it (RFC 8252 §7.3), anything else is a prefix.'),
+});
+
+/** What the front door needs besides its own keys (the config's cross-key check; `switchyard check` reports it). */
+export function frontDoorNeeds(config: { listen: { publicUrl?: string | undefined }; credentials?: unknown; auth?: { oauth?: { frontDoor?: unknown; login?: unknown } | undefined } | undefined }): string[] {
+  if (!config.auth?.oauth?.frontDoor) return [];
+  const needs: string[] = [];
+  if (!config.listen.publicUrl) needs.push('frontDoor needs listen.publicUrl: its issuer and redirect URIs are made under it');
+  if (!config.credentials) needs.push('frontDoor needs a `credentials` block (store and key): clients, codes, grants and signing keys live there');
+  if (!config.auth.oauth.login) needs.push('frontDoor needs auth.oauth.login: Switchyard signs users in at the IdP with it');
+  return needs;
+}
+
+export type FrontDoorConfig = z.output<typeof frontDoor>;

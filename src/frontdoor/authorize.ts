@@ -1,0 +1,207 @@
+// The browser's part of the front door: /oauth/authorize checks the client and its redirect URI
+// (a bad one gets a page, never a redirect), PKCE S256 and the resource, then sends the browser to
+// the company IdP with Switchyard's own login client (never a `resource`: Entra refuses it);
+// /oauth/callback finishes that login and shows the consent page; /oauth/consent answers the
+// client with a code (RFC 9207 `iss` beside it) or access_denied. The flow lives in the credential
+// store under the IdP login's state, bound to the browser by an HttpOnly cookie.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IdpLogin, PendingLogin } from '../credentials/login.js';
+import type { CredentialStore } from '../credentials/store.js';
+import type { Logger } from '../util/log.js';
+import { audit } from './audit.js';
+import { ClientRefused, type ClientInfo } from './cimd.js';
+import type { ClientRegistry } from './clients.js';
+import type { Grants, Identity } from './grants.js';
+import { consentPage, refusalPage } from './pages.js';
+import { isS256Challenge, redirectMatches } from './rules.js';
+
+export interface AuthorizeDeps {
+  issuer: string;
+  /** Every resource (RFC 8707) a token may be for: the main endpoint's first (the default). */
+  resources: readonly string[];
+  scopes: readonly string[];
+  /** The ID token claims copied into tokens. */
+  claims: readonly string[];
+  clients: ClientRegistry;
+  grants: Grants;
+  login: IdpLogin;
+  store: CredentialStore;
+  logger: Logger;
+  onAuthorization: (outcome: string) => void;
+}
+
+/** The browser's side of a request, as the HTTP layer reads it. */
+export interface BrowserRequest {
+  url: URL;
+  cookies: Readonly<Record<string, string>>;
+}
+
+interface Flow {
+  browser: string;
+  client: ClientInfo;
+  redirectUri: string;
+  state: string | undefined;
+  challenge: string;
+  resource: string;
+  login?: PendingLogin;
+  identity?: Identity;
+  idpRefresh?: string;
+  csrf?: string;
+}
+
+export const BROWSER_COOKIE = 'switchyard_frontdoor';
+const FLOW_TTL_MS = 10 * 60_000;
+const flowKey = (id: string): string => `frontdoor:flow:${id}`;
+
+export class Authorization {
+  readonly #deps: AuthorizeDeps;
+
+  constructor(deps: AuthorizeDeps) {
+    this.#deps = deps;
+  }
+
+  async authorize(request: BrowserRequest): Promise<Response> {
+    const deps = this.#deps;
+    const params = request.url.searchParams;
+    // RFC 6749 §3.1: a parameter sent twice is an invalid request.
+    const repeated = [...new Set(params.keys())].find((name) => params.getAll(name).length > 1);
+    if (repeated) return this.#refuse('invalid_request', `the parameter ${repeated} is sent more than once`);
+    const clientId = params.get('client_id');
+    if (!clientId) return this.#refuse('bad_client', 'The request names no client (client_id).');
+    let client: ClientInfo;
+    try {
+      client = await deps.clients.resolve(clientId);
+    } catch (err) {
+      if (!(err instanceof ClientRefused)) throw err;
+      return this.#refuse('bad_client', `This client cannot sign in here: ${err.message}.`);
+    }
+    const redirectUri = params.get('redirect_uri') ?? (client.redirectUris.length === 1 ? client.redirectUris[0]! : undefined);
+    if (redirectUri === undefined || !redirectMatches(redirectUri, client.redirectUris)) {
+      return this.#refuse('bad_redirect', `The redirect URI is not one that ${client.name} registered, so the answer cannot be sent there.`);
+    }
+    const state = params.get('state') ?? undefined;
+    const fail = (error: string, description: string): Response => {
+      deps.onAuthorization('invalid_request');
+      return redirectTo(redirectUri, { error, error_description: description, ...(state !== undefined ? { state } : {}), iss: deps.issuer }, 302);
+    };
+    if (params.get('response_type') !== 'code') return fail('unsupported_response_type', 'response_type must be code');
+    const challenge = params.get('code_challenge');
+    if (!challenge) return fail('invalid_request', 'code_challenge is required (PKCE with S256)');
+    if (params.get('code_challenge_method') !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
+    if (!isS256Challenge(challenge)) return fail('invalid_request', 'code_challenge is not an S256 challenge');
+    const resource = params.get('resource') ?? deps.resources[0]!;
+    if (!deps.resources.includes(resource)) return fail('invalid_target', 'resource is not an endpoint of this gateway');
+    let login: Awaited<ReturnType<IdpLogin['start']>>;
+    try {
+      login = await deps.login.start();
+    } catch (err) {
+      deps.logger.warn('front door: the IdP login could not start', { err });
+      deps.onAuthorization('login_failed');
+      return refusalPage(502, 'The company sign-in service cannot be reached; try again later.');
+    }
+    const browser = request.cookies[BROWSER_COOKIE] ?? randomBytes(24).toString('base64url');
+    const flow: Flow = { browser, client, redirectUri, state, challenge, resource, login: login.pending };
+    await deps.store.set(flowKey(login.pending.state), flow, FLOW_TTL_MS);
+    const secure = deps.issuer.startsWith('https:') ? '; Secure' : '';
+    return new Response(null, {
+      status: 302,
+      headers: { location: login.url, 'cache-control': 'no-store', 'set-cookie': `${BROWSER_COOKIE}=${browser}; Path=/oauth; HttpOnly; SameSite=Lax; Max-Age=${FLOW_TTL_MS / 1_000}${secure}` },
+    });
+  }
+
+  /** The IdP's answer: the login is finished and the consent page shown. */
+  async callback(request: BrowserRequest): Promise<Response> {
+    const deps = this.#deps;
+    const id = request.url.searchParams.get('state');
+    const flow = id ? await this.#flow(id, request) : undefined;
+    if (!id || !flow?.login) return refusalPage(400, 'This sign-in has expired or was already used; start again from your client.');
+    if (request.url.searchParams.has('error')) {
+      await deps.store.delete(flowKey(id));
+      deps.onAuthorization('login_failed');
+      return redirectTo(flow.redirectUri, { error: 'access_denied', error_description: 'the sign-in at the company IdP did not finish', ...(flow.state !== undefined ? { state: flow.state } : {}), iss: deps.issuer }, 302);
+    }
+    let result: Awaited<ReturnType<IdpLogin['finishWithTokens']>>;
+    try {
+      result = await deps.login.finishWithTokens(request.url, flow.login);
+    } catch (err) {
+      deps.logger.warn('front door: the IdP login failed', { err: (err as Error).message });
+      deps.onAuthorization('login_failed');
+      await deps.store.delete(flowKey(id));
+      return refusalPage(400, 'The sign-in at the company IdP failed; start again from your client.');
+    }
+    const claims: Record<string, unknown> = {};
+    for (const name of deps.claims) if (result.claims[name] !== undefined) claims[name] = result.claims[name];
+    const identity: Identity = { principal: result.principal, subject: result.subject, claims };
+    const csrf = randomBytes(24).toString('base64url');
+    const { login: _done, ...rest } = flow;
+    await deps.store.set(flowKey(id), { ...rest, identity, csrf, ...(result.refreshToken ? { idpRefresh: result.refreshToken } : {}) }, FLOW_TTL_MS);
+    const user = typeof result.claims.email === 'string' ? result.claims.email : typeof result.claims.name === 'string' ? result.claims.name : result.subject;
+    return consentPage({
+      flow: id,
+      csrf,
+      clientName: flow.client.name,
+      clientId: flow.client.clientId,
+      kind: flow.client.kind,
+      redirectUri: flow.redirectUri,
+      firstTime: !(await deps.grants.consented(identity.principal, flow.client.clientId)),
+      user,
+      resource: flow.resource,
+    });
+  }
+
+  /** The consent form's answer: a code, or access_denied, sent to the client (303: the browser GETs it). */
+  async consent(form: URLSearchParams, request: BrowserRequest): Promise<Response> {
+    const deps = this.#deps;
+    const id = form.get('flow') ?? '';
+    const flow = id ? await this.#flow(id, request) : undefined;
+    if (!flow?.identity || !flow.csrf || !sameSecret(form.get('csrf') ?? '', flow.csrf) || !(await deps.store.delete(flowKey(id)))) {
+      return refusalPage(400, 'This consent has expired or was already answered; start again from your client.');
+    }
+    const { identity, client } = flow;
+    const back = { ...(flow.state !== undefined ? { state: flow.state } : {}), iss: deps.issuer };
+    if (form.get('decision') !== 'approve') {
+      deps.onAuthorization('denied');
+      audit(deps.logger, 'consent_denied', { principal: identity.principal, clientId: client.clientId, resource: flow.resource });
+      return redirectTo(flow.redirectUri, { error: 'access_denied', error_description: 'the user denied access', ...back }, 303);
+    }
+    await deps.grants.recordConsent(identity.principal, client.clientId);
+    const code = await deps.grants.issueCode({
+      clientId: client.clientId,
+      redirectUri: flow.redirectUri,
+      challenge: flow.challenge,
+      resource: flow.resource,
+      scope: deps.scopes.join(' '),
+      identity,
+      ...(flow.idpRefresh ? { idpRefresh: flow.idpRefresh } : {}),
+    });
+    deps.onAuthorization('approved');
+    audit(deps.logger, 'consent_given', { principal: identity.principal, clientId: client.clientId, resource: flow.resource });
+    return redirectTo(flow.redirectUri, { code, ...back }, 303);
+  }
+
+  /** The flow, when this browser started it. */
+  async #flow(id: string, request: BrowserRequest): Promise<Flow | undefined> {
+    const flow = (await this.#deps.store.get(flowKey(id))) as Flow | undefined;
+    const cookie = request.cookies[BROWSER_COOKIE];
+    if (!flow || cookie === undefined || !sameSecret(cookie, flow.browser)) return undefined;
+    return flow;
+  }
+
+  #refuse(outcome: string, message: string): Response {
+    this.#deps.onAuthorization(outcome);
+    return refusalPage(400, message);
+  }
+}
+
+function sameSecret(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+/** The redirect URI with `params` added to its query (RFC 6749 §4.1.2: kept query components stay). */
+function redirectTo(uri: string, params: Record<string, string>, status: 302 | 303): Response {
+  const url = new URL(uri);
+  for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
+  return new Response(null, { status, headers: { location: url.href, 'cache-control': 'no-store' } });
+}

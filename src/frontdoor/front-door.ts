@@ -1,0 +1,159 @@
+// The front door (issue 37; docs/front-door.md): Switchyard as the OAuth authorization server
+// hosts see. Built once by gateway.ts from the config and the credential store: the metadata
+// (RFC 8414, and OpenID discovery for hosts that read only that), the clients (CIMD and DCR),
+// the browser flow, the token endpoint, the signing keys, and what the authenticator needs to
+// accept its tokens (the issuer, the keys, the check that a token's grant still stands).
+import { AuthError } from '../auth/principal.js';
+import type { OwnIssuer } from '../auth/authenticator.js';
+import type { Config } from '../config/schema.js';
+import { IdpLogin } from '../credentials/login.js';
+import type { CredentialStore } from '../credentials/store.js';
+import type { Logger } from '../util/log.js';
+import { audit } from './audit.js';
+import { Authorization } from './authorize.js';
+import { ClientDocuments } from './cimd.js';
+import { ClientRegistry } from './clients.js';
+import { Grants } from './grants.js';
+import { SigningKeys } from './keys.js';
+import { TokenEndpoint } from './token.js';
+
+export interface FrontDoorOptions {
+  config: Config;
+  store: CredentialStore;
+  logger: Logger;
+  onAuthorization?: (outcome: string) => void;
+  onToken?: (grantType: string, outcome: string) => void;
+  /** Extra CA certificates (PEM) for fetching client metadata documents (tests). */
+  ca?: string;
+  now?: () => number;
+}
+
+const REVOKED_CHANNEL = 'frontdoor:revoked';
+
+/** The routes the front door serves, under the issuer's origin. */
+export const FRONT_DOOR_PATHS = {
+  authorize: '/oauth/authorize',
+  callback: '/oauth/callback',
+  consent: '/oauth/consent',
+  token: '/oauth/token',
+  register: '/oauth/register',
+  revoke: '/oauth/revoke',
+  jwks: '/oauth/jwks',
+} as const;
+
+export class FrontDoor {
+  /** The issuer: listen.publicUrl's origin. */
+  readonly issuer: string;
+  readonly authorization: Authorization;
+  readonly tokens: TokenEndpoint;
+  readonly keys: SigningKeys;
+  readonly grants: Grants;
+  readonly clients: ClientRegistry;
+  readonly #documents: ClientDocuments;
+  readonly #config: Config;
+  readonly #unsubscribe: () => void;
+
+  constructor(options: FrontDoorOptions) {
+    const { config, store, logger } = options;
+    const oauth = config.auth!.oauth!;
+    const settings = oauth.frontDoor!;
+    this.#config = config;
+    const main = oauth.resource ?? config.listen.publicUrl!;
+    this.issuer = new URL(config.listen.publicUrl!).origin;
+    const resources = [main, ...config.endpoints.map((endpoint) => new URL(endpoint.path, new URL(main).origin).href)];
+    const login = new IdpLogin({ issuer: oauth.issuer, principalClaim: oauth.principalClaim, config: oauth.login, redirectUri: () => `${this.issuer}${FRONT_DOOR_PATHS.callback}`, store, storeKey: 'client:frontdoor-login' });
+    this.keys = new SigningKeys({ store, ...(options.now ? { now: options.now } : {}) });
+    this.grants = new Grants({
+      store,
+      refreshTtlMs: settings.refreshTtl,
+      onRevoked: async (grantId) => {
+        audit(logger, 'grant_revoked', { grantId });
+        await store.publish(REVOKED_CHANNEL, 'revoked');
+      },
+    });
+    this.#documents = new ClientDocuments({ allow: settings.cimd.allow, allowPrivateAddresses: settings.cimd.allowPrivateAddresses, ...(options.ca ? { ca: options.ca } : {}) });
+    this.clients = new ClientRegistry({ store, documents: this.#documents, redirects: settings.redirects, ...(options.now ? { now: options.now } : {}) });
+    this.authorization = new Authorization({
+      issuer: this.issuer,
+      resources,
+      scopes: oauth.scopes,
+      claims: settings.claims ?? claimsTeamsRead(config),
+      clients: this.clients,
+      grants: this.grants,
+      login,
+      store,
+      logger,
+      onAuthorization: options.onAuthorization ?? (() => {}),
+    });
+    this.tokens = new TokenEndpoint({ issuer: this.issuer, tokenTtlMs: settings.tokenTtl, grants: this.grants, keys: this.keys, clients: this.clients, login, logger, onToken: options.onToken ?? (() => {}) });
+    // A revocation on any replica makes every replica verify its remembered tokens again.
+    this.#unsubscribe = store.subscribe(REVOKED_CHANNEL, () => this.keys.invalidate());
+  }
+
+  /** RFC 8414 §2 (with the MCP authorization spec's CIMD flag and RFC 9207's iss flag). */
+  metadata(openid = false): Record<string, unknown> {
+    const oauth = this.#config.auth!.oauth!;
+    const at = (path: string): string => `${this.issuer}${path}`;
+    return {
+      issuer: this.issuer,
+      authorization_endpoint: at(FRONT_DOOR_PATHS.authorize),
+      token_endpoint: at(FRONT_DOOR_PATHS.token),
+      ...(oauth.frontDoor!.dcr ? { registration_endpoint: at(FRONT_DOOR_PATHS.register) } : {}),
+      revocation_endpoint: at(FRONT_DOOR_PATHS.revoke),
+      jwks_uri: at(FRONT_DOOR_PATHS.jwks),
+      ...(oauth.scopes.length > 0 ? { scopes_supported: oauth.scopes } : {}),
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      token_endpoint_auth_methods_supported: ['none'],
+      revocation_endpoint_auth_methods_supported: ['none'],
+      code_challenge_methods_supported: ['S256'],
+      client_id_metadata_document_supported: true,
+      authorization_response_iss_parameter_supported: true,
+      // OpenID discovery's required fields, for hosts that read only that document (no ID tokens are issued).
+      ...(openid ? { subject_types_supported: ['public'], id_token_signing_alg_values_supported: ['ES256'] } : {}),
+    };
+  }
+
+  /** Where the metadata is served: the root forms, and each endpoint's path-suffixed and path-prefixed forms. */
+  metadataPaths(): Array<{ path: string; openid: boolean }> {
+    const paths = [this.#config.listen.path, ...this.#config.endpoints.map((endpoint) => endpoint.path)].map((path) => path.replace(/\/$/, ''));
+    const forms: Array<{ path: string; openid: boolean }> = [];
+    for (const [name, openid] of [['oauth-authorization-server', false], ['openid-configuration', true]] as const) {
+      forms.push({ path: `/.well-known/${name}`, openid });
+      for (const path of paths) if (path !== '') forms.push({ path: `/.well-known/${name}${path}`, openid }, { path: `${path}/.well-known/${name}`, openid });
+    }
+    return forms;
+  }
+
+  /** What the authenticator needs to accept the front door's tokens. */
+  ownIssuer(): OwnIssuer {
+    return {
+      issuer: this.issuer,
+      keys: this.keys,
+      accept: async (payload) => {
+        if (typeof payload.sid !== 'string' || !(await this.grants.alive(payload.sid))) throw new AuthError('claims', "the token's grant was revoked");
+      },
+    };
+  }
+
+  /** Clients by kind, for the clients gauge. */
+  async clientCounts(): Promise<{ cimd: number; dcr: number }> {
+    return { cimd: this.#documents.size, dcr: await this.clients.registered() };
+  }
+
+  async close(): Promise<void> {
+    this.#unsubscribe();
+    await this.#documents.close();
+  }
+}
+
+/** The claims teams[].match names (their first dotted segment): what policy reads from a principal. */
+function claimsTeamsRead(config: Config): string[] {
+  const names = new Set<string>();
+  for (const team of config.teams ?? []) {
+    const matches = team.match === undefined ? [] : Array.isArray(team.match) ? team.match : [team.match];
+    for (const match of matches) if ('claim' in match) names.add(match.claim.split('.')[0]!);
+  }
+  return [...names];
+}

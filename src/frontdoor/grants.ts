@@ -1,0 +1,184 @@
+// What the front door remembers between steps, in the credential store (sealed there, shared by
+// replicas): authorization codes (single-use, 60 s), grants with their rotating refresh tokens
+// (OAuth 2.1 §4.3.1, RFC 9700 §4.14.2: a spent refresh token presented again revokes the grant),
+// the user's IdP refresh token per grant, and which clients a user has approved. Codes and
+// refresh tokens are stored under their digest, never as they are.
+import { randomBytes } from 'node:crypto';
+import type { CredentialStore } from '../credentials/store.js';
+import { digest } from './rules.js';
+
+/** Who signed in at the IdP, as a token names them. */
+export interface Identity {
+  /** `<idp issuer>|<subject>`. */
+  principal: string;
+  subject: string;
+  /** The ID token's claims copied into access tokens (frontDoor.claims). */
+  claims: Record<string, unknown>;
+}
+
+/** What an authorization code is bound to (and what its grant inherits). */
+export interface CodeRecord {
+  clientId: string;
+  redirectUri: string;
+  challenge: string;
+  resource: string;
+  scope: string;
+  identity: Identity;
+  idpRefresh?: string;
+}
+
+export interface Grant {
+  id: string;
+  clientId: string;
+  resource: string;
+  scope: string;
+  identity: Identity;
+  /** The user's refresh token at the IdP (the next issue's token exchange uses its access tokens). */
+  idpRefresh?: string;
+  /** Digest of the refresh token that may be used now. */
+  current: string;
+  /** Digests of refresh tokens already used: presented again, they revoke the grant. */
+  spent: string[];
+}
+
+export type RotateOutcome = { grant: Grant; refreshToken: string } | { refused: 'unknown' | 'reused' | 'client' | 'target' | 'idp' };
+
+export interface GrantOptions {
+  store: CredentialStore;
+  refreshTtlMs: number;
+  /** A grant was revoked (reuse, revocation, an IdP refusal): tell every replica. */
+  onRevoked: (grantId: string) => Promise<void>;
+}
+
+export const CODE_TTL_MS = 60_000;
+const USED_CODE_TTL_MS = 10 * 60_000;
+const CONSENT_TTL_MS = 365 * 24 * 60 * 60_000;
+const MAX_SPENT = 50;
+const GRANT_LOCK_MS = 30_000;
+
+const codeKey = (code: string): string => `frontdoor:code:${digest(code)}`;
+const usedKey = (code: string): string => `frontdoor:code-used:${digest(code)}`;
+const grantKey = (id: string): string => `frontdoor:grant:${id}`;
+const consentKey = (principal: string, clientId: string): string => `frontdoor:consent:${digest(`${principal}\n${clientId}`)}`;
+
+function secret(bytes = 32): string {
+  return randomBytes(bytes).toString('base64url');
+}
+
+export class Grants {
+  readonly #options: GrantOptions;
+
+  constructor(options: GrantOptions) {
+    this.#options = options;
+  }
+
+  async issueCode(record: CodeRecord): Promise<string> {
+    const code = secret();
+    await this.#options.store.set(codeKey(code), record, CODE_TTL_MS);
+    return code;
+  }
+
+  /**
+   * The code's record, once: a second redemption (or a concurrent one that lost) gets 'reused'
+   * and revokes what the first one got (RFC 6749 §4.1.2); an unknown or expired code, undefined.
+   */
+  async redeemCode(code: string): Promise<CodeRecord | 'reused' | undefined> {
+    const { store } = this.#options;
+    const record = (await store.get(codeKey(code))) as CodeRecord | undefined;
+    if (record === undefined || !(await store.delete(codeKey(code)))) {
+      const grantId = await store.get(usedKey(code));
+      if (typeof grantId !== 'string') return undefined;
+      await this.revoke(grantId);
+      return 'reused';
+    }
+    return record;
+  }
+
+  /** A new grant from a redeemed code, and its first refresh token. */
+  async createGrant(code: string, record: CodeRecord): Promise<{ grant: Grant; refreshToken: string }> {
+    const id = secret(16);
+    const refreshSecret = secret();
+    const grant: Grant = {
+      id,
+      clientId: record.clientId,
+      resource: record.resource,
+      scope: record.scope,
+      identity: record.identity,
+      ...(record.idpRefresh ? { idpRefresh: record.idpRefresh } : {}),
+      current: digest(refreshSecret),
+      spent: [],
+    };
+    await this.#options.store.set(grantKey(id), grant, this.#options.refreshTtlMs);
+    await this.#options.store.set(usedKey(code), id, USED_CODE_TTL_MS);
+    return { grant, refreshToken: `${id}.${refreshSecret}` };
+  }
+
+  /**
+   * Spends a refresh token for a new one (under the grant's lock, so replicas rotate one at a
+   * time), for the grant's own `resource` when one is named. `refreshIdp` refreshes the user's IdP session first: the refresh token to keep, or
+   * false when the IdP refused (the grant is revoked: the user signs in again).
+   */
+  async rotate(refreshToken: string, clientId: string, resource: string | null, refreshIdp: (grant: Grant) => Promise<string | undefined | false>): Promise<RotateOutcome> {
+    const parsed = parseRefreshToken(refreshToken);
+    if (!parsed) return { refused: 'unknown' };
+    const { store, refreshTtlMs } = this.#options;
+    return store.withLock(grantKey(parsed.id), GRANT_LOCK_MS, async (): Promise<RotateOutcome> => {
+      const grant = (await store.get(grantKey(parsed.id))) as Grant | undefined;
+      if (!grant) return { refused: 'unknown' };
+      const presented = digest(parsed.secret);
+      if (presented !== grant.current) {
+        if (!grant.spent.includes(presented)) return { refused: 'unknown' };
+        await this.revoke(grant.id);
+        return { refused: 'reused' };
+      }
+      // RFC 6749 §6: a refresh token is bound to the client it was issued to.
+      if (grant.clientId !== clientId) return { refused: 'client' };
+      // RFC 8707 §2.2: a refresh may name the resource, which must be the grant's.
+      if (resource !== null && resource !== grant.resource) return { refused: 'target' };
+      const idpRefresh = await refreshIdp(grant);
+      if (idpRefresh === false) {
+        await this.revoke(grant.id);
+        return { refused: 'idp' };
+      }
+      const nextSecret = secret();
+      const next: Grant = { ...grant, ...(idpRefresh ? { idpRefresh } : {}), current: digest(nextSecret), spent: [...grant.spent, presented].slice(-MAX_SPENT) };
+      await store.set(grantKey(grant.id), next, refreshTtlMs);
+      return { grant: next, refreshToken: `${grant.id}.${nextSecret}` };
+    });
+  }
+
+  async alive(grantId: string): Promise<boolean> {
+    return (await this.#options.store.get(grantKey(grantId))) !== undefined;
+  }
+
+  async revoke(grantId: string): Promise<void> {
+    await this.#options.store.delete(grantKey(grantId));
+    await this.#options.onRevoked(grantId);
+  }
+
+  /** RFC 7009: revokes the grant of a refresh token (current or spent) of `clientId`; false when it names none. */
+  async revokeRefreshToken(refreshToken: string, clientId: string | undefined): Promise<Grant | undefined> {
+    const parsed = parseRefreshToken(refreshToken);
+    if (!parsed) return undefined;
+    const grant = (await this.#options.store.get(grantKey(parsed.id))) as Grant | undefined;
+    if (!grant) return undefined;
+    const presented = digest(parsed.secret);
+    if (presented !== grant.current && !grant.spent.includes(presented)) return undefined;
+    if (clientId !== undefined && clientId !== grant.clientId) return undefined;
+    await this.revoke(grant.id);
+    return grant;
+  }
+
+  async consented(principal: string, clientId: string): Promise<boolean> {
+    return (await this.#options.store.get(consentKey(principal, clientId))) !== undefined;
+  }
+
+  async recordConsent(principal: string, clientId: string): Promise<void> {
+    await this.#options.store.set(consentKey(principal, clientId), { at: Date.now() }, CONSENT_TTL_MS);
+  }
+}
+
+function parseRefreshToken(token: string): { id: string; secret: string } | undefined {
+  const match = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/.exec(token);
+  return match ? { id: match[1]!, secret: match[2]! } : undefined;
+}

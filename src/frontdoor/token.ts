@@ -1,0 +1,149 @@
+// The front door's back channel: /oauth/token (the authorization_code grant with PKCE, and the
+// refresh_token grant that rotates on every use), /oauth/revoke (RFC 7009) and /oauth/register
+// (RFC 7591). Access tokens are Switchyard's own JWTs (RFC 9068: ES256, typ at+jwt, aud the
+// endpoint's resource). Every answer is JSON with `Cache-Control: no-store` (RFC 6749 §5.1).
+import { randomBytes } from 'node:crypto';
+import { SignJWT } from 'jose';
+import { LoginRefused, type IdpLogin } from '../credentials/login.js';
+import type { Logger } from '../util/log.js';
+import { audit } from './audit.js';
+import { RegistrationLimited, RegistrationRefused, type ClientRegistry } from './clients.js';
+import type { Grant, Grants } from './grants.js';
+import type { SigningKeys } from './keys.js';
+import { ALGORITHM } from './keys.js';
+import { pkceMatches } from './rules.js';
+
+export interface TokenDeps {
+  issuer: string;
+  tokenTtlMs: number;
+  grants: Grants;
+  keys: SigningKeys;
+  clients: ClientRegistry;
+  login: IdpLogin;
+  logger: Logger;
+  onToken: (grantType: string, outcome: string) => void;
+}
+
+/** Claims Switchyard sets itself: an IdP claim of the same name is never copied over them. */
+export const RESERVED_CLAIMS = new Set(['iss', 'sub', 'aud', 'exp', 'iat', 'nbf', 'jti', 'client_id', 'scope', 'sid', 'cnf', 'auth_time', 'azp', 'nonce', 'at_hash', 'c_hash']);
+
+type TokenError = 'invalid_request' | 'invalid_grant' | 'invalid_target' | 'unsupported_grant_type' | 'invalid_client' | 'server_error';
+
+function json(status: number, body: unknown, extra: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache', ...extra } });
+}
+
+function tokenError(error: TokenError, description: string): Response {
+  return json(error === 'server_error' ? 500 : 400, { error, error_description: description });
+}
+
+export class TokenEndpoint {
+  readonly #deps: TokenDeps;
+
+  constructor(deps: TokenDeps) {
+    this.#deps = deps;
+  }
+
+  async token(form: URLSearchParams): Promise<Response> {
+    const grantType = form.get('grant_type');
+    const label = grantType === 'authorization_code' || grantType === 'refresh_token' ? grantType : 'other';
+    const repeated = [...new Set(form.keys())].find((name) => form.getAll(name).length > 1);
+    const answer = repeated
+      ? { response: tokenError('invalid_request', `the parameter ${repeated} is sent more than once`), outcome: 'invalid_request' }
+      : grantType === 'authorization_code'
+        ? await this.#code(form)
+        : grantType === 'refresh_token'
+          ? await this.#refresh(form)
+          : { response: tokenError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token'), outcome: 'unsupported_grant_type' };
+    this.#deps.onToken(label, answer.outcome);
+    return answer.response;
+  }
+
+  async #code(form: URLSearchParams): Promise<{ response: Response; outcome: string }> {
+    const deps = this.#deps;
+    const [code, verifier, clientId, redirectUri] = ['code', 'code_verifier', 'client_id', 'redirect_uri'].map((name) => form.get(name));
+    if (!code || !verifier || !clientId) return { response: tokenError('invalid_request', 'code, code_verifier and client_id are required'), outcome: 'invalid_request' };
+    const refused = (reason: string, principal?: string): { response: Response; outcome: string } => {
+      audit(deps.logger, 'token_refused', { clientId, grantType: 'authorization_code', reason, ...(principal ? { principal } : {}) });
+      return { response: tokenError('invalid_grant', `the authorization code is ${reason}`), outcome: 'invalid_grant' };
+    };
+    const record = await deps.grants.redeemCode(code);
+    if (record === 'reused') return refused('already used (the tokens it gave are revoked)');
+    if (!record) return refused('unknown or expired');
+    // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code's client, redirect URI and challenge.
+    if (record.clientId !== clientId) return refused('for another client', record.identity.principal);
+    if ((redirectUri ?? record.redirectUri) !== record.redirectUri) return refused('for another redirect URI', record.identity.principal);
+    if (!pkceMatches(verifier, record.challenge)) return refused('not for this code_verifier', record.identity.principal);
+    const resource = form.get('resource');
+    if (resource !== null && resource !== record.resource) return { response: tokenError('invalid_target', 'resource is not the one the code was issued for'), outcome: 'invalid_target' };
+    const { grant, refreshToken } = await deps.grants.createGrant(code, record);
+    return { response: await this.#issue(grant, refreshToken, 'authorization_code'), outcome: 'issued' };
+  }
+
+  async #refresh(form: URLSearchParams): Promise<{ response: Response; outcome: string }> {
+    const deps = this.#deps;
+    const refreshToken = form.get('refresh_token');
+    const clientId = form.get('client_id');
+    if (!refreshToken || !clientId) return { response: tokenError('invalid_request', 'refresh_token and client_id are required'), outcome: 'invalid_request' };
+    const resource = form.get('resource');
+    const outcome = await deps.grants.rotate(refreshToken, clientId, resource, (grant) => this.#refreshIdp(grant));
+    if ('refused' in outcome) {
+      if (outcome.refused === 'target') return { response: tokenError('invalid_target', 'resource is not the one the grant is for'), outcome: 'invalid_target' };
+      const event = outcome.refused === 'reused' ? 'refresh_reuse_detected' : 'token_refused';
+      audit(deps.logger, event, { clientId, grantType: 'refresh_token', reason: outcome.refused });
+      const why = { unknown: 'unknown, expired or revoked', reused: 'already used: the grant is revoked', client: 'issued to another client', idp: 'no longer good: the company IdP refused; sign in again' }[outcome.refused];
+      return { response: tokenError('invalid_grant', `the refresh token is ${why}`), outcome: outcome.refused === 'reused' ? 'reused' : 'invalid_grant' };
+    }
+    return { response: await this.#issue(outcome.grant, outcome.refreshToken, 'refresh_token'), outcome: 'issued' };
+  }
+
+  /** The user's IdP session, refreshed with the host's token: the refresh token to keep, or false when the IdP refused. */
+  async #refreshIdp(grant: Grant): Promise<string | undefined | false> {
+    if (!grant.idpRefresh) return undefined;
+    try {
+      return await this.#deps.login.refresh(grant.idpRefresh);
+    } catch (err) {
+      if (err instanceof LoginRefused) return false;
+      throw err;
+    }
+  }
+
+  async #issue(grant: Grant, refreshToken: string, grantType: string): Promise<Response> {
+    const deps = this.#deps;
+    const { kid, key } = await deps.keys.signer();
+    const ttlSeconds = Math.round(deps.tokenTtlMs / 1_000);
+    const claims: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(grant.identity.claims)) if (!RESERVED_CLAIMS.has(name)) claims[name] = value;
+    const accessToken = await new SignJWT({ ...claims, client_id: grant.clientId, sid: grant.id, ...(grant.scope ? { scope: grant.scope } : {}) })
+      .setProtectedHeader({ alg: ALGORITHM, kid, typ: 'at+jwt' })
+      .setIssuer(deps.issuer)
+      .setAudience(grant.resource)
+      .setSubject(grant.identity.subject)
+      .setIssuedAt()
+      .setExpirationTime(`${ttlSeconds}s`)
+      .setJti(randomBytes(16).toString('base64url'))
+      .sign(key);
+    audit(deps.logger, 'token_issued', { principal: grant.identity.principal, clientId: grant.clientId, grantId: grant.id, grantType, resource: grant.resource });
+    return json(200, { access_token: accessToken, token_type: 'Bearer', expires_in: ttlSeconds, refresh_token: refreshToken, ...(grant.scope ? { scope: grant.scope } : {}) });
+  }
+
+  /** RFC 7009 §2.2: 200 whether or not the token was known (an access token is left to expire). */
+  async revoke(form: URLSearchParams): Promise<Response> {
+    const token = form.get('token');
+    if (!token) return tokenError('invalid_request', 'token is required');
+    const grant = await this.#deps.grants.revokeRefreshToken(token, form.get('client_id') ?? undefined);
+    if (grant) audit(this.#deps.logger, 'grant_revoked', { principal: grant.identity.principal, clientId: grant.clientId, grantId: grant.id, reason: 'revocation' });
+    return new Response(null, { status: 200, headers: { 'cache-control': 'no-store' } });
+  }
+
+  /** RFC 7591 §3: 201 with the client's information, or 400 with its error. */
+  async register(body: unknown, address: string): Promise<Response> {
+    try {
+      return json(201, await this.#deps.clients.register(body, address));
+    } catch (err) {
+      if (err instanceof RegistrationRefused) return json(400, { error: err.error, error_description: err.message });
+      if (err instanceof RegistrationLimited) return json(429, { error: 'invalid_request', error_description: 'too many registrations from this address; try again in a minute' }, { 'retry-after': '60' });
+      throw err;
+    }
+  }
+}
