@@ -1,4 +1,4 @@
-// The gateway.yaml schema. Keys of DESIGN.md §8 are a public contract: extend, never rename.
+// The gateway.yaml schema. Its keys are a public contract (docs/configuration.md): extend, never rename.
 // Every object is strict, so a misspelt key is an error at load, not a silently ignored setting.
 import { z } from 'zod';
 import { parseDuration } from '../util/duration.js';

@@ -202,7 +202,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (requests.length === 0 && invalid.length === 0) return ACCEPTED;
     const limited = await limit(context, requests.filter((r) => !isRateFree(r.method)).length, null);
     if (limited) return limited;
-    // handleRequest never rejects; were it to, each request still gets an answer.
+    // router.answer never rejects; were it to, each request still gets an answer.
     const run = (channel: RequestChannel, done: (answers: Answers) => void): void =>
       void Promise.all(requests.map((r) => router.answer(session, r, sessionContext(context, session, channel)))).then(
         (answers) => done([...invalid, ...answers]),

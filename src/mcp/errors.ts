@@ -10,7 +10,7 @@ export const ErrorCode = {
   MethodNotFound: -32601,
   InvalidParams: -32602,
   InternalError: -32603,
-  // Gateway codes live in -32000..-32019 (DESIGN.md §7), for clients of the sessions era; not
+  // Gateway codes live in -32000..-32019 (docs/protocol.md), for clients of the sessions era; not
   // -32002, which is resource-not-found up to 2025-11-25. A 2026-07-28 client gets none of them
   // (basic/index.mdx): statelessError() maps them to -32603 with the reason in data.
   UpstreamClosed: -32000,

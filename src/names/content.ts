@@ -1,5 +1,5 @@
-// URIs an upstream writes inside content, shown as the client can use them through the gateway
-// (DESIGN.md §5): a `resource_link`'s uri and an embedded `resource`'s uri in tool results
+// URIs an upstream writes inside content, shown as the client can use them through the gateway:
+// a `resource_link`'s uri and an embedded `resource`'s uri in tool results
 // (content, and a task's result), in prompt messages, and `contents[].uri` of resources/read
 // come back namespaced (`<prefix>+<uri>`; unchanged for an unprefixed upstream), so the client
 // can read or subscribe to what it was given. structuredContent and free text are the tool's

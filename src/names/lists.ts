@@ -1,4 +1,4 @@
-// Merged lists across a session's upstreams (DESIGN.md §5): fan-out in parallel, rename through
+// Merged lists across a session's upstreams: fan-out in parallel, rename through
 // the namespace codec, merge in upstream-name order, and follow every upstream's nextCursor
 // behind one opaque composite cursor, so nothing is truncated and nothing repeated. Also maps
 // client-facing names back to their upstream and original name.
@@ -88,6 +88,8 @@ export interface CatalogOptions {
   toolLimit?: (upstream: string) => ListLimit | undefined;
   /** An upstream's tool list was cut short at its limit. */
   ontruncate?: (upstream: string, limit: ListLimit) => void;
+  /** Pinning (src/pinning/): what of a page of tools or prompts, as the upstream listed it, any client may see. */
+  screen?: (kind: 'tools' | 'prompts', upstream: string, items: JsonObject[]) => Promise<JsonObject[]>;
 }
 
 /** What of an upstream's list a traversal has listed so far: items and bytes. */
@@ -100,6 +102,7 @@ export class Catalog {
   readonly #aliases: LRUCache<string, string>;
   readonly #toolLimit: CatalogOptions['toolLimit'];
   readonly #ontruncate: CatalogOptions['ontruncate'];
+  readonly #screen: CatalogOptions['screen'];
   /** Upstreams whose list was cut short, warned about once. */
   readonly #warned = new Set<string>();
 
@@ -109,6 +112,7 @@ export class Catalog {
     this.#aliases = new LRUCache({ max: options.aliasLimit ?? 50_000 });
     this.#toolLimit = options.toolLimit;
     this.#ontruncate = options.ontruncate;
+    this.#screen = options.screen;
   }
 
   get codec(): NamespaceCodec {
@@ -229,7 +233,9 @@ export class Catalog {
   async #page(kind: ListKind, client: Listing, cursor: string | undefined, signal?: CancelSignal, seen?: Seen): Promise<{ items: JsonObject[]; originals: string[]; nextCursor?: string; seen?: Seen }> {
     const { method, field } = LIST_KINDS[kind];
     const result = await client.request(method, cursor === undefined ? undefined : { cursor }, { signal });
-    const raw = Array.isArray(result[kind]) ? (result[kind] as unknown[]) : [];
+    const listed = Array.isArray(result[kind]) ? (result[kind] as unknown[]) : [];
+    // Definitions are pinned as the upstream listed them, before any rename or view.
+    const raw = this.#screen && (kind === 'tools' || kind === 'prompts') ? await this.#screen(kind, client.name, listed.filter((item): item is JsonObject => isObject(item) && typeof item.name === 'string' && item.name !== '')) : listed;
     const items: JsonObject[] = [];
     const originals: string[] = [];
     const limit = kind === 'tools' ? this.#toolLimit?.(client.name) : undefined;

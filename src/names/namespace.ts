@@ -1,5 +1,5 @@
-// The namespace codec (DESIGN.md §5), pure: how an upstream's tool and prompt names and its
-// resource URIs appear to clients, and how a client-facing name splits back into upstream and
+// The namespace codec, pure: how an upstream's tool and prompt names and its resource URIs
+// appear to clients, and how a client-facing name splits back into upstream and
 // local part. Names that are too long or use characters outside [A-Za-z0-9_-] get a shortened
 // form ending in "_" and 8 hex digits of a hash of the original; the catalog maps those back.
 import { createHash } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Self-describing session ids (DESIGN.md §4): the Mcp-Session-Id is an AES-256-GCM token under
+// Self-describing session ids (docs/deploy.md): the Mcp-Session-Id is an AES-256-GCM token under
 // a key every replica shares, carrying what a replica needs to take the session over: the
 // principal, the negotiated version, the client's capabilities and info, and each upstream's
 // HTTP session id, protocol version and capabilities. Key rotation: the first key encrypts,

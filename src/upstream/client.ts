@@ -395,7 +395,7 @@ export class UpstreamClient {
       // The request was too large to send: the caller's to fix (-32602), with the limit.
       if (err.code === 'request_too_large') return new GatewayError('invalid_params', `upstream ${this.name}: ${err.message}`, { cause: err });
       // Refused by the gateway itself (a header, serialisation): an internal error, whose
-      // cause is logged and never described to the client (DESIGN.md §7).
+      // cause is logged and never described to the client (docs/security.md).
       if (err.code === 'unsendable') return new Error(`upstream ${this.name}: ${err.message}`, { cause: err });
       const code = err.code === 'closed' || err.code === 'stream_ended' ? 'upstream_closed' : 'upstream_unavailable';
       return new GatewayError(code, `upstream ${this.name}: ${err.message}`, { cause: err });

@@ -1,4 +1,4 @@
-// The scale features end to end (DESIGN.md §4, docs/deploy.md): shared stdio children (one
+// The scale features end to end (docs/deploy.md): shared stdio children (one
 // process for many sessions, subscriptions counted, server-initiated requests refused),
 // poolSize, maxProcesses, and self-describing session ids that another gateway process takes
 // over, including key rotation, tampering and another principal presenting the id.

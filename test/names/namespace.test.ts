@@ -1,5 +1,5 @@
 // The namespace codec of src/names/namespace.ts: how upstream names and URIs appear to clients
-// and split back (DESIGN.md §5).
+// and split back (docs/protocol.md).
 import { describe, expect, it } from 'vitest';
 import { NamespaceCodec, type UpstreamPrefix } from '../../src/names/namespace.js';
 

@@ -1,6 +1,6 @@
 // The MCP endpoint for 2026-07-28 clients (spec/2026-07-28/basic/transports/streamable-http.mdx):
 // one POST per request, no session. The request's era is decided from MCP-Protocol-Version and
-// the body's `_meta` (eraOf). Validation follows "Server Validation": an unsupported version is
+// the body's `_meta` (isStatelessRequest). Validation follows "Server Validation": an unsupported version is
 // 400 / -32022 with the supported list, missing `_meta` fields 400 / -32602, a missing or
 // mismatched MCP-Protocol-Version, Mcp-Method or Mcp-Name header 400 / -32020, an unknown method
 // 404 / -32601. Policy and routing use the body, never the headers.
