@@ -24,6 +24,7 @@ import { describeLimit, rateLimitHeaders, type LimitOutcome, type RateLimiter } 
 import { sessionContext, type Caller, type RequestChannel } from '../session/context.js';
 import type { Router } from '../router/router.js';
 import type { SessionLinks } from '../links/links.js';
+import type { GatewayTasks } from '../tasks/gateway-tasks.js';
 import type { DownstreamSession } from '../links/session.js';
 import type { SessionStore } from '../links/session.js';
 import type { Logger } from '../util/log.js';
@@ -55,6 +56,8 @@ export interface McpEndpointDeps {
   draining: () => boolean;
   limiter: () => RateLimiter;
   metrics: Metrics;
+  /** Tasks the gateway makes of 2026-07-28 clients' long calls (src/tasks/). */
+  tasks?: GatewayTasks;
 }
 
 const SESSION_HEADER = 'mcp-session-id';
@@ -175,7 +178,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
         return refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: validated.id });
       }
     }
-    return serveStateless({ stateless, keepAliveMs: deps.streams.keepAliveMs, bounds: (kind) => boundsFor(deps.streams, kind) }, request, validated, context);
+    return serveStateless({ stateless, keepAliveMs: deps.streams.keepAliveMs, bounds: (kind) => boundsFor(deps.streams, kind), ...(deps.tasks ? { tasks: deps.tasks } : {}) }, request, validated, context);
   }
 
   async function postBatch(request: HttpInput, items: unknown[], context: Caller): Promise<Reply> {
