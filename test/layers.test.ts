@@ -29,7 +29,6 @@ const LAYERS: Record<string, number> = {
   pinning: 3,
   names: 4,
   links: 5,
-  tasks: 5,
   router: 6,
   http: 7,
   'gateway.ts': 8,

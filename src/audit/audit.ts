@@ -29,6 +29,8 @@ export interface AuditDeps {
   env: Readonly<Record<string, string | undefined>>;
   serviceVersion: string;
   limit?: number;
+  /** How long close() waits for a stalled sink (default 5 s); what it never took is counted as dropped. */
+  closeTimeoutMs?: number;
   now?: () => Date;
   onerror?: (err: unknown) => void;
 }
@@ -45,6 +47,7 @@ function logsEndpoint(deps: AuditDeps): string | undefined {
 export class AuditLog {
   readonly #config: AuditConfig;
   readonly #metrics: Metrics;
+  readonly #recorded = new Map<string, { inc(): void }>();
   readonly #now: () => Date;
   readonly #options: Omit<RecordOptions, 'time'>;
   readonly #queue: BoundedQueue | undefined;
@@ -60,8 +63,10 @@ export class AuditLog {
     const limit = deps.limit ?? AUDIT_QUEUE_LIMIT;
     const { sink } = config;
     this.sink = sink === 'stdout' ? 'stdout' : 'file' in sink ? 'file' : 'otlp';
+    // Counter children made once: a flood into a full sink costs one increment per record.
+    const dropped = this.#metrics.auditDropped.labels({ sink: this.sink });
     const ondrop = (count: number): void => {
-      if (count > 0) this.#metrics.auditDropped.inc({ sink: this.sink }, count);
+      if (count > 0) dropped.inc(count);
     };
     if (sink !== 'stdout' && 'otlp' in sink) {
       const serviceName = deps.env.OTEL_SERVICE_NAME?.trim() || 'switchyard';
@@ -69,7 +74,7 @@ export class AuditLog {
       return;
     }
     const writer = sink === 'stdout' ? new StreamWriter(deps.stdout ?? { write: (_chunk, done) => (done(), true) }) : new RotatingFile({ ...sink.file, path: deps.resolvePath(sink.file.path) });
-    this.#queue = new BoundedQueue(writer, { limit, ondrop, ...(deps.onerror ? { onerror: deps.onerror } : {}) });
+    this.#queue = new BoundedQueue(writer, { limit, ondrop, ...(deps.onerror ? { onerror: deps.onerror } : {}), ...(deps.closeTimeoutMs !== undefined ? { closeTimeoutMs: deps.closeTimeoutMs } : {}) });
   }
 
   /** Whether tool arguments go into records (so callers can skip gathering them). */
@@ -79,10 +84,15 @@ export class AuditLog {
 
   /** Records one event; never waits, never throws for a full sink (the record is dropped and counted). */
   write(entry: AuditEntry): void {
+    // A full queue drops the record before any work is spent on it.
+    if (this.#queue && !this.#queue.accepting) return void this.#queue.offer('');
     const time = this.#now();
     const options = { ...this.#options, time };
     const taken = this.#otlp ? this.#otlp.offer(auditRecord(entry, options), time) : this.#queue!.offer(auditLine(entry, options));
-    if (taken) this.#metrics.auditRecords.inc({ event: entry.event });
+    if (!taken) return;
+    let counter = this.#recorded.get(entry.event);
+    if (!counter) this.#recorded.set(entry.event, (counter = this.#metrics.auditRecords.labels({ event: entry.event })));
+    counter.inc();
   }
 
   /** Lines waiting for a queued sink (stdout, file). */

@@ -39,9 +39,14 @@ export class BoundedQueue {
     return this.#queue.length;
   }
 
+  /** Whether a line offered now would be taken (so a caller can skip making one that would not). */
+  get accepting(): boolean {
+    return !this.#closed && this.#queue.length < this.#options.limit;
+  }
+
   /** Queues a line; false when it was dropped (the queue is full, or closed). */
   offer(line: string): boolean {
-    if (this.#closed || this.#queue.length >= this.#options.limit) {
+    if (!this.accepting) {
       this.#options.ondrop(1);
       return false;
     }

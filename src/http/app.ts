@@ -11,11 +11,11 @@ import type { Authenticator } from '../auth/authenticator.js';
 import { AuthError, type Principal } from '../auth/principal.js';
 import { isLoopback, type Config } from '../config/schema.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { SecurityEvents } from '../audit/events.js';
 import type { Policy } from '../policy/policy.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
 import type { Caller, Router } from '../router/router.js';
 import type { SessionLinks } from '../links/links.js';
-import type { GatewayTasks } from '../tasks/gateway-tasks.js';
 import type { SessionStore } from '../links/session.js';
 import type { Logger } from '../util/log.js';
 import { RequestIds } from '../util/request-ids.js';
@@ -38,6 +38,8 @@ export interface Readiness {
 
 export interface AppDeps {
   config: Config;
+  /** Requests refused at the edge (authentication, an endpoint's teams, the principal's rate limit), audited and traced. */
+  events?: SecurityEvents;
   router: Router;
   /** Opens and resumes sessions (initialize, a session taken over from another replica, one the edge keeps). */
   links: SessionLinks;
@@ -57,8 +59,6 @@ export interface AppDeps {
   authenticator?: Authenticator;
   /** Serve /metrics on this listener. */
   metricsRegistry?: Registry;
-  /** Tasks the gateway makes of long calls (src/tasks/). */
-  tasks?: GatewayTasks;
   /** The connect pages of `userAuth` upstreams, and how many principals signed in to each. */
   connect?: ConnectDeps & { signedIn: () => Promise<Record<string, number>> };
 }
@@ -129,7 +129,7 @@ export function createApp(deps: AppDeps): HttpApp {
     draining: () => deps.readiness().draining,
     limiter: deps.limiter,
     metrics,
-    ...(deps.tasks ? { tasks: deps.tasks } : {}),
+    ...(deps.events ? { events: deps.events } : {}),
   });
   const allowedHosts = allowedHostsOf(listen);
   const origins = { allowed: new Set(listen.allowedOrigins), hosts: allowedHosts, loopback: isLoopback(listen.host) };
@@ -166,6 +166,7 @@ export function createApp(deps: AppDeps): HttpApp {
       if (!(err instanceof AuthError)) throw err;
       metrics.authFailures.inc({ reason: err.reason });
       deps.logger.debug('request refused', { reason: err.reason, requestId });
+      deps.events?.requestRefused({ requestId, endpoint: endpoint ?? listen.path, reason: 'authentication', outcome: 'refused', errorKind: err.reason, traceparent: input.header('traceparent') });
       return refuseAuthentication(authenticator!.refusal(err, endpoint));
     };
     try {
@@ -179,6 +180,7 @@ export function createApp(deps: AppDeps): HttpApp {
   function admitted(principal: Principal | undefined, endpoint: string | undefined, requestId: string): Principal | undefined | Response {
     if (endpoint === undefined || deps.policy().admits(principal, endpoint)) return principal;
     deps.logger.debug('request refused', { reason: 'endpoint_teams', endpoint, requestId });
+    deps.events?.requestRefused({ requestId, principal: principal?.id, endpoint, reason: 'endpoint_teams', outcome: 'refused' });
     return refuse(refusals.endpointForbidden);
   }
 

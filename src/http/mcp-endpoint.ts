@@ -20,11 +20,11 @@ import { isRateFree } from '../mcp/methods.js';
 import { allowsBatches } from '../mcp/versions.js';
 import { withinDepth } from '../util/json-depth.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { SecurityEvents } from '../audit/events.js';
 import { describeLimit, rateLimitHeaders, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
 import { sessionContext, type Caller, type RequestChannel } from '../session/context.js';
 import type { Router } from '../router/router.js';
 import type { SessionLinks } from '../links/links.js';
-import type { GatewayTasks } from '../tasks/gateway-tasks.js';
 import type { DownstreamSession } from '../links/session.js';
 import type { SessionStore } from '../links/session.js';
 import type { Logger } from '../util/log.js';
@@ -56,8 +56,8 @@ export interface McpEndpointDeps {
   draining: () => boolean;
   limiter: () => RateLimiter;
   metrics: Metrics;
-  /** Tasks the gateway makes of 2026-07-28 clients' long calls (src/tasks/). */
-  tasks?: GatewayTasks;
+  /** A principal's rate limit refusing a request, audited and traced. */
+  events?: SecurityEvents;
 }
 
 const SESSION_HEADER = 'mcp-session-id';
@@ -178,7 +178,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
         return refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: validated.id });
       }
     }
-    return serveStateless({ stateless, keepAliveMs: deps.streams.keepAliveMs, bounds: (kind) => boundsFor(deps.streams, kind), ...(deps.tasks ? { tasks: deps.tasks } : {}) }, request, validated, context);
+    return serveStateless({ stateless, keepAliveMs: deps.streams.keepAliveMs, bounds: (kind) => boundsFor(deps.streams, kind) }, request, validated, context);
   }
 
   async function postBatch(request: HttpInput, items: unknown[], context: Caller): Promise<Reply> {
@@ -220,7 +220,11 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
    */
   function limit(context: Caller, cost: number, id: JsonRpcId | null): Promise<Response | undefined> | undefined {
     if (cost === 0) return undefined;
-    return deps.limiter().client(context.principal?.id ?? 'anonymous', cost)?.then((outcome) => refusal(outcome, cost, id));
+    return deps.limiter().client(context.principal?.id ?? 'anonymous', cost)?.then((outcome) => {
+      const refused = refusal(outcome, cost, id);
+      if (refused) deps.events?.requestRefused({ requestId: context.requestId, principal: context.principal?.id, endpoint: context.endpoint, reason: 'rate_limit', outcome: 'refused', traceparent: context.traceparent, tracestate: context.tracestate });
+      return refused;
+    });
   }
 
   function refusal(outcome: LimitOutcome, cost: number, id: JsonRpcId | null): Response | undefined {

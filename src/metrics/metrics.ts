@@ -139,20 +139,6 @@ export class Metrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
-  /** Tasks the gateway made on this replica: working and input_required now; the ends since start. */
-  readonly tasks = new Gauge({
-    name: 'switchyard_tasks',
-    help: 'Tasks the gateway made on this replica, by state: working and input_required now; completed, failed and cancelled since start',
-    labelNames: ['state'] as const,
-    registers: [this.registry],
-  });
-  readonly taskDuration = new FastHistogram({
-    name: 'switchyard_task_duration_seconds',
-    help: 'From a task the gateway made being created to its end, by final state',
-    labelNames: ['state'] as const,
-    buckets: [1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600],
-    registers: [this.registry],
-  });
   readonly userSignIns = new Counter({
     name: 'switchyard_user_sign_ins_total',
     help: 'Sign-ins of principals to userAuth upstreams on the connect page, by upstream and outcome (ok, wrong_user, login_failed, failed, discovery_failed)',

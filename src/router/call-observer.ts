@@ -67,7 +67,8 @@ function clientIdOf(context: RequestContext): string | undefined {
 /** Ends the request's span and writes its audit record (when configured). */
 export function observeCall(observers: CallObservers, metrics: Metrics, request: JsonRpcRequest, call: Call, response: JsonRpcResponse | undefined, outcome: Outcome, seconds: number): void {
   const { context, record } = call;
-  if (context.team !== undefined) metrics.countTeam(context.team, metrics.method(request.method), outcome);
+  const { teams } = call.session.access;
+  for (const team of teams) metrics.countTeam(team, metrics.method(request.method), outcome);
   if (call.trace) {
     if (response === undefined) call.trace.end({ cancelled: true });
     else if (isFailure(response)) call.trace.end({ error: response.error });
@@ -83,7 +84,7 @@ export function observeCall(observers: CallObservers, metrics: Metrics, request:
     requestId: context.requestId,
     traceId: call.trace?.traceId ?? carriedTraceId(request, context),
     principal: context.principal?.id,
-    team: context.team,
+    team: teams.length > 0 ? teams.join(',') : undefined,
     clientId: clientIdOf(context),
     endpoint: call.session.info.endpoint ?? observers.mainEndpoint,
     upstream: record.upstream,

@@ -55,8 +55,6 @@ export interface RouterDeps {
   limiter: () => RateLimiter;
   /** Spans and audit records of each request, when configured. */
   observers?: CallObservers;
-  /** Task handles (src/tasks/): an upstream's tasks as clients see them. */
-  taskHandles?: ToolCallDeps['taskHandles'];
 }
 
 /** Merged pages a search-mode traversal reads at most (a hostile upstream's cursor loop ends). */
@@ -274,7 +272,7 @@ export class Router {
       metrics.observeToolCall(upstream, metrics.tool(record.upstream, record.tool), seconds);
     }
     if (logger.isEnabled('info')) logger.info('call', describeCall(request, call.session, call.context, record, outcome, seconds, this.#deps.logArguments()));
-    if (this.#deps.observers || call.context.team !== undefined) observeCall(this.#deps.observers ?? {}, metrics, request, call, response, outcome, seconds);
+    if (this.#deps.observers || call.session.access.teams.length > 0) observeCall(this.#deps.observers ?? {}, metrics, request, call, response, outcome, seconds);
   }
 
   handleNotification(session: DownstreamSession, message: JsonRpcNotification): void {
@@ -332,7 +330,6 @@ export class Router {
         return exposePromptResult(result, catalog.codec, target.client.name);
       }
       case 'tasks/get':
-      case 'tasks/update':
       case 'tasks/cancel':
       case 'tasks/result':
         return this.#task(call, method, params);
@@ -392,16 +389,8 @@ export class Router {
   async #task(call: Call, method: string, params: JsonObject): Promise<JsonObject> {
     const { session } = call;
     const exposed = requireString(params, 'taskId');
-    // A sealed handle of an upstream's task (tasks/handles.ts): only for its principal, and a team that may call its tool.
-    const handle = this.#deps.taskHandles?.open(exposed, call.context.principal?.id ?? '');
-    if (handle?.kind === 'upstream' && session.access.mayCall(handle.tool, handle.upstream)) {
-      await this.#links.ensure(session, handle.upstream);
-      const owner = session.upstreams.get(handle.upstream);
-      const result = owner && (await forward(call, owner, method, { ...params, taskId: handle.taskId }));
-      if (result) return typeof result.taskId === 'string' ? { ...result, taskId: exposed } : result;
-    }
     const { codec } = this.#deps.catalog;
-    const split = handle ? undefined : codec.splitTaskId(exposed);
+    const split = codec.splitTaskId(exposed);
     const client = split && session.upstreams.get(split.upstream);
     const hub = split && this.#links.hubOf(session, split.upstream);
     if (!split || !client || (hub && !hub.owns(split.taskId, session))) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);

@@ -4,8 +4,7 @@
 // for destructive tools, the upstream's concurrency limit, and finally the upstream.
 import { clientSupports } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
-import { isObject, metaOf, notification, type JsonObject } from '../mcp/jsonrpc.js';
-import { META } from '../mcp/era.js';
+import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import { createdTaskId, withCreatedTaskId } from '../mcp/tasks.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { describeLimit, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
@@ -21,9 +20,6 @@ import { checkParamHeaders, paramHeaderValues } from '../mcp/param-headers.js';
 import { exposeToolResult } from '../names/content.js';
 import type { ToolFacts } from './tool-facts.js';
 import type { SessionLinks } from '../links/links.js';
-import type { TaskHandles } from '../tasks/handles.js';
-import { declaresTasks, isTaskResult } from '../tasks/wire.js';
-import { declaringTasks, driveTask, needsTasks } from '../tasks/drive.js';
 
 export interface ToolCallDeps {
   catalog: Catalog;
@@ -34,8 +30,6 @@ export interface ToolCallDeps {
   metrics: Metrics;
   /** The session's links to its upstreams: the owner opened on use, where its list is read, its tasks, a personal upstream's consent. */
   links: SessionLinks;
-  /** Seals an upstream's tasks (the Tasks extension) as handles any replica opens. */
-  taskHandles?: TaskHandles;
 }
 
 /** _meta key carrying the retry delay of a limit's isError result. */
@@ -226,34 +220,9 @@ class ToolCall {
     const personal = this.#deps.links.personal;
     // A credential found unusable on the way: the answer is the sign-in.
     if (outcome instanceof Error && personal?.isPersonal(upstream)) return this.#then(personal.consent(this.#call.session, upstream, 'tools/call'), (consent) => this.#finish(consent ?? outcome));
-    // An upstream's task (the Tasks extension): the client sees a handle naming upstream, task, tool and principal.
-    const handles = this.#deps.taskHandles;
-    if (handles && !(outcome instanceof Error) && isTaskResult(outcome)) {
-      const handle = handles.seal({ kind: 'upstream', upstream, taskId: outcome.taskId as string, tool: this.#exposed, principal: this.#call.context.principal?.id ?? '' });
-      return this.#finish({ ...outcome, taskId: handle });
-    }
-    // A tool that runs only as a task, for a client that knows none: the gateway runs the task.
-    if (handles && needsTasks(outcome) && !declaresTasks(this.#call.context.clientCapabilities)) return this.#then(this.#asTask(), (result) => this.#finish(exposeToolResult(result, this.#deps.catalog.codec, upstream)));
     if (taskId === undefined) return this.#finish(outcome instanceof Error ? outcome : exposeToolResult(outcome, this.#deps.catalog.codec, upstream));
     this.#deps.links.ownTask(this.#call.session, upstream, taskId);
     this.#finish(withCreatedTaskId(outcome as JsonObject, this.#deps.catalog.codec.exposeTaskId(upstream, taskId)));
-  }
-
-  /** The call made as a task upstream, polled to its end (tasks/drive.ts). */
-  #asTask(): Promise<JsonObject> {
-    const { client, name } = this.#target!;
-    const call = this.#call;
-    const declared = (params: JsonObject): JsonObject => declaringTasks(params, call.session.info.clientCapabilities, META.clientCapabilities);
-    const token = metaOf(this.#params)?.progressToken;
-    return driveTask({ ...this.#params, name, arguments: this.#args }, {
-      send: (method, params) => forward(call, client, method, declared(params)),
-      cancel: (taskId) => void client.request('tasks/cancel', declared({ taskId })).catch(() => {}),
-      progress: (progress, message) => {
-        if (typeof token === 'string' || typeof token === 'number') call.context.channel.send(notification('notifications/progress', { progressToken: token, progress, ...(message ? { message } : {}) }));
-      },
-      signal: call.signal,
-      maxTotalMs: this.#deps.pool.config(client.name)?.maxTotalTimeoutMs ?? 600_000,
-    });
   }
 
   /** Goes on to `next` with `value` at once, or when its promise settles. */

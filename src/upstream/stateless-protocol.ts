@@ -51,13 +51,10 @@ export interface Envelope {
 }
 
 export function withEnvelope(params: JsonObject | undefined, envelope: Envelope): JsonObject {
-  // Capabilities the gateway declares for one request (the Tasks extension, when it runs a task
-  // for a client that knows none) are that request's.
-  const given = metaOf(params)?.[META.clientCapabilities];
   const meta: JsonObject = {
     ...metaOf(params),
     [META.protocolVersion]: STATELESS_VERSION,
-    [META.clientCapabilities]: isObject(given) ? given : envelope.clientCapabilities,
+    [META.clientCapabilities]: envelope.clientCapabilities,
     [META.clientInfo]: envelope.clientInfo,
   };
   if (envelope.logLevel !== undefined) meta[META.logLevel] = envelope.logLevel;
@@ -112,10 +109,7 @@ export function initFromDiscover(result: JsonObject): { protocolVersion: string;
  * adds its own for clients of that era.
  */
 export function withoutWireFields(result: JsonObject): JsonObject {
-  const { resultType, ttlMs, cacheScope: _scope, ...plain } = result;
-  // A task (the Tasks extension, SEP-2663) keeps its own ttlMs, and a created one its "task" discriminator.
-  const task = typeof result.taskId === 'string';
-  const rest: JsonObject = task ? { ...plain, ...(ttlMs !== undefined ? { ttlMs } : {}), ...(resultType === 'task' ? { resultType } : {}) } : plain;
+  const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...rest } = result;
   const meta = metaOf(rest);
   if (!meta || !(META.serverInfo in meta || META.subscriptionId in meta)) return rest;
   const { [META.serverInfo]: _info, [META.subscriptionId]: _sub, ...others } = meta;
