@@ -110,6 +110,8 @@ export class ClientDocuments {
       if (err instanceof ClientRefused) throw err;
       throw new ClientRefused(`the client's metadata document at ${url.href} could not be read`);
     } finally {
+      // Whatever is left unread is dropped with the connection; the abort it causes is expected.
+      response.body.on('error', () => {});
       response.body.destroy();
     }
   }
