@@ -139,6 +139,20 @@ export class Metrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+  /** Tasks the gateway made on this replica: working and input_required now; the ends since start. */
+  readonly tasks = new Gauge({
+    name: 'switchyard_tasks',
+    help: 'Tasks the gateway made on this replica, by state: working and input_required now; completed, failed and cancelled since start',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+  readonly taskDuration = new FastHistogram({
+    name: 'switchyard_task_duration_seconds',
+    help: 'From a task the gateway made being created to its end, by final state',
+    labelNames: ['state'] as const,
+    buckets: [1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600],
+    registers: [this.registry],
+  });
   readonly userSignIns = new Counter({
     name: 'switchyard_user_sign_ins_total',
     help: 'Sign-ins of principals to userAuth upstreams on the connect page, by upstream and outcome (ok, wrong_user, login_failed, failed, discovery_failed)',
@@ -157,6 +171,26 @@ export class Metrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
+  readonly toolDrift = new Counter({
+    name: 'switchyard_tool_drift_total',
+    help: 'Tool and prompt definitions that differ from their pins, by upstream and kind (changed, new, hidden_text)',
+    labelNames: ['upstream', 'kind'] as const,
+    registers: [this.registry],
+  });
+
+  /** Definitions waiting for an operator's approval, per upstream, read at scrape time. */
+  observePins(read: () => Record<string, number>): void {
+    new Gauge({
+      name: 'switchyard_pins_pending',
+      help: "Tool and prompt definitions waiting for an operator's approval, by upstream",
+      labelNames: ['upstream'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [upstream, count] of Object.entries(read())) this.set({ upstream }, count);
+      },
+    });
+  }
   /** Client requests of principals with a team, by team (names from the config), method and outcome. */
   readonly teamRequests = new Counter({
     name: 'switchyard_team_requests_total',
@@ -176,6 +210,34 @@ export class Metrics {
     labelNames: ['sink'] as const,
     registers: [this.registry],
   });
+  readonly oauthAuthorizations = new Counter({
+    name: 'switchyard_oauth_authorizations_total',
+    help: 'Authorization requests at the front door, by outcome (approved, denied, bad_client, bad_redirect, invalid_request, login_failed)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly oauthTokens = new Counter({
+    name: 'switchyard_oauth_tokens_total',
+    help: 'Token requests at the front door, by grant type (authorization_code, refresh_token, other) and outcome (issued, invalid_grant, reused, invalid_request, ...)',
+    labelNames: ['grant_type', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  /** The front door's clients, read at scrape time: metadata documents held, clients registered (DCR). */
+  observeOauthClients(read: () => Promise<{ cimd: number; dcr: number }>): void {
+    new Gauge({
+      name: 'switchyard_oauth_clients',
+      help: 'Front door clients by kind: cimd (metadata documents cached on this replica), dcr (registered, in the credential store)',
+      labelNames: ['kind'] as const,
+      registers: [this.registry],
+      async collect() {
+        const counts = await read().catch(() => undefined);
+        if (!counts) return;
+        this.set({ kind: 'cimd' }, counts.cimd);
+        this.set({ kind: 'dcr' }, counts.dcr);
+      },
+    });
+  }
 
   /** False when metrics are not served: the per-call figures are then not kept at all. */
   readonly #perCall: boolean;
