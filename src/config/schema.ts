@@ -131,18 +131,20 @@ const upstream = z
     era: z.enum(['auto', 'sessions', 'stateless']).default('auto').describe('The protocol era the server speaks. auto: each client meets it in the client\'s own era where it speaks it (server/discover answered: 2026-07-28 clients are sent stateless requests; sessions-era clients are initialized, or bridged statelessly if it refuses initialize; not answered: initialize for everyone; what it answers is remembered for the upstream); sessions: initialize only; stateless: 2026-07-28 only, for every client (not with `sse`).'),
     /**
      * A session's own upstream session with nothing in flight (no request, subscription, task or
-     * server-initiated request) for this long is closed; the next request opens a new one.
+     * server-initiated request) for this long is closed; the next request opens a new one. Unset,
+     * only an upstream configured `stateful: false` is reaped (5m for stdio): a server may keep
+     * what a session did in memory, which a fresh child would silently lose.
      */
     idleTimeout: duration
       .optional()
       .describe(
-        "A client session's own upstream session (its stdio child, or HTTP session) with no request in flight, no subscription, no task and no open server-initiated request for this long is closed; the next request that needs it opens a new one. Default 5m for stdio, off for HTTP; 0 is off. Not for `stateful` or `shared` upstreams.",
+        "A client session's own upstream session (its stdio child, or HTTP session) with no request in flight, no subscription, no task and no open server-initiated request for this long is closed; the next request that needs it opens a new one (logged at info, with the session and upstream). Unset: off (kept for the client session's life), except 5m for a stdio upstream with `stateful: false`; 0 is off. Not for `stateful: true` or `shared` upstreams.",
       ),
-    /** The server keeps per-session state in memory: its session is never closed for idleness. */
+    /** Whether the server keeps per-session state in memory; unset, it is assumed to (never reaped without idleTimeout). */
     stateful: z
       .boolean()
-      .default(false)
-      .describe("The server holds what a session did in memory (its session's state would be lost with its child): a session's own upstream session is kept for the client session's lifetime, never closed for idleness."),
+      .optional()
+      .describe("Whether the server holds what a session did in memory (its session's state would be lost with its child). true: a session's own upstream session is kept for the client session's lifetime, never closed for idleness, even with `idleTimeout`. false: it keeps nothing a fresh child would lack, so an idle one is closed (after `idleTimeout`, 5m for stdio by default). Unset: kept unless `idleTimeout` is set."),
     /** Children spawned ahead, so a session's first call does not wait for a spawn. */
     warm: z
       .number()

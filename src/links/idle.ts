@@ -2,7 +2,8 @@
 // session's own upstream session with no request in flight, no subscription, no task and no
 // server-initiated request waiting for the client, seen so by consecutive sweeps for its
 // upstream's idleTimeout, is closed; the session lists from the catalog again, and its next
-// request that needs the upstream opens a new one (open.ts). Nothing is read on a call's path:
+// request that needs the upstream opens a new one (open.ts, logged at info). Only upstreams the
+// config says may lose their state are swept (`idleTimeout`, `stateful: false`). Nothing is read on a call's path:
 // a sweep compares the upstream client's request count with the one it saw before. Catalog
 // sessions no list used for as long are closed too.
 import type { UpstreamConfig } from '../config/schema.js';
@@ -11,15 +12,26 @@ import type { Logger } from '../util/log.js';
 import type { UpstreamCatalogs } from './catalog-sessions.js';
 import type { DownstreamSession, SessionStore } from './session.js';
 
-/** A stdio upstream's own sessions are closed after this long idle unless configured otherwise. */
+/** A stdio upstream's sessions said to be stateless (and its catalog sessions) are closed after this long idle unless configured otherwise. */
 const STDIO_IDLE_MS = 5 * 60_000;
 /** The sweep runs at a quarter of the shortest idleTimeout, within these bounds. */
 const SWEEP_MIN_MS = 25;
 const SWEEP_MAX_MS = 15_000;
 
-/** How long a session's own upstream session may idle before it is closed (undefined: never). */
+/**
+ * How long a session's own upstream session may idle before it is closed (undefined: never).
+ * Only what the config says may go: an `idleTimeout`, or `stateful: false`; a server may keep
+ * what the session did in memory, and a fresh child would run the next call against a blank state.
+ */
 export function idleTimeoutOf(config: UpstreamConfig | undefined): number | undefined {
-  if (!config || config.stateful || config.sharing === 'shared') return undefined;
+  if (!config || config.stateful === true || config.sharing === 'shared') return undefined;
+  const idle = config.idleTimeout ?? (config.stateful === false && config.stdio ? STDIO_IDLE_MS : 0);
+  return idle > 0 ? idle : undefined;
+}
+
+/** How long a catalog session (lists only, no client's state) may go unused before it is closed. */
+export function catalogIdleTimeoutOf(config: UpstreamConfig | undefined): number | undefined {
+  if (!config || config.stateful === true || config.sharing === 'shared') return undefined;
   const idle = config.idleTimeout ?? (config.stdio ? STDIO_IDLE_MS : 0);
   return idle > 0 ? idle : undefined;
 }
@@ -60,7 +72,18 @@ export function sweepIdle(deps: IdleSweepDeps, now = Date.now()): void {
       logger.info('idle upstream session closed', { upstream: name, session: session.id.slice(0, 8), idleMs });
     }
   }
-  deps.catalogs.sweep((upstream) => idleTimeoutOf(pool.config(upstream)));
+  deps.catalogs.sweep((upstream) => catalogIdleTimeoutOf(pool.config(upstream)));
+}
+
+/**
+ * Logs a session's own upstream session opened on use; one that replaces a session closed for
+ * idleness at info (what the closed one held of the session is gone: said where an operator looks).
+ */
+export function logOpened(logger: Logger, sessionId: string, upstream: string, record: { reapedAt: number | undefined }): void {
+  const session = sessionId.slice(0, 8);
+  if (record.reapedAt === undefined) return logger.debug('upstream session opened on first use', { upstream, session });
+  logger.info('idle upstream session replaced', { upstream, session, closedForMs: Date.now() - record.reapedAt });
+  record.reapedAt = undefined;
 }
 
 /** Whether a server-initiated request of `upstream` waits for the client of this session. */

@@ -27,7 +27,7 @@ import { afterRestart } from './recovery.js';
 import { UpstreamCatalogs, type CatalogSession } from './catalog-sessions.js';
 import type { Listing } from '../names/lists.js';
 import type { ListKind } from '../names/lists.js';
-import { startIdleSweep } from './idle.js';
+import { logOpened, startIdleSweep } from './idle.js';
 import { wireUpstream } from './relay.js';
 import { forgetNames } from './existence.js';
 import { SharedHub } from './shared.js';
@@ -328,7 +328,7 @@ export class SessionOpener {
       return;
     }
     session.links.attach(name, client);
-    logger.debug('upstream session opened on first use', { upstream: name, session: session.id.slice(0, 8) });
+    logOpened(logger, session.id, name, record);
     // What the client set before (its log level) reaches the new session before its first request.
     if (session.logLevel !== undefined && supportsMethod(client.capabilities, 'logging/setLevel')) {
       await client.request('logging/setLevel', { level: session.logLevel }).catch(() => {});

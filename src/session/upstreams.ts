@@ -67,6 +67,8 @@ export class SessionUpstream<C extends UpstreamLink> {
   readonly known: { tools?: KnownNames; prompts?: KnownNames } = {};
   /** Resource URIs (its own) the client subscribed to: renewed after a restart. */
   readonly subscriptions = new Set<string>();
+  /** When its own upstream session was closed for idleness, until a new one replaces it (which is logged). */
+  reapedAt: number | undefined;
 
   constructor(state: LinkState<C>) {
     this.#state = state;
@@ -141,6 +143,7 @@ export class SessionUpstream<C extends UpstreamLink> {
     const state = this.#state;
     if (state.kind !== 'own') return undefined;
     this.#state = { kind: 'deferred' };
+    this.reapedAt = Date.now();
     return state.client.close();
   }
 

@@ -2,10 +2,11 @@
 // upstream session is closed only when consecutive sweeps saw it with nothing in flight and no
 // new request for its upstream's idleTimeout; a request in flight, a subscription, a task, a
 // server-initiated request waiting for the client, `stateful`, a shared lease or no timeout
-// keep it; the defaults are 5 min for stdio and off for HTTP.
+// keep it; without an idleTimeout only a stdio upstream said to be stateless (`stateful: false`)
+// goes, after 5 min; catalog sessions keep the 5 min stdio default.
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
-import { idleTimeoutOf, sweepIdle, type IdleSweepDeps } from '../../src/links/idle.js';
+import { catalogIdleTimeoutOf, idleTimeoutOf, sweepIdle, type IdleSweepDeps } from '../../src/links/idle.js';
 import { UpstreamRecords } from '../../src/session/upstreams.js';
 import { silentLogger } from '../../src/util/log.js';
 
@@ -28,13 +29,23 @@ function setup(extra: Record<string, unknown> = { idleTimeout: 1_000 }) {
 }
 
 describe('idleTimeoutOf', () => {
-  it('is 5 min for stdio and off for HTTP by default, 0 is off, and never for stateful or shared upstreams', () => {
-    expect(idleTimeoutOf(upstreamConfig({}))).toBe(300_000);
+  it('is off unless the config says the upstream is stateless (5 min for stdio) or sets idleTimeout; 0 is off; never for stateful or shared upstreams', () => {
+    expect(idleTimeoutOf(upstreamConfig({}))).toBeUndefined();
+    expect(idleTimeoutOf(upstreamConfig({ stateful: false }))).toBe(300_000);
+    expect(idleTimeoutOf(upstreamConfig({ idleTimeout: '2s' }))).toBe(2_000);
+    expect(idleTimeoutOf(upstreamConfig({ stateful: true, idleTimeout: '2s' }))).toBeUndefined();
+    expect(idleTimeoutOf(configSchema.parse({ upstreams: { u: { http: { url: 'http://127.0.0.1:1/mcp' }, stateful: false } } }).upstreams.u)).toBeUndefined();
     expect(idleTimeoutOf(configSchema.parse({ upstreams: { u: { http: { url: 'http://127.0.0.1:1/mcp' } } } }).upstreams.u)).toBeUndefined();
     expect(idleTimeoutOf(configSchema.parse({ upstreams: { u: { http: { url: 'http://127.0.0.1:1/mcp' }, idleTimeout: '2s' } } }).upstreams.u)).toBe(2_000);
     expect(idleTimeoutOf(upstreamConfig({ idleTimeout: 0 }))).toBeUndefined();
     expect(idleTimeoutOf(upstreamConfig({ stateful: true }))).toBeUndefined();
     expect(idleTimeoutOf(upstreamConfig({ sharing: 'shared' }))).toBeUndefined();
+  });
+
+  it('leaves catalog sessions (lists only) at 5 min for stdio by default', () => {
+    expect(catalogIdleTimeoutOf(upstreamConfig({}))).toBe(300_000);
+    expect(catalogIdleTimeoutOf(upstreamConfig({ idleTimeout: '2s' }))).toBe(2_000);
+    expect(catalogIdleTimeoutOf(upstreamConfig({ stateful: true }))).toBeUndefined();
   });
 });
 
