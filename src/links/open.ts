@@ -28,6 +28,7 @@ import { UpstreamCatalogs, type CatalogSession } from './catalog-sessions.js';
 import type { Listing } from '../names/lists.js';
 import type { ListKind } from '../names/lists.js';
 import { logOpened, startIdleSweep } from './idle.js';
+import { exposeNamesIn } from './instructions.js';
 import { wireUpstream } from './relay.js';
 import { forgetNames } from './existence.js';
 import { SharedHub } from './shared.js';
@@ -174,7 +175,7 @@ export class SessionOpener {
         return { catalog: await this.#catalogs.ready(name, info) };
       }),
     );
-    const instructions: string[] = [];
+    const instructions: Promise<string>[] = [];
     opened.forEach((outcome, i) => {
       const name = names[i]!;
       if (outcome.status === 'rejected') {
@@ -187,7 +188,7 @@ export class SessionOpener {
         if (session.closed) return;
         session.links.defer(name);
         const text = outcome.value.catalog.instructions;
-        if (text) instructions.push(this.#section(name, text));
+        if (text) instructions.push(this.#section(name, text, outcome.value.catalog));
         return;
       }
       const { client, release } = outcome.value;
@@ -198,21 +199,22 @@ export class SessionOpener {
       }
       session.links.attach(name, client, release);
       const text = client.initialized?.instructions;
-      if (text) instructions.push(this.#section(name, text));
+      if (text) instructions.push(this.#section(name, text, this.listingOf(session, client)));
     });
-    return instructions;
+    return Promise.all(instructions);
   }
 
-  /** An upstream's instructions under a heading of the prefix its names carry here. */
-  #section(upstream: string, text: string): string {
+  /** An upstream's instructions under a heading of the prefix its names carry here, its backticked names as the client sees them. */
+  async #section(upstream: string, raw: string, listing: Listing): Promise<string> {
     const prefix = this.#deps.catalog.codec.prefixOf(upstream);
+    const text = await exposeNamesIn(raw, listing, this.#deps.catalog);
     return prefix === '' ? `## ${upstream} (names unchanged)\n${text}` : `## ${prefix}\n${text}`;
   }
 
   /** Said once above the sections: the upstreams' own texts name their tools without the prefix. */
   #namingNote(): string {
     const { separator } = this.#deps.catalog.codec;
-    return `Each section below is one server's own instructions, under the prefix its names carry here: a tool or prompt it calls \`x\` is \`<prefix>${separator}x\` through this gateway.`;
+    return `Each section below is one server's own instructions, under the prefix its names carry here: the names of its tools, prompts and resources in backticks are written as they are called here, and a tool or prompt its text calls \`x\` otherwise is \`<prefix>${separator}x\` through this gateway.`;
   }
 
   /**
