@@ -30,6 +30,7 @@ import { listObserver, recordSubscription } from '../links/recovery.js';
 import { answerFromClient, routeClientNotification } from '../links/relay.js';
 import { listed, rememberNames } from '../links/existence.js';
 import type { SessionLinks } from '../links/links.js';
+import { UriProvenance } from '../links/provenance.js';
 import { shapeItem } from './shape.js';
 import { exposePromptResult, exposeReadResult, exposeToolResult } from '../names/content.js';
 import { callTool, type ToolCallDeps } from './tool-call.js';
@@ -80,6 +81,8 @@ export class Router {
   readonly #toolCall: ToolCallDeps;
   /** Search mode's indexes (endpoints[].discovery: search). */
   readonly #search = new ToolSearch();
+  /** Which upstream's result carried which bare URI, per session (a bare read goes there). */
+  readonly #provenance = new UriProvenance();
 
   constructor(deps: RouterDeps) {
     this.#deps = deps;
@@ -222,12 +225,13 @@ export class Router {
 
   /**
    * A URI no prefix claims, as an upstream wrote it (an MCP Apps View reads its server's
-   * resources so): the one upstream the session may see that lists exactly this URI serves it;
-   * answers carry the namespaced form. Else the resource is unknown.
+   * resources so; a tool's text names its own): the upstream whose result in this session last
+   * carried it, else the one upstream the session may see that lists exactly this URI, serves
+   * it; answers carry the namespaced form. Else the resource is unknown.
    */
   async #bareResource(session: DownstreamSession, uri: string, unknown: GatewayError): Promise<{ client: UpstreamClient; uri: string }> {
     const { catalog } = this.#deps;
-    const owner = await this.#links.bareResourceOwner(session, uri);
+    const owner = this.#provenance.ownerOf(session, uri, (upstream) => session.access.canSee('resource', catalog.codec.exposeUri(upstream, uri), upstream)) ?? (await this.#links.bareResourceOwner(session, uri));
     if (owner === undefined) throw unknown;
     await this.#links.ensure(session, owner);
     const target = catalog.resolveUri(catalog.codec.exposeUri(owner, uri), session.upstreams);
@@ -242,6 +246,7 @@ export class Router {
     try {
       if (!(outcome instanceof Error)) {
         call.record.toolError = request.method === 'tools/call' && outcome.isError === true;
+        if (call.record.upstream !== undefined) this.#provenance.learn(session, call.record.upstream, request.method, outcome);
         response = success(request.id, outcome);
       } else {
         call.record.error = outcome;
