@@ -168,8 +168,7 @@ describe('the front door', () => {
     const direct = new Client({ name: 'idp-token', version: '1' });
     await direct.connect(new StreamableHTTPClientTransport(h.mcpUrl, { requestInit: { headers: { authorization: `Bearer ${idpToken}` } } }));
     try {
-      // The IdP token carries no groups claim: bob is in no team and sees nothing; the principal is the same.
-      expect(await toolNames(direct)).toEqual([]);
+      expect(await toolNames(direct)).toEqual(['everything__get-sum']);
     } finally {
       await direct.close();
     }

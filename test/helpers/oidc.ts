@@ -135,6 +135,8 @@ export async function startIdp(options: IdpOptions = {}): Promise<TestIdp> {
       findAccount: (_ctx: unknown, sub: string) => ({ accountId: sub, claims: () => ({ sub, name: sub, email: `${sub}@example.test`, ...options.accounts?.[sub] }) }),
       // Entra puts the granted claims in the ID token; oidc-provider's default keeps them for userinfo.
       conformIdTokenClaims: !options.entra,
+      // An account's own claims (groups) ride in its JWT access tokens too, as teams[].match reads them.
+      extraTokenClaims: (_ctx: unknown, token: { accountId?: string }) => (token.accountId ? options.accounts?.[token.accountId] : undefined) ?? {},
       interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
       features: {
         devInteractions: { enabled: false },
