@@ -50,7 +50,6 @@ export function describeCall(
     durationMs: Math.round(seconds * 1_000_000) / 1_000,
   };
   if (context.principal !== undefined) fields.principal = context.principal.id;
-  if (context.team !== undefined) fields.team = context.team;
   if (record.upstream !== undefined) fields.upstream = record.upstream;
   if (record.tool !== undefined) fields.tool = record.tool;
   if (record.error instanceof Error && outcome !== 'ok') fields.error = record.error.message;

@@ -15,7 +15,6 @@ export interface Caller {
   tracestate?: string;
   /** Who is calling, when auth is configured. */
   principal?: Principal;
-  team?: string;
   /** The endpoint beside the main one the request came to (its path); undefined: the main one. */
   endpoint?: string;
 }
@@ -91,7 +90,6 @@ function contextOf(
     traceparent: caller.traceparent,
     tracestate: caller.tracestate,
     principal: caller.principal,
-    team: caller.team,
     protocolVersion,
     clientCapabilities,
     logLevel,

@@ -108,7 +108,7 @@ export class ReconnectingTransport implements Transport {
 
   post(message: JsonRpcMessage, options: SendOptions | undefined, done: SendDone): void {
     if (isRequest(message) && message.method === 'initialize') this.#initialize = message;
-    if (this.#ready) after(waitOrAbort(this.#ready, options?.exchange?.signal), () => this.#postNow(message, options, done), done);
+    if (this.#ready) after(waitOrAbort(this.#ready, options?.cancel?.signal), () => this.#postNow(message, options, done), done);
     else this.#postNow(message, options, done);
   }
 
@@ -125,7 +125,7 @@ export class ReconnectingTransport implements Transport {
   async #recover(err: unknown, inner: Transport, message: JsonRpcMessage, options: SendOptions | undefined): Promise<void> {
     const expired = err instanceof TransportError && err.code === 'session_expired';
     // An exchange cut because a renewal replaced its session met the same expiry.
-    const replaced = inner !== this.#inner && !options?.exchange?.signal.aborted;
+    const replaced = inner !== this.#inner && !options?.cancel?.signal.aborted;
     if ((!expired && !replaced) || this.#closed) throw err;
     // The upstream forgot our session: start a new one (once), and send again only what is safe
     // (a request that changes nothing: mcp/methods.ts, retrySafe).
@@ -133,7 +133,7 @@ export class ReconnectingTransport implements Transport {
     if (!isRequest(message) || !isRetrySafe(message.method)) {
       throw expired ? err : new TransportError('session_expired', 'upstream session expired', 404);
     }
-    if (this.#ready) await waitOrAbort(this.#ready, options?.exchange?.signal);
+    if (this.#ready) await waitOrAbort(this.#ready, options?.cancel?.signal);
     await this.#inner.send(message, options);
   }
 

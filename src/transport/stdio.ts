@@ -152,7 +152,7 @@ export class StdioTransport implements Transport {
   post(message: JsonRpcMessage, options: SendOptions | undefined, done: SendDone): void {
     const stdin = this.#child?.stdin;
     if (!stdin || this.#ended || this.#closing || !stdin.writable) return later(done, new TransportError('closed', 'upstream process is not running'));
-    const signal = options?.exchange;
+    const signal = options?.cancel;
     if (signal?.aborted) return later(done, new TransportError('closed', 'request abandoned before it was sent'));
     // A cancellation may name a line given up on that still waits unwatched: withdraw those first.
     if (this.#outbox.length > 0 && isCancellation(message)) this.#sweepAborted();

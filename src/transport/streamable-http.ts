@@ -192,7 +192,7 @@ export class StreamableHttpTransport implements Transport {
     judge: (healthy: boolean) => void,
     done: SendDone,
   ): void {
-    const signal = options?.exchange;
+    const signal = options?.cancel;
     const expectId = isRequest(message) ? message.id : undefined;
     /** Whether this POST carried a session id (a 400 naming the session then says it is gone). */
     const carried = this.#sessionId !== undefined;

@@ -18,7 +18,7 @@ export interface SendOptions {
    * (AbortSignal.any per call costs more than the rest of the hop). A transport that queues
    * messages (stdio, behind a child that reads slowly) withdraws one aborted before it was written.
    */
-  exchange?: Cancellation;
+  cancel?: Cancellation;
   /** Extra HTTP headers for this message's request (Streamable HTTP; others ignore them). */
   headers?: Readonly<Record<string, string>>;
 }

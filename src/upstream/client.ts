@@ -46,8 +46,8 @@ interface Pending {
   progressToken: ProgressToken | undefined;
   onProgress: ((params: JsonObject) => void) | undefined;
   context: unknown;
-  /** Aborts the transport exchange of a request given up on (timeout, cancel, close). */
-  exchange: Cancellation;
+  /** Aborts the transport's round trip of a request given up on (timeout, cancel, close). */
+  cancel: Cancellation;
   detach: () => void;
 }
 
@@ -145,20 +145,20 @@ export class UpstreamClient {
     try {
       await Promise.race([this.#transport.start(), timedOut]);
       const { prefer, known, learn } = era;
-      if (known.modern === false || (prefer === 'sessions' && known.legacy === true)) return await this.#initialize(params, timeoutMs, timedOut);
+      if (known.stateless === false || (prefer === 'sessions' && known.sessions === true)) return await this.#initialize(params, timeoutMs, timedOut);
       const envelope: Envelope = { clientCapabilities: isObject(params.capabilities) ? params.capabilities : {}, clientInfo: isObject(params.clientInfo) ? params.clientInfo : {} };
       const discovered = await Promise.race([this.#discover(envelope, Math.min(timeoutMs / 2, PROBE_TIMEOUT_MS)), timedOut]);
-      learn?.({ modern: discovered !== undefined });
+      learn?.({ stateless: discovered !== undefined });
       if (!discovered) return await this.#initialize(params, timeoutMs, timedOut);
-      if (prefer === 'sessions' && known.legacy !== false) {
+      if (prefer === 'sessions' && known.sessions !== false) {
         this.#transport.setProtocolVersion?.(undefined);
         try {
           const init = await this.#initialize(params, timeoutMs, timedOut);
-          learn?.({ legacy: true });
+          learn?.({ sessions: true });
           return init;
         } catch (err) {
           if (!refusesInitialize(err)) throw err;
-          learn?.({ legacy: false });
+          learn?.({ sessions: false });
           this.#transport.setProtocolVersion?.(STATELESS_VERSION);
         }
       }
@@ -287,7 +287,7 @@ export class UpstreamClient {
       progressToken,
       onProgress: options.onProgress,
       context: options.context,
-      exchange: new Cancellation(),
+      cancel: new Cancellation(),
       detach: () => signal?.removeEventListener('abort', onAbort),
     };
     this.#pending.track(
@@ -309,7 +309,7 @@ export class UpstreamClient {
       this.#settle(id, this.#wrap(err));
     };
     try {
-      sendThen(this.#transport, message, options.headers ? { exchange: pending.exchange, headers: options.headers } : { exchange: pending.exchange }, (err) => {
+      sendThen(this.#transport, message, options.headers ? { cancel: pending.cancel, headers: options.headers } : { cancel: pending.cancel }, (err) => {
         if (err !== undefined) failed(err);
       });
     } catch (err) {
@@ -359,7 +359,7 @@ export class UpstreamClient {
   #cancel(id: JsonRpcId, reason: string, err: Error): void {
     const pending = this.#settle(id, err);
     if (!pending) return;
-    pending.exchange.abort();
+    pending.cancel.abort();
     // The spec forbids cancelling initialize; a failed handshake closes the transport instead.
     // An unanswered era probe is not cancelled either: a sessions-era server that ignored it
     // must see initialize next. A 2026-07-28 server over HTTP took the closed exchange as the
@@ -373,7 +373,7 @@ export class UpstreamClient {
   #abandonAll(err: Error): void {
     for (const pending of this.#pending.rejectAll(err)) {
       pending.detach();
-      pending.exchange.abort();
+      pending.cancel.abort();
     }
     this.#taskRoutes.clear();
   }

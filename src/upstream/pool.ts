@@ -384,8 +384,8 @@ export class UpstreamPool {
   #eraChoice(record: UpstreamRecord, protocolVersion: unknown): EraChoice {
     const { config } = record;
     const prefer = isStatelessVersion(protocolVersion) ? 'stateless' : 'sessions';
-    if (config.era === 'sessions' || onlySessions(config)) return { prefer, known: { modern: false, legacy: true } };
-    if (config.era === 'stateless') return { prefer, known: { legacy: false } };
+    if (config.era === 'sessions' || onlySessions(config)) return { prefer, known: { stateless: false, sessions: true } };
+    if (config.era === 'stateless') return { prefer, known: { sessions: false } };
     return {
       prefer,
       known: { ...record.era },

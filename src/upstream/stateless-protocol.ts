@@ -13,14 +13,14 @@ import { listChanges } from '../mcp/methods.js';
 export type UpstreamEra = 'stateless' | 'sessions';
 
 /**
- * What is known of an upstream's eras: whether it answers server/discover (`modern`) and whether
- * it answers initialize (`legacy`); unknown until a connection finds out. A dual-era server
+ * What is known of an upstream's eras: whether it answers server/discover (`stateless`) and whether
+ * it answers initialize (`sessions`); unknown until a connection finds out. A dual-era server
  * answers both (versioning.mdx "Backward Compatibility"), and its discovery result cannot say so
- * (it lists only modern versions), so only an initialize tried tells.
+ * (it lists only 2026-07-28 versions), so only an initialize tried tells.
  */
 export interface EraFacts {
-  modern?: boolean;
-  legacy?: boolean;
+  stateless?: boolean;
+  sessions?: boolean;
 }
 
 /** How one connection picks its era: the client's own where the upstream speaks it, else the other. */
@@ -33,7 +33,7 @@ export interface EraChoice {
 }
 
 /** A connection to a server known to speak only the sessions era: no probe. */
-export const SESSIONS_ONLY: EraChoice = { prefer: 'sessions', known: { modern: false, legacy: true } };
+export const SESSIONS_ONLY: EraChoice = { prefer: 'sessions', known: { stateless: false, sessions: true } };
 
 /** Whether an answer to initialize says the server does not speak the sessions era at all: it answered, and refused. */
 export function refusesInitialize(err: unknown): boolean {
@@ -51,10 +51,13 @@ export interface Envelope {
 }
 
 export function withEnvelope(params: JsonObject | undefined, envelope: Envelope): JsonObject {
+  // Capabilities the gateway declares for one request (the Tasks extension, when it runs a task
+  // for a client that knows none) are that request's.
+  const given = metaOf(params)?.[META.clientCapabilities];
   const meta: JsonObject = {
     ...metaOf(params),
     [META.protocolVersion]: STATELESS_VERSION,
-    [META.clientCapabilities]: envelope.clientCapabilities,
+    [META.clientCapabilities]: isObject(given) ? given : envelope.clientCapabilities,
     [META.clientInfo]: envelope.clientInfo,
   };
   if (envelope.logLevel !== undefined) meta[META.logLevel] = envelope.logLevel;
@@ -109,7 +112,10 @@ export function initFromDiscover(result: JsonObject): { protocolVersion: string;
  * adds its own for clients of that era.
  */
 export function withoutWireFields(result: JsonObject): JsonObject {
-  const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...rest } = result;
+  const { resultType, ttlMs, cacheScope: _scope, ...plain } = result;
+  // A task (the Tasks extension, SEP-2663) keeps its own ttlMs, and a created one its "task" discriminator.
+  const task = typeof result.taskId === 'string';
+  const rest: JsonObject = task ? { ...plain, ...(ttlMs !== undefined ? { ttlMs } : {}), ...(resultType === 'task' ? { resultType } : {}) } : plain;
   const meta = metaOf(rest);
   if (!meta || !(META.serverInfo in meta || META.subscriptionId in meta)) return rest;
   const { [META.serverInfo]: _info, [META.subscriptionId]: _sub, ...others } = meta;

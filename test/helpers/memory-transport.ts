@@ -143,7 +143,7 @@ export class MemoryTransport implements Transport {
   }
 
   #hold(id: JsonRpcId, options: SendOptions | undefined, done: SendDone): void {
-    const signal = options?.exchange;
+    const signal = options?.cancel;
     const onAbort = (): void => this.#settle(id, new TransportError('closed', 'exchange aborted'));
     signal?.addEventListener('abort', onAbort);
     this.#exchanges.set(id, { done, cleanup: () => signal?.removeEventListener('abort', onAbort) });

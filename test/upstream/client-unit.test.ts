@@ -2,7 +2,7 @@
 // request (idle, which progress restarts, and total, which nothing extends), cancellation (what
 // the upstream is told, and when it is told nothing), and close (what happens to requests
 // pending and to those that come after). No process, no socket, no real time passes.
-// (test/upstream/client.test.ts covers the handshake against a real HTTP server.)
+// (test/e2e/upstream-client-http.test.ts covers the handshake against a real HTTP server.)
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { GatewayError, RpcError } from '../../src/mcp/errors.js';
 import type { JsonObject, JsonRpcId } from '../../src/mcp/jsonrpc.js';
@@ -22,7 +22,7 @@ afterEach(() => {
 
 /** The exchange (cancellation) the client sent request `id` with. */
 function exchangeOf(transport: MemoryTransport, id: JsonRpcId): Cancellation | undefined {
-  return transport.sendOptions[transport.sent.findIndex((m) => 'id' in m && m.id === id)]?.exchange;
+  return transport.sendOptions[transport.sent.findIndex((m) => 'id' in m && m.id === id)]?.cancel;
 }
 
 function gatewayCode(outcome: unknown): string | undefined {

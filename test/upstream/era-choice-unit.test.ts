@@ -49,7 +49,7 @@ describe('a sessions-era client', () => {
     const { client, server, learned } = await connect('dual', '2025-11-25');
     expect(client.era).toBe('sessions');
     expect(methods(server)).toEqual(['server/discover', 'initialize', 'notifications/initialized']);
-    expect(learned).toEqual({ modern: true, legacy: true });
+    expect(learned).toEqual({ stateless: true, sessions: true });
     // No per-request envelope: the upstream session is a sessions-era one.
     const result = await client.request('tools/call', { name: 'x' });
     expect(result.content).toEqual([{ type: 'text', text: 'null' }]);
@@ -59,19 +59,19 @@ describe('a sessions-era client', () => {
     const { client, server, learned } = await connect('modern-only', '2025-11-25');
     expect(client.era).toBe('stateless');
     expect(methods(server)).toEqual(['server/discover', 'initialize']);
-    expect(learned).toEqual({ modern: true, legacy: false });
+    expect(learned).toEqual({ stateless: true, sessions: false });
     const result = await client.request('tools/call', { name: 'x' });
     expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toMatchObject({ 'io.modelcontextprotocol/protocolVersion': '2026-07-28' });
   });
 
   it('is initialized at once where the upstream is known to speak its era (no probe)', async () => {
-    const { client, server } = await connect('dual', '2025-11-25', { modern: true, legacy: true });
+    const { client, server } = await connect('dual', '2025-11-25', { stateless: true, sessions: true });
     expect(client.era).toBe('sessions');
     expect(methods(server)).toEqual(['initialize', 'notifications/initialized']);
   });
 
   it('is not initialized where the upstream is known to refuse it: the probe, then stateless', async () => {
-    const { client, server } = await connect('modern-only', '2025-11-25', { modern: true, legacy: false });
+    const { client, server } = await connect('modern-only', '2025-11-25', { stateless: true, sessions: false });
     expect(client.era).toBe('stateless');
     expect(methods(server)).toEqual(['server/discover']);
   });
@@ -80,16 +80,16 @@ describe('a sessions-era client', () => {
     const { client, server, learned } = await connect('sessions', '2025-11-25');
     expect(client.era).toBe('sessions');
     expect(methods(server)).toEqual(['server/discover', 'initialize', 'notifications/initialized']);
-    expect(learned).toEqual({ modern: false });
+    expect(learned).toEqual({ stateless: false });
   });
 });
 
 describe('a 2026-07-28 client', () => {
   it('calls a dual-era server statelessly: no initialize', async () => {
-    const { client, server, learned } = await connect('dual', '2026-07-28', { modern: true, legacy: true });
+    const { client, server, learned } = await connect('dual', '2026-07-28', { stateless: true, sessions: true });
     expect(client.era).toBe('stateless');
     expect(methods(server)).toEqual(['server/discover']);
-    expect(learned).toEqual({ modern: true });
+    expect(learned).toEqual({ stateless: true });
   });
 
   it('is bridged to a sessions-era server: initialized with the newest version of that era', async () => {
@@ -108,7 +108,7 @@ describe('an initialize that fails for another reason', () => {
     const connecting = client.connect(params('2025-11-25'), 2_000, { prefer: 'sessions', known: {}, learn: (facts) => Object.assign(learned, facts) }).catch((err: unknown) => err);
     await vi.advanceTimersByTimeAsync(2_000);
     expect(await connecting).toMatchObject({ code: 'upstream_timeout' });
-    expect(learned).toEqual({ modern: true });
+    expect(learned).toEqual({ stateless: true });
     expect(server.requests('initialize')).toHaveLength(1);
   });
 
