@@ -126,6 +126,12 @@ export class FrontDoor {
     return forms;
   }
 
+  /** Paths any browser origin may call (no cookie is read there): the metadata, the JWKS and the back channel. */
+  openPaths(): string[] {
+    const { token, register, revoke, jwks } = FRONT_DOOR_PATHS;
+    return [...this.metadataPaths().map((form) => form.path), token, register, revoke, jwks];
+  }
+
   /** What the authenticator needs to accept the front door's tokens. */
   ownIssuer(): OwnIssuer {
     return {

@@ -202,6 +202,28 @@ describe('the front door refuses', () => {
     expect(h.gateway.logs.some((line) => line.includes('"event":"consent_denied"'))).toBe(true);
   }, 60_000);
 
+  it('a revoked refresh token (RFC 7009), and the grant\'s access token with it', async () => {
+    const tokens = await tokensFor('alice');
+    const revoke = await fetch(`${h.origin}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: tokens.refresh_token as string, client_id: h.clientId }).toString() });
+    expect(revoke.status).toBe(200);
+    expect(await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token as string, client_id: h.clientId })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect((await ping('/mcp', tokens.access_token as string)).status).toBe(401);
+    expect(h.gateway.logs.some((line) => line.includes('"event":"grant_revoked"'))).toBe(true);
+  }, 60_000);
+
+  it('browser origins: the back channel is open to any, the consent form to none but its own', async () => {
+    const preflight = await fetch(`${h.origin}/oauth/token`, { method: 'OPTIONS', headers: { origin: 'https://vscode.dev', 'access-control-request-method': 'POST' } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+    const token = await fetch(`${h.origin}/oauth/token`, { method: 'POST', headers: { origin: 'https://vscode.dev', 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=refresh_token&refresh_token=x&client_id=y' });
+    expect(token.status).toBe(400);
+    expect(token.headers.get('access-control-allow-origin')).toBe('*');
+    const metadata = await fetch(`${h.origin}/.well-known/oauth-authorization-server`, { headers: { origin: 'https://vscode.dev' } });
+    expect(metadata.status).toBe(200);
+    const consent = await fetch(`${h.origin}/oauth/consent`, { method: 'POST', headers: { origin: 'https://attacker.example', 'content-type': 'application/x-www-form-urlencoded' }, body: 'flow=x&csrf=y&decision=approve' });
+    expect(consent.status).toBe(403);
+  });
+
   it('more registrations from one address than the limit', async () => {
     let status = 0;
     for (let i = 0; i < 12 && status !== 429; i++) status = (await register([h.callback.url])).status;
