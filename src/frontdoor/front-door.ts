@@ -9,7 +9,6 @@ import type { Config } from '../config/schema.js';
 import { IdpLogin } from '../credentials/login.js';
 import type { CredentialStore } from '../credentials/store.js';
 import type { Logger } from '../util/log.js';
-import { audit } from './audit.js';
 import { Authorization } from './authorize.js';
 import { ClientDocuments } from './cimd.js';
 import { ClientRegistry } from './clients.js';
@@ -66,8 +65,8 @@ export class FrontDoor {
     this.grants = new Grants({
       store,
       refreshTtlMs: settings.refreshTtl,
-      onRevoked: async (grantId) => {
-        audit(logger, 'grant_revoked', { grantId });
+      // Each caller writes its own audit line (reuse detected, revocation, the IdP's refusal).
+      onRevoked: async () => {
         await store.publish(REVOKED_CHANNEL, 'revoked');
       },
     });
