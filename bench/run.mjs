@@ -7,7 +7,7 @@
 //                                        the seconds of each)
 //                      [--profile DIR]   (gateway started with --cpu-prof, profiles written there)
 //                      [--build-dir DIR] (where the gateway is compiled to; default .tmp/bench-dist)
-//                      [--only http,latency,stdio,init,idle,catalog,search,lazy,stateless] (run only these
+//                      [--only http,latency,stdio,init,idle,catalog,search,lazy,stateless,tracing] (run only these
 //                                        sections; targets are judged only where their figures
 //                                        were measured)
 //                      [--search-iterations N] (search: calls of each kind and client per
@@ -33,6 +33,7 @@ import { instrument, STEPS } from './inplace.mjs';
 import { lazyTargets, runLazy } from './lazy.mjs';
 import { runSearch } from './search.mjs';
 import { runStateless } from './stateless.mjs';
+import { runTracing } from './tracing.mjs';
 import { runShapes, shapeHeading } from './shapes.mjs';
 import { authServer, build, gatewayConfig, here, loadgen, median, renewable, root, start, stopAll } from './parts.mjs';
 import { cpuSeconds, rssBytes } from './proc.mjs';
@@ -64,7 +65,7 @@ const SLICES = Number(values.slices ?? (quick ? 2 : 10));
 const SLICE = Number(values.slice ?? (quick ? 0.25 : 0.5));
 const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
 const INITS = quick ? 20 : 300;
-const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'catalog', 'search', 'lazy', 'stateless'];
+const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'catalog', 'search', 'lazy', 'stateless', 'tracing'];
 /** Sections run only when named: diagnostics, not targets. */
 const OPT_IN = ['inplace', 'shapes'];
 const only = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : SECTIONS);
@@ -104,9 +105,9 @@ function profiled(name) {
   return values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
 }
 
-async function gateway(dir, name, upstreams, { production, auth, build = buildDir, env = {} }) {
+async function gateway(dir, name, upstreams, { production, auth, build = buildDir, env = {}, extra = '' }) {
   const file = join(dir, `${name}.yaml`);
-  await writeFile(file, gatewayConfig(upstreams, { sessions: IDLE + 1000, metrics: production, auth: production ? auth : undefined }));
+  await writeFile(file, gatewayConfig(upstreams, { sessions: IDLE + 1000, metrics: production, auth: production ? auth : undefined }) + extra);
   const server = await start(name, process.execPath, [...profiled(name), join(build, 'main.js'), '--config', file, '--port', '0'], env);
   return production ? { ...server, token: auth.token } : server;
 }
@@ -336,6 +337,12 @@ try {
     report.figures.stateless = await runStateless({ buildDir, dir, upstreamUrl: upstream.url, rounds: ROUNDS, quick, say, fmt });
   }
 
+  // 10. Tracing off, on with sampleRatio 0 and 1 (spans to an OTLP sink): ratios, no target.
+  if (only.has('tracing')) {
+    const gatewayWith = (name, extra) => renewable(() => gateway(dir, name, httpUpstream, { production: false, auth, extra }), { tool: 'b__echo' });
+    report.figures.tracing = await runTracing({ hop, gatewayWith, alternating, pairedRatio, sliceThroughput, sliceCpu, row, say, fmt });
+  }
+
   if (only.has('inplace')) {
     const inplaceDir = `${buildDir}-inplace`;
     await rm(inplaceDir, { recursive: true, force: true });
@@ -435,6 +442,7 @@ try {
     }
   }
   if (report.figures.stateless) say(' stateless: none judged (figures only; bench/README.md, "Stateless clients")');
+  if (report.figures.tracing) say(' tracing: none judged (ratios only; bench/README.md, "Tracing")');
   if (tp) say(`\nDirect reaches ${fmt(median(tp[direct.name].map((r) => r.throughput)), 0)} calls/s; the naive hop ${fmt(pairedRatio(tp, hop.name, direct.name, sliceThroughput))} × direct.`);
   say(`Took ${fmt((performance.now() - started) / 1000, 0)} s.`);
 } catch (err) {

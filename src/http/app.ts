@@ -7,10 +7,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context } from 'hono';
 import type { Registry } from 'prom-client';
 import { mountConnect, type ConnectDeps } from './connect.js';
-import { mountAdminPins } from './admin-pins.js';
-import type { PinOperations } from '../pinning/setup.js';
-import { mountFrontDoor } from './front-door.js';
-import type { FrontDoor } from '../frontdoor/front-door.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import { AuthError, type Principal } from '../auth/principal.js';
 import { isLoopback, type Config } from '../config/schema.js';
@@ -20,7 +16,6 @@ import type { Policy } from '../policy/policy.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
 import type { Caller, Router } from '../router/router.js';
 import type { SessionLinks } from '../links/links.js';
-import type { GatewayTasks } from '../tasks/gateway-tasks.js';
 import type { SessionStore } from '../links/session.js';
 import type { Logger } from '../util/log.js';
 import { RequestIds } from '../util/request-ids.js';
@@ -64,14 +59,8 @@ export interface AppDeps {
   authenticator?: Authenticator;
   /** Serve /metrics on this listener. */
   metricsRegistry?: Registry;
-  /** Tasks the gateway makes of long calls (src/tasks/). */
-  tasks?: GatewayTasks;
   /** The connect pages of `userAuth` upstreams, and how many principals signed in to each. */
   connect?: ConnectDeps & { signedIn: () => Promise<Record<string, number>> };
-  /** What operators do with pinned tool definitions, at /admin/pins (served only with auth). */
-  pins?: PinOperations;
-  /** Switchyard as the authorization server hosts see (auth.oauth.frontDoor). */
-  frontDoor?: FrontDoor;
 }
 
 /** Per-request state the middleware sets for the handlers. */
@@ -89,9 +78,6 @@ interface NodeBindings {
 
 export type AppEnv = { Bindings: NodeBindings; Variables: AppVariables };
 type AppContext = Context<AppEnv>;
-
-/** The preflight answer of the front door's paths open to any origin. */
-const OPEN_PREFLIGHT = { 'access-control-allow-origin': '*', 'access-control-allow-methods': 'GET, POST', 'access-control-allow-headers': 'content-type, authorization', 'access-control-max-age': '600' };
 
 /** A caller-chosen request id is kept when it is short and plain; otherwise the gateway makes one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -143,7 +129,6 @@ export function createApp(deps: AppDeps): HttpApp {
     draining: () => deps.readiness().draining,
     limiter: deps.limiter,
     metrics,
-    ...(deps.tasks ? { tasks: deps.tasks } : {}),
     ...(deps.events ? { events: deps.events } : {}),
   });
   const allowedHosts = allowedHostsOf(listen);
@@ -155,17 +140,13 @@ export function createApp(deps: AppDeps): HttpApp {
   // Probes and scrapers reach these by pod address; they serve no MCP and no data.
   const operational = new Set(['/healthz', '/readyz', ...(deps.metricsRegistry ? [config.metrics.path] : [])]);
 
-  // The front door's documents and back channel serve browser-based hosts of any origin: nothing
-  // there reads a cookie or acts for the browser (RFC 8414 metadata, JWKS, token, register, revoke).
-  const anyOrigin = new Set(deps.frontDoor?.openPaths() ?? []);
   // The edge checks, in this order: Origin first, before anything else happens (DNS rebinding;
   // transports.mdx "Security Warning"), then Host, then the request id.
   function admit(input: HttpInput): Admitted | Response {
-    const origin = input.header('origin');
-    const open = origin !== undefined && anyOrigin.has(input.path);
-    const refusedOrigin = open ? undefined : checkOrigin(input, origins);
+    const refusedOrigin = checkOrigin(input, origins);
     if (refusedOrigin) return refusedOrigin;
-    if (origin !== undefined && input.method === 'OPTIONS') return new Response(null, { status: 204, headers: open ? OPEN_PREFLIGHT : corsHeaders(origin, true, input.header('access-control-request-headers')) });
+    const origin = input.header('origin');
+    if (origin !== undefined && input.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders(origin, true, input.header('access-control-request-headers')) });
     // Before anything decodes the target (the query's access_token check, Hono's routing).
     if (!input.wellEncoded) return refuse(refusals.malformedTarget);
     if (!operational.has(input.path)) {
@@ -174,14 +155,13 @@ export function createApp(deps: AppDeps): HttpApp {
     }
     const given = input.header('x-request-id');
     const requestId = given !== undefined && REQUEST_ID.test(given) ? given : requestIds.next();
-    if (open) return { requestId, headers: { 'access-control-allow-origin': '*', 'x-request-id': requestId } };
     return { requestId, headers: origin === undefined ? { 'x-request-id': requestId } : { ...corsHeaders(origin, false), 'x-request-id': requestId } };
   }
 
   // Every request to the endpoint carries a credential; a session id is never one. The answer
   // comes without a promise when nothing needs verifying (a token verified before, an API key).
   function authenticate(input: HttpInput, requestId: string, endpoint: string | undefined): Principal | Response | Promise<Principal | Response> {
-    const credentials = { authorization: input.header('authorization'), apiKey: input.header('x-api-key'), queryToken: input.hasQueryParam('access_token'), endpoint };
+    const credentials = { authorization: input.header('authorization'), apiKey: input.header('x-api-key'), queryToken: input.hasQueryParam('access_token') };
     const refused = (err: unknown): Response => {
       if (!(err instanceof AuthError)) throw err;
       metrics.authFailures.inc({ reason: err.reason });
@@ -230,8 +210,6 @@ export function createApp(deps: AppDeps): HttpApp {
     return c.json({ ...health, ...(signedIn ? { signedIn } : {}) });
   });
   if (connect) mountConnect(app, connect);
-  if (authenticator && deps.pins) mountAdminPins(app, { operations: deps.pins, scopes: () => config.auth?.admin.scopes ?? [], authenticate: (c) => authenticate(c.get('input'), c.get('requestId'), undefined) });
-  if (deps.frontDoor) mountFrontDoor(app, deps.frontDoor);
   app.get('/readyz', (c) => {
     const readiness = deps.readiness();
     return c.json({ ...readiness, sessions: deps.sessions.size, upstreams: deps.health() }, readiness.ready ? 200 : 503);

@@ -84,8 +84,7 @@ export class PinGate {
     const now = new Date().toISOString();
     const known = Object.keys(pins[kind]).length > 0;
     if ([...seen].some(([name, s]) => observe(pins[kind][name], s, policy, known, now).entry)) pins = await this.#record(upstream, kind, seen, policy, now);
-    const isQuarantined = quarantined(pins, policy);
-    const kept = items.filter((item) => holdOf(pins, kind, item.name as string, seen.get(item.name as string)!.digest, policy, isQuarantined) === undefined);
+    const kept = items.filter((item) => holdOf(pins, kind, item.name as string, seen.get(item.name as string)!.digest, policy) === undefined);
     this.#compareHeld(upstream);
     return kept;
   }
@@ -175,12 +174,11 @@ export class PinGate {
     if (!pins) return;
     const policy = this.#deps.policy(upstream);
     const held: string[] = [];
-    const isQuarantined = quarantined(pins, policy);
     for (const [key, digest] of this.#seen.get(upstream) ?? []) {
       const split = key.indexOf(':');
-      if (holdOf(pins, key.slice(0, split) as PinKind, key.slice(split + 1), digest, policy, isQuarantined) !== undefined) held.push(key);
+      if (holdOf(pins, key.slice(0, split) as PinKind, key.slice(split + 1), digest, policy) !== undefined) held.push(key);
     }
-    const signature = `${isQuarantined}|${held.sort().join('\n')}`;
+    const signature = `${quarantined(pins, policy)}|${held.sort().join('\n')}`;
     const before = this.#held.get(upstream) ?? 'false|';
     this.#held.set(upstream, signature);
     if (signature !== before) this.#deps.onchange?.(upstream);

@@ -54,7 +54,7 @@ describe('npm run bench', () => {
   it('runs a quick pass and reports throughput, latency, CPU, idle memory, initialize and every target', async () => {
     await inTempDir(async (dir) => {
       const report = await runBench(dir, ['--quick', '--idle', '100']);
-      expect(Object.keys(report.figures).sort()).toEqual(['catalog', 'idle', 'initialize', 'latency', 'lazy', 'search', 'stateless', 'stdio', 'throughput']);
+      expect(Object.keys(report.figures).sort()).toEqual(['catalog', 'idle', 'initialize', 'latency', 'lazy', 'search', 'stateless', 'stdio', 'throughput', 'tracing']);
       expect(report.targets.filter((t) => t.variant === 'lazy').map((t) => t.name)).toEqual(LAZY_TARGETS);
       // Another session's ping while one lists a big catalog (20,000 tools in --quick).
       expect(report.targets.filter((t) => t.variant === 'catalog').map((t) => t.name)).toEqual(['catalog-ping-p99']);
@@ -178,6 +178,20 @@ describe('npm run bench', () => {
       }
       expect(report.summary.some((line) => /anonymous \/ principal, HTTP upstream +p50 \d+\.\d{2}, p95 \d+\.\d{2}/.test(line))).toBe(true);
       expect(report.targets).toEqual([]); // figures only: no target is judged
+    });
+  }, 180_000);
+
+  it('measures the call path with tracing off and on (--only tracing) as ratios, spans exported', async () => {
+    await inTempDir(async (dir) => {
+      const report = await runBench(dir, ['--quick', '--only', 'tracing']);
+      expect(Object.keys(report.figures)).toEqual(['tracing']);
+      const tracing = report.figures.tracing as { ratios: Record<string, { throughput: number; cpu: number }>; exported: { requests: number; bytes: number } };
+      expect(Object.keys(tracing.ratios)).toEqual(['offOverHop', 'zeroOverOff', 'onOverOff']);
+      for (const [name, { throughput, cpu }] of Object.entries(tracing.ratios)) expect(Number.isFinite(throughput) && throughput > 0 && Number.isFinite(cpu) && cpu > 0, name).toBe(true);
+      // The ratio-1 gateway really exported its spans (to the section's OTLP sink).
+      expect(tracing.exported.requests).toBeGreaterThan(0);
+      expect(report.summary.some((line) => /tracing on, ratio 1 \/ tracing off +\d+\.\d{2} +\d+\.\d{2}/.test(line))).toBe(true);
+      expect(report.targets).toEqual([]);
     });
   }, 180_000);
 
