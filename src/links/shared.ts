@@ -15,6 +15,7 @@ import type { NamespaceCodec } from '../names/namespace.js';
 import { rewriteNotification } from './relay.js';
 import { CatalogSession } from './catalog-sessions.js';
 import { listChangeOf, listChanges } from '../mcp/methods.js';
+import { SharedHolds } from '../util/shared-holds.js';
 
 const MAX_TASKS = 10_000;
 
@@ -26,7 +27,8 @@ export class SharedHub {
    */
   readonly listing: CatalogSession;
   readonly #sessions = new Set<DownstreamSession>();
-  readonly #subscriptions = new Map<string, Set<DownstreamSession>>();
+  /** Resource subscriptions (the child's own URIs), held for the sessions interested. */
+  readonly #subscriptions = new SharedHolds<string, DownstreamSession>();
   readonly #tasks = new Map<string, DownstreamSession>();
   readonly #naming: { readonly codec: NamespaceCodec };
   readonly #metrics: Metrics;
@@ -57,34 +59,19 @@ export class SharedHub {
   /** The session is gone: its subscriptions (unsubscribed upstream when it was the last) and tasks. */
   remove(session: DownstreamSession): void {
     this.#sessions.delete(session);
-    for (const [uri, subscribers] of this.#subscriptions) {
-      if (subscribers.delete(session) && subscribers.size === 0) {
-        this.#subscriptions.delete(uri);
-        this.client.request('resources/unsubscribe', { uri }).catch(() => {});
-      }
-    }
+    this.#subscriptions.releaseAll(session, (uri) => this.client.request('resources/unsubscribe', { uri }).catch(() => {}));
     for (const [task, owner] of this.#tasks) if (owner === session) this.#tasks.delete(task);
   }
 
   /** Subscribes upstream only for the first session interested in `uri`. */
   async subscribe(session: DownstreamSession, uri: string, params: JsonObject): Promise<JsonObject> {
-    let subscribers = this.#subscriptions.get(uri);
-    if (!subscribers) {
-      await this.client.request('resources/subscribe', { ...params, uri });
-      subscribers = this.#subscriptions.get(uri) ?? new Set();
-      this.#subscriptions.set(uri, subscribers);
-    }
-    subscribers.add(session);
+    await this.#subscriptions.hold(uri, session, () => this.client.request('resources/subscribe', { ...params, uri }));
     return {};
   }
 
   /** Unsubscribes upstream once no session is interested any more. */
   async unsubscribe(session: DownstreamSession, uri: string, params: JsonObject): Promise<JsonObject> {
-    const subscribers = this.#subscriptions.get(uri);
-    if (subscribers?.delete(session) && subscribers.size === 0) {
-      this.#subscriptions.delete(uri);
-      await this.client.request('resources/unsubscribe', { ...params, uri });
-    }
+    await this.#subscriptions.release(uri, session, () => this.client.request('resources/unsubscribe', { ...params, uri }));
     return {};
   }
 
@@ -109,7 +96,7 @@ export class SharedHub {
     }
     let targets: Iterable<DownstreamSession> = this.#sessions;
     if (message.method === 'notifications/resources/updated') {
-      targets = this.#subscriptions.get(String(message.params?.uri)) ?? [];
+      targets = this.#subscriptions.holders(String(message.params?.uri));
     } else if (message.method === 'notifications/tasks/status') {
       const owner = this.#tasks.get(String(message.params?.taskId));
       targets = owner ? [owner] : [];

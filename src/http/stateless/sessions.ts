@@ -35,6 +35,7 @@ import type { DownstreamSession, SessionStore } from '../../links/session.js';
 import type { Logger } from '../../util/log.js';
 import { digestOf, Exchange, LEVELS, type Sink, type StatelessRequest } from './exchange.js';
 import { stableJson } from '../../util/stable-json.js';
+import { SharedHolds } from '../../util/shared-holds.js';
 
 /** Fingerprints remembered before ended sessions' are swept out. */
 const MAX_KEYS = 10_000;
@@ -49,17 +50,22 @@ function internalChannel(session: DownstreamSession): RequestChannel {
   };
 }
 
-/** One upstream resource subscription shared by a session's listeners. */
-interface ResourceListen {
-  count: number;
-  /** Whether the upstream took the subscription. */
-  ready: Promise<boolean>;
-}
-
 interface Listener {
   id: JsonRpcId;
   filter: JsonObject;
   sink: Sink;
+}
+
+/** What the gateway keeps with one session it holds for 2026-07-28 clients. */
+interface Held {
+  /** A session of one request or listen stream (no principal), ended with it. */
+  readonly own: boolean;
+  /** Requests running in it: a log line of its upstreams reaches the request it belongs to. */
+  readonly running: Set<Exchange>;
+  /** Its subscriptions/listen streams. */
+  readonly listeners: Set<Listener>;
+  /** Resource URIs (as the client sees them) subscribed upstream, held for the listeners that asked. */
+  readonly resources: SharedHolds<string, Listener>;
 }
 
 export interface StatelessDeps {
@@ -77,13 +83,8 @@ export class StatelessSessions {
   readonly #byKey = new Map<string, string>();
   readonly #opening = new Map<string, Promise<DownstreamSession>>();
   readonly #parked = new Map<string, Exchange>();
-  /** Requests running per session: log messages of its upstreams reach those that asked for them. */
-  readonly #running = new Map<DownstreamSession, Set<Exchange>>();
-  readonly #listeners = new Map<DownstreamSession, Set<Listener>>();
-  /** Resource URIs (as the client sees them) listened for, with how many listeners want each. */
-  readonly #resourceListens = new Map<DownstreamSession, Map<string, ResourceListen>>();
-  /** Sessions of one request or listen stream (no principal), ended with it. */
-  readonly #own = new WeakSet<DownstreamSession>();
+  /** One record per session held (it goes with the session). */
+  readonly #held = new WeakMap<DownstreamSession, Held>();
   /** Signs the requestStates this gateway issues, to tell them from an upstream's. */
   readonly #stateKey = randomBytes(32);
   #nextId = 0;
@@ -110,11 +111,7 @@ export class StatelessSessions {
    * a principal, one of its own, which `release` ends.
    */
   async session(request: StatelessRequest, caller: Caller): Promise<DownstreamSession> {
-    if (caller.principal === undefined) {
-      const session = await this.#open(request, caller);
-      this.#own.add(session);
-      return session;
-    }
+    if (caller.principal === undefined) return this.#open(request, caller, true);
     const key = this.#key(request, caller);
     const id = this.#byKey.get(key);
     const existing = id === undefined ? undefined : this.#deps.sessions.get(id);
@@ -128,7 +125,7 @@ export class StatelessSessions {
     }
     const pending = this.#opening.get(key);
     if (pending) return pending;
-    const opening = this.#open(request, caller)
+    const opening = this.#open(request, caller, false)
       .then((session) => {
         this.#byKey.set(key, session.id);
         return session;
@@ -138,7 +135,7 @@ export class StatelessSessions {
     return opening;
   }
 
-  async #open(request: StatelessRequest, caller: Caller): Promise<DownstreamSession> {
+  async #open(request: StatelessRequest, caller: Caller, own: boolean): Promise<DownstreamSession> {
     // What belongs to no request goes to the session's listeners; nothing may ask the client
     // outside a request of its own (mrtr.mdx).
     let opened: DownstreamSession | undefined;
@@ -147,13 +144,15 @@ export class StatelessSessions {
     // upstream is initialized with the newest version of its era).
     const info: Omit<SessionInfo, 'principal'> = { protocolVersion: STATELESS_VERSION, clientCapabilities: request.clientCapabilities, clientInfo: request.clientInfo };
     opened = await this.#deps.links.open(info, caller, delivery);
+    this.#held.set(opened, { own, running: new Set(), listeners: new Set(), resources: new SharedHolds() });
     return opened;
   }
 
   /** The request (or listen stream) served in `session` is over: a session of its own ends with it. */
   release(session: DownstreamSession): void {
-    if (!this.#own.has(session)) return;
-    this.#own.delete(session);
+    const held = this.#held.get(session);
+    if (!held?.own) return;
+    this.#held.delete(session);
     void this.#deps.sessions.delete(session.id, 'the request ended', { remember: false });
   }
 
@@ -195,9 +194,7 @@ export class StatelessSessions {
     const internalId = `s-${++this.#nextId}`;
     const exchange = new Exchange(this, session, request, internalId, caller.principal?.id);
     exchange.attach(sink, request);
-    const running = this.#running.get(session) ?? new Set<Exchange>();
-    this.#running.set(session, running);
-    running.add(exchange);
+    this.#held.get(session)?.running.add(exchange);
     const message: JsonRpcRequest = { jsonrpc: '2.0', id: internalId, method: request.method, params: request.params };
     void this.#level(session, request.logLevel, caller)
       .then(() => this.#deps.router.answer(session, message, requestContext(caller, request, exchange)))
@@ -233,9 +230,7 @@ export class StatelessSessions {
   forget(exchange: Exchange): void {
     const handle = exchange.issuedHandle;
     if (handle !== undefined && this.#parked.get(handle) === exchange) this.#parked.delete(handle);
-    const running = this.#running.get(exchange.session);
-    running?.delete(exchange);
-    if (running?.size === 0) this.#running.delete(exchange.session);
+    this.#held.get(exchange.session)?.running.delete(exchange);
     this.release(exchange.session);
   }
 
@@ -262,36 +257,26 @@ export class StatelessSessions {
     if (filter.promptsListChanged === true && announces('prompts')) agreed.promptsListChanged = true;
     if (filter.resourcesListChanged === true && announces('resources')) agreed.resourcesListChanged = true;
     const uris = Array.isArray(filter.resourceSubscriptions) ? filter.resourceSubscriptions.filter((u): u is string => typeof u === 'string') : [];
-    const held = this.#resourceListens.get(session) ?? new Map<string, ResourceListen>();
-    this.#resourceListens.set(session, held);
-    // Counted before the upstream answers, so a concurrent listen for the same URI waits for
-    // the same subscription rather than making (and later dropping) its own.
-    const claimed = [...new Set(uris)].map((uri) => {
-      let entry = held.get(uri);
-      if (!entry) {
-        entry = { count: 0, ready: this.#subscription(session, 'resources/subscribe', uri, caller) };
-        held.set(uri, entry);
-      }
-      entry.count++;
-      return { uri, entry };
-    });
-    const subscribed: string[] = [];
-    for (const { uri, entry } of claimed) if (await entry.ready) subscribed.push(uri);
-    const release = (uri: string, entry: ResourceListen): void => {
-      if (--entry.count > 0 || held.get(uri) !== entry) return;
-      held.delete(uri);
-      if (held.size === 0 && this.#resourceListens.get(session) === held) this.#resourceListens.delete(session);
-      void entry.ready.then((ok) => {
-        if (ok && !session.closed) void this.#subscription(session, 'resources/unsubscribe', uri, caller);
-      });
-    };
-    // A URI that could not be subscribed is not held by this listener.
-    for (const { uri, entry } of claimed) if (!subscribed.includes(uri)) release(uri, entry);
-    if (uris.length > 0) agreed.resourceSubscriptions = subscribed;
+    const held = this.#held.get(session)!;
     const listener: Listener = { id, filter: agreed, sink };
-    const listeners = this.#listeners.get(session) ?? new Set<Listener>();
-    this.#listeners.set(session, listeners);
-    listeners.add(listener);
+    // Held before the upstream answers, so a concurrent listen for the same URI waits for the
+    // same subscription rather than making (and later dropping) its own. A URI that could not
+    // be subscribed is not held by this listener.
+    const subscribe = async (uri: string): Promise<boolean> => {
+      const refused = new Error('subscription refused');
+      const open = async (): Promise<void> => {
+        if (!(await this.#subscription(session, 'resources/subscribe', uri, caller))) throw refused;
+      };
+      return held.resources.hold(uri, listener, open).then(
+        () => true,
+        () => false,
+      );
+    };
+    const unique = [...new Set(uris)];
+    const outcomes = await Promise.all(unique.map(subscribe));
+    const subscribed = unique.filter((_, i) => outcomes[i]);
+    if (uris.length > 0) agreed.resourceSubscriptions = subscribed;
+    held.listeners.add(listener);
     // An open subscription keeps the session from being reaped as idle; the session ending
     // (shutdown) ends the subscription gracefully (subscriptions.mdx "Graceful Closure").
     const internalId = `s-${++this.#nextId}`;
@@ -305,9 +290,10 @@ export class StatelessSessions {
       if (closed) return;
       closed = true;
       session.end(internalId, signal);
-      listeners.delete(listener);
-      if (listeners.size === 0) this.#listeners.delete(session);
-      for (const { uri, entry } of claimed) if (subscribed.includes(uri)) release(uri, entry);
+      held.listeners.delete(listener);
+      for (const uri of subscribed) {
+        void held.resources.release(uri, listener, () => (session.closed ? undefined : this.#subscription(session, 'resources/unsubscribe', uri, caller)));
+      }
       this.release(session);
     };
     return { agreed, close };
@@ -331,11 +317,11 @@ export class StatelessSessions {
     if (message.method === 'notifications/message') {
       // A log line is the request's own (logging.mdx): one with no related request (a stdio
       // upstream's) reaches the session's request only when it runs alone, else none.
-      const running = this.#running.get(session);
+      const running = this.#held.get(session)?.running;
       if (running?.size === 1) for (const exchange of running) exchange.send(message);
       return;
     }
-    const listeners = this.#listeners.get(session);
+    const listeners = this.#held.get(session)?.listeners;
     if (!listeners) return;
     const flag = listChangeOf(message.method)?.listenFlag;
     const wanted = (filter: JsonObject): boolean => {
