@@ -1,7 +1,10 @@
 // The router: answers each client message of an open session, resolving namespaced names to
-// their upstream and forwarding what the upstreams send back (opening sessions is open.ts). It
-// sees UpstreamClients only, never a transport kind, and never asks which era a request came
-// from: the edge gave it a RequestContext.
+// their upstream and forwarding what the upstreams send back (a session's links to its
+// upstreams are the SessionLinks it is given). It sees UpstreamClients only, never a transport
+// kind. The edge decided the client's era and gave it a RequestContext; what the router asks of
+// eras is one pairing, in call.ts and the task forms: whether an upstream of the 2026-07-28 era
+// meets a client of the same era (its input_required and requestState then pass through as
+// they came, and a task keeps the form both speak).
 import { supportsMethod } from '../mcp/capabilities.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
 import { ErrorCode, GatewayError, RpcError, isInternal, toJsonRpcError } from '../mcp/errors.js';
