@@ -1,16 +1,14 @@
 // The request target as the edge reads it: a malformed percent-escape is the client's fault,
 // told apart before anything decodes the target (decodeURIComponent throws URIError on it).
-import { IncomingMessage } from 'node:http';
-import { Socket } from 'node:net';
+import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { decodesCleanly, fromIncoming, fromRequest } from '../../src/http/input.js';
 
+/** A request as Node's server hands it over: a readable stream with its target, method and headers (no socket). */
 function incoming(target: string): IncomingMessage {
-  const message = new IncomingMessage(new Socket());
-  message.url = target;
-  message.method = 'POST';
-  message.headers = { host: 'localhost' };
-  return message;
+  const message = Object.assign(new Readable({ read() {} }), { url: target, method: 'POST', headers: { host: 'localhost' } });
+  return message as unknown as IncomingMessage;
 }
 
 const MALFORMED = ['/mcp?%', '/mcp?%zz=1', '/mcp?access_token%=1', '/mcp?%E0%A4%A', '/mcp?x=%FF', '/mc%p'];
