@@ -8,19 +8,26 @@ import { LIST_KINDS, type Catalog, type Listing } from '../names/lists.js';
 /** One inline code span: single backticks, within one line. */
 const SPAN = /`([^`\n]+)`/g;
 
-const NAMED_KINDS = ['tools', 'prompts', 'resources', 'resourceTemplates'] as const;
+/** What a code span may name: a URI (it has `://`) is a resource's or template's, anything else a tool's or prompt's. */
+const NAME_KINDS = ['tools', 'prompts'] as const;
+const URI_KINDS = ['resources', 'resourceTemplates'] as const;
 
 /**
  * `text` with the backticked names of `listing`'s upstream rewritten. The lists are read only
- * when the text has a code span; a list that cannot be read renames nothing.
+ * when the text has a code span (tools and prompts for a name, resources and templates for a
+ * URI); a list that cannot be read renames nothing.
  */
 export async function exposeNamesIn(text: string, listing: Listing, catalog: Catalog): Promise<string> {
   const wanted = new Set<string>();
   for (const match of text.matchAll(SPAN)) wanted.add(match[1]!);
   if (wanted.size === 0) return text;
+  // Only the lists a span may name are read (a session opens on this path).
+  const uris = [...wanted].some((span) => span.includes('://'));
+  const names = [...wanted].some((span) => !span.includes('://'));
+  const kinds = [...(names ? NAME_KINDS : []), ...(uris ? URI_KINDS : [])];
   const exposed = new Map<string, string>();
   await Promise.all(
-    NAMED_KINDS.map((kind) =>
+    kinds.map((kind) =>
       catalog
         .scan(kind, listing, (page) => {
           const field = LIST_KINDS[kind].field;
