@@ -39,10 +39,17 @@ export function addressOf(upstream: UpstreamConfig | undefined): UpstreamAddress
 }
 
 export function createObservability(config: Config, deps: ObservabilityDeps): Observability {
+  // Each upstream's address parsed once per config entry (a reload makes new entries).
+  const addresses = new WeakMap<UpstreamConfig, UpstreamAddress | undefined>();
   const tracing = Tracing.create(config.tracing, {
     env: deps.env,
     serviceVersion: GATEWAY_VERSION,
-    addressOf: (name) => addressOf(deps.upstream(name)),
+    addressOf: (name) => {
+      const upstream = deps.upstream(name);
+      if (upstream === undefined) return undefined;
+      if (!addresses.has(upstream)) addresses.set(upstream, addressOf(upstream));
+      return addresses.get(upstream);
+    },
     ...(deps.redact ? { redact: deps.redact } : {}),
   });
   const audit =

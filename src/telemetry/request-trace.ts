@@ -109,6 +109,8 @@ export class RequestTrace {
 
   /** The CLIENT span of a request to `upstream`, a child of this request's span. */
   upstream(upstream: string, method: string, params: JsonObject): UpstreamTrace {
+    // Under a span that is not recorded (not sampled), the child is not either: no attributes to make.
+    if (!this.span.isRecording()) return new UpstreamTrace(this.#tracing, this.#tracing.startClient(method, {}, this.span));
     const { name, attributes } = requestAttributes(method, params);
     attributes[UPSTREAM_NAME] = upstream;
     const where = this.#tracing.addressOf(upstream);
