@@ -30,7 +30,6 @@ import { UpstreamPool } from './upstream/pool.js';
 import { createUserAuth } from './credentials/setup.js';
 import { PersonalUpstreams } from './links/personal.js';
 import { Links } from './links/links.js';
-import { createTasks } from './tasks/setup.js';
 import { createObservability } from './audit/setup.js';
 import type { SecurityEvents } from './audit/events.js';
 import type { WritableLike } from './audit/audit.js';
@@ -166,9 +165,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     ...(config.sessions.keys ? { tokens: new SessionTokens(config.sessions.keys) } : {}),
     ...(personal ? { personal } : {}),
   });
-  const tasks = createTasks(config, { catalog, policy: () => policy, current: () => config, metrics, logger });
   const router = new Router({
-    taskHandles: tasks.handles,
     pool,
     links,
     catalog,
@@ -198,7 +195,6 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
 
   const { app, direct } = createApp({
     config,
-    tasks,
     events,
     router,
     links,
@@ -239,8 +235,6 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     main = undefined;
     admin = undefined;
     links.stopSweeping();
-    // Tasks running here end failed (and say so) before their calls are cancelled with the sessions.
-    await tasks.close();
     await sessions.closeAll();
     await sessions.sharedLog?.close();
     await pool.close();
@@ -277,6 +271,10 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       const grace = config.shutdown.gracePeriod;
       const deadline = Date.now() + grace;
       logger.info('draining', { inflight: sessions.inflight(), gracePeriodMs: grace });
+      while (sessions.inflight() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+      // From here new connections are refused (a balancer sends them to another replica); what
+      // came in on open ones meanwhile finishes within the same grace period.
+      main?.stopAccepting();
       while (sessions.inflight() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
       const abandoned = sessions.inflight();
       if (abandoned > 0) {

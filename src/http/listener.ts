@@ -34,6 +34,11 @@ export interface ListenerOptions {
 export interface Listener {
   url: URL;
   server: ServerType;
+  /**
+   * Stops accepting connections (they are refused: a balancer tries another replica) and closes
+   * idle ones; requests and streams on open connections go on. close() still ends them.
+   */
+  stopAccepting(): void;
   /** Stops accepting connections; resolves when the last one is gone. */
   close(): Promise<void>;
 }
@@ -66,13 +71,23 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   server.on('error', (err) => logger.error('listener error', { err }));
   const stopWatching = tls ? watchCertificates(server as HttpsServer, tls, logger) : () => {};
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  /** Set once the server stopped listening; `whenClosed` settles when its last connection is gone. */
+  let stopped = false;
+  let closed: () => void = () => {};
+  const whenClosed = new Promise<void>((resolve) => (closed = resolve));
   return {
     server,
     url: new URL(`${tls ? 'https' : 'http'}://${shownHost}:${address.port}${path}`),
+    stopAccepting() {
+      if (!stopped) server.close(() => closed());
+      stopped = true;
+    },
     close() {
       stopWatching();
       return new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        if (stopped) void whenClosed.then(resolve);
+        else server.close(() => resolve());
+        stopped = true;
         if ('closeAllConnections' in server) server.closeAllConnections();
       });
     },

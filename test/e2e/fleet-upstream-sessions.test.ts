@@ -2,14 +2,12 @@
 // or lets a session idle never ends the upstream HTTP session its id carries to the others,
 // and an upstream session that is gone, however the upstream says so (server-everything's own
 // HTTP server answers 400 "No valid session ID provided", not 404), is replaced.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
-import { EVERYTHING_BIN, NODE } from '../helpers/paths.js';
-import { startEverythingHttp, stopChild, type EverythingHttp } from '../helpers/processes.js';
+import { startOwnEverything, type OwnEverything } from '../helpers/everything-own.js';
+import { startEverythingHttp, type EverythingHttp } from '../helpers/processes.js';
 import { LATEST, messagesOf, postRpc } from '../helpers/raw-http.js';
-import { freePort } from '../helpers/redis.js';
 import { poll } from '../helpers/cli.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -95,42 +93,18 @@ describe('a replica letting a session go keeps the upstream session the fleet ca
   });
 });
 
-/** server-everything's own Streamable HTTP server (its `streamableHttp` entry) on `port`. */
-async function everythingOn(port: number): Promise<ChildProcessWithoutNullStreams> {
-  const child = spawn(NODE, [EVERYTHING_BIN, 'streamableHttp'], { stdio: 'pipe', env: { ...process.env, PORT: String(port) } });
-  child.stdout.resume();
-  child.stderr.resume();
-  try {
-    await poll(
-      () =>
-        fetch(`http://127.0.0.1:${port}/mcp`, { method: 'GET' }).then(
-          (res) => (res.body?.cancel(), true),
-          () => undefined,
-        ),
-      'server-everything to listen',
-      WAIT_MS,
-    );
-    return child;
-  } catch (err) {
-    await stopChild(child);
-    throw err;
-  }
-}
-
 describe('an upstream session gone, said with a 400 naming the session', () => {
-  let port: number;
-  let server: ChildProcessWithoutNullStreams | undefined;
+  let server: OwnEverything | undefined;
   let gw: TestGateway;
 
   beforeAll(async () => {
-    port = await freePort();
-    server = await everythingOn(port);
-    gw = await startGateway({ sessions: { keys: [sessionKey()] }, upstreams: { remote: upstream.http(`http://127.0.0.1:${port}/mcp`) } });
+    server = await startOwnEverything();
+    gw = await startGateway({ sessions: { keys: [sessionKey()] }, upstreams: { remote: upstream.http(server.url) } });
   }, 30_000);
 
   afterAll(async () => {
     await gw?.close();
-    if (server) await stopChild(server);
+    await server?.close();
   });
 
   it('is replaced by a new upstream session: a list is sent again on it, and calls go on', async () => {
@@ -138,8 +112,9 @@ describe('an upstream session gone, said with a 400 naming the session', () => {
     try {
       expect(textOf(await client.callTool({ name: 'remote__echo', arguments: { message: 'first' } }))).toBe('Echo: first');
       // The upstream restarts: every session it knew is gone, and it says so with 400.
-      await stopChild(server!);
-      server = await everythingOn(port);
+      const { port } = server!;
+      await server!.close();
+      server = await startOwnEverything(port);
 
       const names = (await client.listTools()).tools.map((t) => t.name);
       expect(names).toContain('remote__echo');

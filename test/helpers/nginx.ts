@@ -1,0 +1,82 @@
+// Debian's nginx as the load balancer in front of gateway replicas: round-robin, no affinity,
+// with a config, pid file and logs of its own in a temp dir, in the foreground (daemon off) as
+// a child process. Its replicas keep their addresses: one that stops refuses connections, and
+// nginx sends those requests to the next one (never a request it already sent).
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { poll } from './cli.js';
+import { stopChild } from './processes.js';
+import { freePort } from './redis.js';
+
+export const NGINX = '/usr/sbin/nginx';
+
+export interface Nginx {
+  /** The MCP endpoint through the balancer. */
+  url: URL;
+  /** Requests it answered with `status` for `method` (from its access log); `resuming`: only those with a Last-Event-ID. */
+  answered(method: string, status: number, resuming?: boolean): Promise<number>;
+  close(): Promise<void>;
+}
+
+function configOf(dir: string, port: number, backends: readonly string[]): string {
+  const servers = backends.map((backend) => `    server ${backend} max_fails=1 fail_timeout=5s;`).join('\n');
+  return `${process.getuid?.() === 0 ? 'user root;\n' : ''}daemon off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log notice;
+events { worker_connections 4096; }
+http {
+  log_format fleet '$request_method $status last-event-id=$http_last_event_id';
+  access_log ${dir}/access.log fleet;
+  client_body_temp_path ${dir}/tmp/body;
+  proxy_temp_path ${dir}/tmp/proxy;
+  fastcgi_temp_path ${dir}/tmp/fastcgi;
+  uwsgi_temp_path ${dir}/tmp/uwsgi;
+  scgi_temp_path ${dir}/tmp/scgi;
+  upstream gateways {
+${servers}
+  }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://gateways;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      # SSE: every event as it comes; long-lived GET streams.
+      proxy_buffering off;
+      proxy_request_buffering off;
+      proxy_read_timeout 1h;
+      # A replica that refuses the connection (killed, stopped) is skipped; a request already
+      # sent is never sent again (POST is not idempotent).
+      proxy_next_upstream error timeout;
+    }
+  }
+}
+`;
+}
+
+export async function startNginx(dir: string, backends: readonly string[]): Promise<Nginx> {
+  await mkdir(join(dir, 'tmp'), { recursive: true });
+  const port = await freePort();
+  const file = join(dir, 'nginx.conf');
+  await writeFile(file, configOf(dir, port, backends));
+  const child: ChildProcessWithoutNullStreams = spawn(NGINX, ['-p', dir, '-c', file, '-e', join(dir, 'error.log')], { stdio: 'pipe' });
+  child.on('error', () => {});
+  const errors = (): Promise<string> => readFile(join(dir, 'error.log'), 'utf8').catch(() => '');
+  try {
+    await poll(() => fetch(`http://127.0.0.1:${port}/`).then((res) => (res.body?.cancel(), true), () => undefined), 'nginx to listen', 15_000);
+  } catch (err) {
+    await stopChild(child);
+    throw new Error(`nginx did not start: ${(err as Error).message}; ${await errors()}`);
+  }
+  return {
+    url: new URL(`http://127.0.0.1:${port}/mcp`),
+    async answered(method, status, resuming = false) {
+      const log = await readFile(join(dir, 'access.log'), 'utf8').catch(() => '');
+      return log.split('\n').filter((line) => line.startsWith(`${method} ${status} `) && (!resuming || !line.endsWith('last-event-id=-'))).length;
+    },
+    close: () => stopChild(child),
+  };
+}
