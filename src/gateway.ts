@@ -30,6 +30,7 @@ import { UpstreamPool } from './upstream/pool.js';
 import { createUserAuth } from './credentials/setup.js';
 import { PersonalUpstreams } from './links/personal.js';
 import { Links } from './links/links.js';
+import { createTasks } from './tasks/setup.js';
 import { createObservability } from './audit/setup.js';
 import type { SecurityEvents } from './audit/events.js';
 import type { WritableLike } from './audit/audit.js';
@@ -165,7 +166,9 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     ...(config.sessions.keys ? { tokens: new SessionTokens(config.sessions.keys) } : {}),
     ...(personal ? { personal } : {}),
   });
+  const tasks = createTasks(config, { catalog, policy: () => policy, current: () => config, metrics, logger });
   const router = new Router({
+    taskHandles: tasks.handles,
     pool,
     links,
     catalog,
@@ -195,6 +198,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
 
   const { app, direct } = createApp({
     config,
+    tasks,
     events,
     router,
     links,
@@ -235,6 +239,8 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     main = undefined;
     admin = undefined;
     links.stopSweeping();
+    // Tasks running here end failed (and say so) before their calls are cancelled with the sessions.
+    await tasks.close();
     await sessions.closeAll();
     await sessions.sharedLog?.close();
     await pool.close();

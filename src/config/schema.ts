@@ -153,8 +153,8 @@ const upstream = z
       .max(64)
       .default(0)
       .describe("stdio children kept spawned ahead, so a session's first request does not wait for a spawn: initialized ahead with the parameters of the upstream's latest session (a session with other parameters gets one initialized at hand-over with its own), and replaced when handed over. They count against maxProcesses."),
-    /** Tasks of this upstream: auto passes its tasks through and makes tasks of its long calls; off does neither. */
-    tasks: z.enum(['auto', 'off']).default('auto').describe("auto: the upstream's tasks (the `io.modelcontextprotocol/tasks` extension and 2025-11-25 tasks) pass through as sealed task handles, and its calls still running after `sessions.taskAfter` become tasks the gateway makes; off: neither (its long calls are answered when they end)."),
+    /** Tasks the gateway makes of this upstream's calls: auto, or off (its own tasks still pass through). */
+    tasks: z.enum(['auto', 'off']).default('auto').describe("auto: its calls still running after `sessions.taskAfter` become tasks the gateway makes, and a tool of it that runs only as a task is run as one for clients that know no tasks; off: neither (long calls are answered when they end). Either way the upstream's own tasks reach clients under sealed handles, in the form each speaks."),
   })
   .superRefine((value, ctx) => {
     if ((value.stdio === undefined) === (value.http === undefined)) {

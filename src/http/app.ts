@@ -16,6 +16,7 @@ import type { Policy } from '../policy/policy.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
 import type { Caller, Router } from '../router/router.js';
 import type { SessionLinks } from '../links/links.js';
+import type { GatewayTasks } from '../tasks/gateway-tasks.js';
 import type { SessionStore } from '../links/session.js';
 import type { Logger } from '../util/log.js';
 import { RequestIds } from '../util/request-ids.js';
@@ -59,6 +60,8 @@ export interface AppDeps {
   authenticator?: Authenticator;
   /** Serve /metrics on this listener. */
   metricsRegistry?: Registry;
+  /** Tasks the gateway makes of long calls (src/tasks/). */
+  tasks?: GatewayTasks;
   /** The connect pages of `userAuth` upstreams, and how many principals signed in to each. */
   connect?: ConnectDeps & { signedIn: () => Promise<Record<string, number>> };
 }
@@ -129,6 +132,7 @@ export function createApp(deps: AppDeps): HttpApp {
     draining: () => deps.readiness().draining,
     limiter: deps.limiter,
     metrics,
+    ...(deps.tasks ? { tasks: deps.tasks } : {}),
     ...(deps.events ? { events: deps.events } : {}),
   });
   const allowedHosts = allowedHostsOf(listen);

@@ -21,10 +21,13 @@ import { allowsBatches } from '../mcp/versions.js';
 import { withinDepth } from '../util/json-depth.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SecurityEvents } from '../audit/events.js';
+import type { Tracing } from '../telemetry/tracing.js';
+import { endInitialize, traceInitialize } from '../router/call-observer.js';
 import { describeLimit, rateLimitHeaders, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
 import { sessionContext, type Caller, type RequestChannel } from '../session/context.js';
 import type { Router } from '../router/router.js';
 import type { SessionLinks } from '../links/links.js';
+import type { GatewayTasks } from '../tasks/gateway-tasks.js';
 import type { DownstreamSession } from '../links/session.js';
 import type { SessionStore } from '../links/session.js';
 import type { Logger } from '../util/log.js';
@@ -56,8 +59,12 @@ export interface McpEndpointDeps {
   draining: () => boolean;
   limiter: () => RateLimiter;
   metrics: Metrics;
+  /** Tasks the gateway makes of 2026-07-28 clients' long calls (src/tasks/). */
+  tasks?: GatewayTasks;
   /** A principal's rate limit refusing a request, audited and traced. */
   events?: SecurityEvents;
+  /** Spans of initialize (every other request's are the router's), when tracing is on. */
+  tracing?: Tracing;
 }
 
 const SESSION_HEADER = 'mcp-session-id';
@@ -178,7 +185,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
         return refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: validated.id });
       }
     }
-    return serveStateless({ stateless, keepAliveMs: deps.streams.keepAliveMs, bounds: (kind) => boundsFor(deps.streams, kind) }, request, validated, context);
+    return serveStateless({ stateless, keepAliveMs: deps.streams.keepAliveMs, bounds: (kind) => boundsFor(deps.streams, kind), ...(deps.tasks ? { tasks: deps.tasks } : {}) }, request, validated, context);
   }
 
   async function postBatch(request: HttpInput, items: unknown[], context: Caller): Promise<Reply> {
@@ -258,12 +265,16 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) {
       return refuse(refusals.sessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: message.id });
     }
+    const trace = deps.tracing && traceInitialize(deps.tracing, message, context);
     try {
       const { session, response } = await links.initialize(message, context);
       logger.info('session started', { session: session.id.slice(0, 8), protocolVersion: session.info.protocolVersion, upstreams: [...session.upstreams.keys()] });
+      endInitialize(trace, response, session.id);
       return JsonReply.json(response, { 'mcp-session-id': session.id });
     } catch (err) {
-      return JsonReply.json(failure(message.id, toJsonRpcError(err)));
+      const response = failure(message.id, toJsonRpcError(err));
+      endInitialize(trace, response);
+      return JsonReply.json(response);
     }
   }
 

@@ -3,6 +3,7 @@
 // basic/lifecycle.mdx "Capability Negotiation").
 import { isObject, type JsonObject } from './jsonrpc.js';
 import { methodFacts, type Capability } from './methods.js';
+import { EXTENSION_TASK_METHODS, TASKS_EXTENSION } from './tasks.js';
 
 export type ServerCapabilities = JsonObject;
 
@@ -20,6 +21,8 @@ const ANY_TASK: Capability = { feature: 'tasks' };
 
 /** A method that needs no capability (ping, initialize) returns true for every server. */
 export function supportsMethod(capabilities: ServerCapabilities, method: string): boolean {
+  // The Tasks extension's methods, of a server that declared the extension (SEP-2663).
+  if (EXTENSION_TASK_METHODS.has(method) && isObject(capabilities.extensions) && isObject(capabilities.extensions[TASKS_EXTENSION])) return true;
   const need = methodFacts(method)?.needs ?? (method.startsWith('tasks/') ? ANY_TASK : undefined);
   return need === undefined || declares(capabilities, need);
 }

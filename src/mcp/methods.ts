@@ -47,7 +47,7 @@ export interface MethodFacts {
   /** May answer `resultType: "input_required"` (2026-07-28 patterns/mrtr.mdx "Supported Requests"). */
   readonly asksInput: boolean;
   /** The params field the `Mcp-Name` header mirrors (streamable-http.mdx "Request Metadata"). */
-  readonly mcpName?: 'name' | 'uri';
+  readonly mcpName?: 'name' | 'uri' | 'taskId';
   /** Its results carry ttlMs and cacheScope (2026-07-28 server/utilities/caching.mdx). */
   readonly cacheable: boolean;
   /** A notification a server may drop for a client that does not read (best effort). */
@@ -100,10 +100,12 @@ const TABLE: Record<string, Row> = {
   'logging/setLevel': request('client', { needs: { feature: 'logging' }, eras: SESSIONS }),
 
   // Tasks (2025-11-25): either side may run them for the other.
-  'tasks/get': request('either', { needs: TASKS, clientNeeds: TASKS, eras: SESSIONS }),
+  // tasks/get, tasks/update and tasks/cancel are also the 2026-07-28 Tasks extension's (SEP-2663), Mcp-Name the task id.
+  'tasks/get': request('either', { needs: TASKS, clientNeeds: TASKS, eras: BOTH, mcpName: 'taskId' }),
+  'tasks/update': request('client', { needs: TASKS, eras: STATELESS, mcpName: 'taskId' }),
   'tasks/result': request('either', { needs: TASKS, clientNeeds: TASKS, eras: SESSIONS, work: true }),
   'tasks/list': request('either', { needs: { feature: 'tasks', entry: 'list' }, clientNeeds: { feature: 'tasks', entry: 'list' }, list: 'tasks', eras: SESSIONS }),
-  'tasks/cancel': request('either', { needs: { feature: 'tasks', entry: 'cancel' }, clientNeeds: { feature: 'tasks', entry: 'cancel' }, eras: SESSIONS }),
+  'tasks/cancel': request('either', { needs: { feature: 'tasks', entry: 'cancel' }, clientNeeds: { feature: 'tasks', entry: 'cancel' }, eras: BOTH, mcpName: 'taskId' }),
 
   // Requests an upstream sends the client.
   'sampling/createMessage': request('upstream', { clientNeeds: { feature: 'sampling' } }),

@@ -1,6 +1,12 @@
 // Task helpers (2025-11-25, experimental; spec: basic/utilities/tasks.mdx).
 import { isObject, metaOf, type JsonObject } from './jsonrpc.js';
 
+/** The Tasks extension (SEP-2663), the 2026-07-28 form of tasks, as capabilities name it. */
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+
+/** The extension's methods (tasks/result and tasks/list are the 2025-11-25 form's only). */
+export const EXTENSION_TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
+
 /** The _meta key that ties requests, notifications and results to a task. */
 export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 

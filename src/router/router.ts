@@ -41,6 +41,7 @@ import type { Settled } from '../mcp/pending.js';
 import { asError, guarded, surface } from '../util/callbacks.js';
 import type { ToolFacts } from './tool-facts.js';
 import { CALL_TOOL, callArguments, SEARCH_TOOL, searchArguments, searchModeTools, searchResult, ToolSearch, type ToolIndex } from './search.js';
+import { declaringFor, formsOf, taskRequest } from '../tasks/forms.js';
 import type { DownstreamSession, SessionStore } from '../links/session.js';
 
 export type { Caller, RequestChannel, RequestContext } from '../session/context.js';
@@ -59,6 +60,8 @@ export interface RouterDeps {
   limiter: () => RateLimiter;
   /** Spans and audit records of each request, when configured. */
   observers?: CallObservers;
+  /** Task handles (src/tasks/): an upstream's tasks as clients see them. */
+  taskHandles?: ToolCallDeps['taskHandles'];
 }
 
 /** Merged pages a search-mode traversal reads at most (a hostile upstream's cursor loop ends). */
@@ -338,6 +341,7 @@ export class Router {
         return exposePromptResult(result, catalog.codec, target.client.name);
       }
       case 'tasks/get':
+      case 'tasks/update':
       case 'tasks/cancel':
       case 'tasks/result':
         return this.#task(call, method, params);
@@ -397,8 +401,16 @@ export class Router {
   async #task(call: Call, method: string, params: JsonObject): Promise<JsonObject> {
     const { session } = call;
     const exposed = requireString(params, 'taskId');
+    // A sealed handle of an upstream's task (tasks/handles.ts): only for its principal, and a team that may call its tool.
+    const handle = this.#deps.taskHandles?.open(exposed, call.context.principal?.id ?? '');
+    if (handle?.kind === 'upstream' && session.access.mayCall(handle.tool, handle.upstream)) {
+      await this.#links.ensure(session, handle.upstream);
+      const owner = session.upstreams.get(handle.upstream);
+      // Sent in the upstream's form of tasks, answered in the client's (tasks/forms.ts).
+      if (owner) return taskRequest(method, params, exposed, handle.taskId, formsOf(owner.era, call.context.protocolVersion), (m, p) => forward(call, owner, m, declaringFor(owner.era, p, session.info.clientCapabilities)), call.signal);
+    }
     const { codec } = this.#deps.catalog;
-    const split = codec.splitTaskId(exposed);
+    const split = handle ? undefined : codec.splitTaskId(exposed);
     const client = split && session.upstreams.get(split.upstream);
     const hub = split && this.#links.hubOf(session, split.upstream);
     if (!split || !client || (hub && !hub.owns(split.taskId, session))) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);

@@ -4,7 +4,7 @@
 // for destructive tools, the upstream's concurrency limit, and finally the upstream.
 import { clientSupports } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
-import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
+import { isObject, metaOf, notification, type JsonObject } from '../mcp/jsonrpc.js';
 import { createdTaskId, withCreatedTaskId } from '../mcp/tasks.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { describeLimit, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
@@ -20,6 +20,9 @@ import { checkParamHeaders, paramHeaderValues } from '../mcp/param-headers.js';
 import { exposeToolResult } from '../names/content.js';
 import type { ToolFacts } from './tool-facts.js';
 import type { SessionLinks } from '../links/links.js';
+import type { TaskHandles } from '../tasks/handles.js';
+import { isTaskResult } from '../tasks/wire.js';
+import { outgoingCall, taskOutcome, type TaskCall } from '../tasks/call-tasks.js';
 
 export interface ToolCallDeps {
   catalog: Catalog;
@@ -30,6 +33,8 @@ export interface ToolCallDeps {
   metrics: Metrics;
   /** The session's links to its upstreams: the owner opened on use, where its list is read, its tasks, a personal upstream's consent. */
   links: SessionLinks;
+  /** Seals an upstream's tasks (the Tasks extension) as handles any replica opens. */
+  taskHandles?: TaskHandles;
 }
 
 /** _meta key carrying the retry delay of a limit's isError result. */
@@ -200,7 +205,8 @@ class ToolCall {
     const slot = this.#slots?.acquire(this.#maxConcurrent) ?? { release: () => {} };
     if ('retryAfterMs' in slot) return this.#finish(concurrencyRefusal(this.#deps, this.#requested, slot));
     this.#slot = slot;
-    forward(this.#call, client, 'tools/call', { ...this.#params, name, arguments: this.#args }, (outcome) => this.#step(this.#answered, outcome), this.#mirrored());
+    const params = { ...this.#params, name, arguments: this.#args };
+    forward(this.#call, client, 'tools/call', this.#deps.taskHandles && isObject(this.#params.task) ? outgoingCall(this.#taskCall(), params) : params, (outcome) => this.#step(this.#answered, outcome), this.#mirrored());
   }
 
   /** The Mcp-Param-* headers of the call as it goes to a 2026-07-28 upstream: its own schema, the arguments sent (pins included). */
@@ -220,9 +226,40 @@ class ToolCall {
     const personal = this.#deps.links.personal;
     // A credential found unusable on the way: the answer is the sign-in.
     if (outcome instanceof Error && personal?.isPersonal(upstream)) return this.#then(personal.consent(this.#call.session, upstream, 'tools/call'), (consent) => this.#finish(consent ?? outcome));
+    // Tasks (tasks/call-tasks.ts): an upstream's task under a sealed handle, in the client's form; a tool that runs only as a task made one.
+    const tasked = this.#deps.taskHandles && (outcome instanceof Error || outcome.isError === true || isTaskResult(outcome)) ? taskOutcome(this.#taskCall(), outcome, { ...this.#params, name: this.#target!.name, arguments: this.#args }) : undefined;
+    if (tasked) return this.#then(tasked, (result) => this.#finish(exposeToolResult(result, this.#deps.catalog.codec, upstream)));
     if (taskId === undefined) return this.#finish(outcome instanceof Error ? outcome : exposeToolResult(outcome, this.#deps.catalog.codec, upstream));
     this.#deps.links.ownTask(this.#call.session, upstream, taskId);
     this.#finish(withCreatedTaskId(outcome as JsonObject, this.#deps.catalog.codec.exposeTaskId(upstream, taskId)));
+  }
+
+  /** The call as tasks see it (tasks/call-tasks.ts). */
+  #taskCall(): TaskCall {
+    const { client } = this.#target!;
+    const call = this.#call;
+    const { context } = call;
+    const token = metaOf(this.#params)?.progressToken;
+    return {
+      handles: this.#deps.taskHandles!,
+      upstream: client.name,
+      era: client.era,
+      capabilities: client.capabilities,
+      tool: this.#exposed,
+      principal: context.principal?.id ?? '',
+      protocolVersion: context.protocolVersion,
+      clientCapabilities: context.clientCapabilities,
+      sessionCapabilities: call.session.info.clientCapabilities,
+      params: this.#params,
+      send: (method, params) => forward(call, client, method, params),
+      sendDetached: (method, params) => client.request(method, params),
+      progress: (progress, message) => {
+        if (typeof token === 'string' || typeof token === 'number') context.channel.send(notification('notifications/progress', { progressToken: token, progress, ...(message ? { message } : {}) }));
+      },
+      signal: call.signal,
+      maxTotalMs: this.#deps.pool.config(client.name)?.maxTotalTimeoutMs ?? 600_000,
+      off: this.#deps.pool.config(client.name)?.tasks === 'off',
+    };
   }
 
   /** Goes on to `next` with `value` at once, or when its promise settles. */

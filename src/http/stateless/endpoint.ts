@@ -22,6 +22,8 @@ import { GATEWAY_NAME, GATEWAY_VERSION } from '../../version.js';
 import type { HttpInput } from '../input.js';
 import { refuse, refusals } from '../refusals.js';
 import { droppableMethod, SseConnection, type QueueBounds } from '../sse-connection.js';
+import type { GatewayTasks } from '../../tasks/gateway-tasks.js';
+import { controlOf, isTasked, serveTaskMethod, withTasksExtension } from './tasks.js';
 
 /** How long a client may reuse a list or discovery result (server/utilities/caching.mdx). */
 export const LIST_TTL_MS = 30_000;
@@ -104,6 +106,11 @@ export function shapeResult(method: string, result: JsonObject): JsonObject {
   return out;
 }
 
+/** An answer as a client of this era reads it: its result shaped, its error in this era's codes. */
+function shapeAnswer(method: string, response: JsonRpcResponse): JsonRpcResponse {
+  return 'result' in response ? { ...response, result: shapeResult(method, response.result) } : { ...response, error: statelessError(response.error) };
+}
+
 /**
  * The HTTP status of an answer sent as JSON: a method not served is 404 (streamable-http.mdx),
  * a capability the client lacks 400 (basic/index.mdx), headers not matching the body 400
@@ -118,9 +125,13 @@ function statusOf(response: JsonRpcResponse): number {
   return 200;
 }
 
-/** server/discover: the versions the gateway speaks and what the client's teams can see. */
-export function discover(session: DownstreamSession): JsonObject {
-  const result: JsonObject = { supportedVersions: [...ALL_VERSIONS], capabilities: session.capabilities };
+/**
+ * server/discover: the versions the gateway speaks and what the client's teams can see; the
+ * Tasks extension whenever the gateway makes tasks (it can make one of any call).
+ */
+export function discover(session: DownstreamSession, tasks = false): JsonObject {
+  const capabilities = tasks ? withTasksExtension(session.capabilities) : session.capabilities;
+  const result: JsonObject = { supportedVersions: [...ALL_VERSIONS], capabilities };
   if (session.instructions !== undefined) result.instructions = session.instructions;
   return result;
 }
@@ -130,6 +141,8 @@ export interface StatelessEndpointDeps {
   keepAliveMs: number;
   /** What may wait for a client that does not read: a request's stream, or a subscriptions/listen one. */
   bounds?: (kind: 'request' | 'standalone') => QueueBounds | undefined;
+  /** Tasks the gateway makes of long calls, and serves from its task store. */
+  tasks?: GatewayTasks;
 }
 
 /** Runs a validated request and answers it as JSON, or as SSE once a notification must go first. */
@@ -138,23 +151,28 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
   const requestState = request.params.requestState;
   // A retry of a call the gateway parked goes on in that call's session.
   const parked = typeof requestState === 'string' && stateless.issued(requestState);
+  // A task the gateway made is answered from the task store, on any replica, without a session.
+  const own = deps.tasks && serveTaskMethod(deps.tasks, request, caller);
+  if (own) {
+    const shaped = shapeAnswer(request.method, await own);
+    return Response.json(shaped, { status: statusOf(shaped) });
+  }
   const session = parked ? undefined : await stateless.session(request, caller);
-  const shape = (response: JsonRpcResponse): JsonRpcResponse =>
-    'result' in response ? { ...response, result: shapeResult(request.method, response.result) } : { ...response, error: statelessError(response.error) };
+  const shape = (response: JsonRpcResponse): JsonRpcResponse => shapeAnswer(request.method, response);
   if (session && request.method === 'server/discover') {
     stateless.release(session);
-    return Response.json({ jsonrpc: '2.0', id: request.id, result: shapeResult(request.method, discover(session)) });
+    return Response.json({ jsonrpc: '2.0', id: request.id, result: shapeResult(request.method, discover(session, deps.tasks !== undefined)) });
   }
   if (session && request.method === 'subscriptions/listen') return listen(deps, input, session, request, caller);
 
   return new Promise<Response>((resolve) => {
     let connection: SseConnection | undefined;
-    const sink: Sink = {
+    const http: Sink = {
       notify(message) {
         if (!connection) {
           connection = new SseConnection({}, deps.keepAliveMs, deps.bounds?.('request'));
           connection.onclose = () => {
-            if (exchange.answers(sink)) exchange.abandon('the client closed the stream');
+            if (exchange.answers(sink) && !isTasked(sink)) exchange.abandon('the client closed the stream');
           };
           resolve(connection.response);
         }
@@ -169,6 +187,8 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
       },
     };
     let exchange: ReturnType<StatelessSessions['run']>;
+    // A call still running after sessions.taskAfter is answered with a task (src/tasks/).
+    const sink = deps.tasks ? deps.tasks.adopt(request, caller, http, controlOf(stateless, () => exchange, request, caller)) : http;
     if (!session) {
       const resumed = stateless.resume(requestState as string, request, sink, caller);
       if (!(resumed instanceof Error)) exchange = resumed;
@@ -183,7 +203,7 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
       exchange = stateless.run(session, request, sink, caller);
     }
     input.onGone(() => {
-      if (exchange.answers(sink)) exchange.abandon('the client closed the connection');
+      if (exchange.answers(sink) && !isTasked(sink)) exchange.abandon('the client closed the connection');
     });
   });
 }

@@ -1,0 +1,102 @@
+// Where a tools/call meets an upstream's tasks (the router's tool-call step asks this): an
+// upstream's task comes back under a sealed handle, in the form the client speaks; a tool that
+// runs only as a task is made a task upstream for a client that knows none (tasks/drive.ts) or
+// handed to an extension client as one; a 2025-11-25 client's `task` reaches a 2026-07-28
+// upstream as the extension it declares for that request.
+import { META, isStatelessVersion } from '../mcp/era.js';
+import { RpcError } from '../mcp/errors.js';
+import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
+import type { CancelSignal } from '../util/cancel.js';
+import { declaringTasks, driveTask, needsTasks } from './drive.js';
+import { extensionToLegacy, legacyAsExtension, type TaskForm } from './forms.js';
+import type { TaskHandles } from './handles.js';
+import { declaresTasks, isTaskResult } from './wire.js';
+
+/** What the tool-call step knows of a call, for tasks. */
+export interface TaskCall {
+  handles: TaskHandles;
+  upstream: string;
+  /** The upstream session's era ('stateless': 2026-07-28) and capabilities. */
+  era: string | undefined;
+  capabilities: JsonObject;
+  /** The tool as the client named it (after a view), and the caller. */
+  tool: string;
+  principal: string;
+  protocolVersion: string;
+  /** The capabilities of the request, and those of its session (what upstreams are told). */
+  clientCapabilities: JsonObject;
+  sessionCapabilities: JsonObject;
+  /** The call's params as the client sent them (the old `task` parameter among them). */
+  params: JsonObject;
+  /** Sends a request of the call to its upstream. */
+  send(method: string, params: JsonObject): Promise<JsonObject>;
+  /** Sends without the call's cancel signal (a cancel of the task itself). */
+  sendDetached(method: string, params: JsonObject): Promise<JsonObject>;
+  progress(progress: number, message: string | undefined): void;
+  signal: CancelSignal;
+  maxTotalMs: number;
+  /** `upstreams.<name>.tasks: off`: the gateway makes no task of its calls. */
+  off: boolean;
+}
+
+const clientForm = (call: TaskCall): TaskForm => (isStatelessVersion(call.protocolVersion) ? 'extension' : 'legacy');
+const upstreamForm = (call: TaskCall): TaskForm => (call.era === 'stateless' ? 'extension' : 'legacy');
+
+/**
+ * A 2025-11-25 server refusing a plain call of a tool whose taskSupport is "required": -32601
+ * (tools.mdx), which the SDK's server hands back as an isError result saying so.
+ */
+function refusedAsPlain(outcome: JsonObject | Error): boolean {
+  if (outcome instanceof RpcError) return outcome.error.code === -32601;
+  if (outcome instanceof Error || outcome.isError !== true || !Array.isArray(outcome.content)) return false;
+  return outcome.content.some((block) => isObject(block) && typeof block.text === 'string' && /requires task augmentation|taskSupport: 'required'/.test(block.text));
+}
+
+/** A 2025-11-25 upstream that takes task-augmented tools/call. */
+function legacyTasks(capabilities: JsonObject): boolean {
+  const tasks = capabilities.tasks;
+  return isObject(tasks) && isObject(tasks.requests) && isObject(tasks.requests.tools) && isObject(tasks.requests.tools.call);
+}
+
+function declareFor(call: TaskCall): (params: JsonObject) => JsonObject {
+  return (params) => (upstreamForm(call) === 'extension' ? declaringTasks(params, call.sessionCapabilities, META.clientCapabilities) : params);
+}
+
+/** The params the call goes upstream with: a 2025-11-25 client's task asked of a 2026-07-28 upstream declares the extension. */
+export function outgoingCall(call: TaskCall, params: JsonObject): JsonObject {
+  return isObject(call.params.task) && clientForm(call) === 'legacy' && upstreamForm(call) === 'extension' && declaresTasks(call.capabilities) ? declareFor(call)(params) : params;
+}
+
+/** The task as the client sees it: under a sealed handle, in its own form. */
+function exposed(call: TaskCall, created: JsonObject): JsonObject {
+  const taskId = call.handles.seal({ kind: 'upstream', upstream: call.upstream, taskId: created.taskId as string, tool: call.tool, principal: call.principal });
+  const task = { ...created, taskId };
+  return clientForm(call) === 'legacy' ? { task: extensionToLegacy(task) } : task;
+}
+
+/**
+ * The answer a call's outcome becomes where tasks are concerned, or undefined when they are not
+ * (the usual): an upstream's task under a handle; a tool that runs only as a task made one.
+ */
+export function taskOutcome(call: TaskCall, outcome: JsonObject | Error, callParams: JsonObject): JsonObject | Promise<JsonObject> | undefined {
+  if (!(outcome instanceof Error) && isTaskResult(outcome)) return exposed(call, outcome);
+  const declared = declareFor(call);
+  // Only as a task: a 2026-07-28 upstream says so with -32021; a 2025-11-25 one with -32601.
+  const extensionOnly = needsTasks(outcome) && upstreamForm(call) === 'extension';
+  const legacyOnly = upstreamForm(call) === 'legacy' && !isObject(call.params.task) && legacyTasks(call.capabilities) && refusedAsPlain(outcome);
+  if (call.off || (!extensionOnly && !legacyOnly)) return undefined;
+  const raw = (method: string, params: JsonObject): Promise<JsonObject> => call.send(method, declared(params));
+  const send = legacyOnly ? legacyAsExtension(raw) : raw;
+  const wantsTask = declaresTasks(call.clientCapabilities) || (clientForm(call) === 'legacy' && isObject(call.params.task));
+  if (wantsTask) {
+    return send('tools/call', callParams).then((created) => (isTaskResult(created) ? exposed(call, created) : created));
+  }
+  const detached = legacyOnly ? legacyAsExtension((method, params) => call.sendDetached(method, params)) : (method: string, params: JsonObject) => call.sendDetached(method, declared(params));
+  return driveTask(callParams, {
+    send,
+    cancel: (taskId) => void detached('tasks/cancel', { taskId }).catch(() => {}),
+    progress: call.progress,
+    signal: call.signal,
+    maxTotalMs: call.maxTotalMs,
+  });
+}

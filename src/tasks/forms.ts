@@ -1,0 +1,138 @@
+// The two forms of tasks meeting: the 2025-11-25 experimental form (a `task` parameter, a
+// CreateTaskResult holding `task`, tasks/result, `ttl` and `pollInterval`) and the Tasks
+// extension (SEP-2663: `resultType: "task"`, the task inline, tasks/get carrying the result or
+// error, tasks/update, `ttlMs` and `pollIntervalMs`). Each client gets the form it speaks,
+// whichever its upstream speaks: requests about a task are sent in the upstream's form and
+// answered in the client's.
+import { GatewayError, RpcError } from '../mcp/errors.js';
+import { isObject, type JsonObject, type JsonRpcErrorObject } from '../mcp/jsonrpc.js';
+import type { CancelSignal } from '../util/cancel.js';
+import { META, isStatelessVersion } from '../mcp/era.js';
+import { declaringTasks } from './drive.js';
+import { isTaskResult } from './wire.js';
+
+export type TaskForm = 'extension' | 'legacy';
+
+type Send = (method: string, params: JsonObject) => Promise<JsonObject>;
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+const MIN_POLL_MS = 100;
+const MAX_POLL_MS = 5_000;
+
+/** A 2025-11-25 Task's fields as the extension names them. */
+export function legacyToExtension(task: JsonObject): JsonObject {
+  const { ttl, pollInterval, task: _nested, _meta: _m, ...rest } = task;
+  const out: JsonObject = { ...rest, ttlMs: typeof ttl === 'number' ? ttl : null };
+  if (typeof pollInterval === 'number') out.pollIntervalMs = pollInterval;
+  return out;
+}
+
+/** An extension task's fields as the 2025-11-25 form names them (its result, error and input left out). */
+export function extensionToLegacy(task: JsonObject): JsonObject {
+  const { ttlMs, pollIntervalMs, resultType: _t, result: _r, error: _e, inputRequests: _i, _meta: _m, ...rest } = task;
+  const out: JsonObject = { ...rest, ttl: typeof ttlMs === 'number' ? ttlMs : null };
+  if (typeof pollIntervalMs === 'number') out.pollInterval = pollIntervalMs;
+  return out;
+}
+
+/**
+ * Requests about a 2025-11-25 upstream's task, answered as the extension answers them: the
+ * call made with a `task` parameter; tasks/get with the result (or error) of tasks/result once
+ * the task ended; tasks/cancel acknowledged.
+ */
+export function legacyAsExtension(send: Send): Send {
+  return async (method, params) => {
+    switch (method) {
+      case 'tools/call': {
+        const created = await send(method, { ...params, task: isObject(params.task) ? params.task : {} });
+        return isObject(created.task) ? { resultType: 'task', ...legacyToExtension(created.task) } : created;
+      }
+      case 'tasks/get': {
+        const task: JsonObject = { resultType: 'complete', ...legacyToExtension(await send(method, params)) };
+        if (task.status !== 'completed' && task.status !== 'failed') return task;
+        try {
+          const { _meta: _m, ...result } = await send('tasks/result', { taskId: params.taskId as string });
+          return { ...task, status: 'completed', result };
+        } catch (err) {
+          if (!(err instanceof RpcError)) throw err;
+          return { ...task, status: 'failed', error: err.error as unknown as JsonObject };
+        }
+      }
+      case 'tasks/cancel':
+        await send(method, params);
+        return { resultType: 'complete' };
+      default:
+        throw new GatewayError('invalid_params', `${method} is not served for this task (its upstream speaks 2025-11-25 tasks)`);
+    }
+  };
+}
+
+/**
+ * Requests of a 2025-11-25 client about an extension upstream's task, answered in the 2025-11-25
+ * form: tasks/result polls the task to its end (as the upstream's pollIntervalMs says) and
+ * answers its result or error; tasks/cancel answers the task as it is after the cancel.
+ */
+export function extensionAsLegacy(send: Send, signal: CancelSignal): Send {
+  return async (method, params) => {
+    switch (method) {
+      case 'tools/call': {
+        const created = await send(method, params);
+        return isTaskResult(created) ? { task: extensionToLegacy(created) } : created;
+      }
+      case 'tasks/get':
+        return extensionToLegacy(await send(method, params));
+      case 'tasks/cancel':
+        await send(method, params);
+        return extensionToLegacy(await send('tasks/get', params));
+      case 'tasks/result': {
+        let task = await send('tasks/get', params);
+        while (!TERMINAL.has(task.status as string)) {
+          const interval = typeof task.pollIntervalMs === 'number' ? Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, task.pollIntervalMs)) : 1_000;
+          await wait(interval, signal);
+          if (signal.aborted) throw new GatewayError('cancelled', 'Request cancelled');
+          task = await send('tasks/get', params);
+        }
+        if (task.status === 'completed' && isObject(task.result)) {
+          const { resultType: _t, ...result } = task.result;
+          return result;
+        }
+        if (task.status === 'failed' && isObject(task.error) && typeof task.error.code === 'number') throw new RpcError(task.error as unknown as JsonRpcErrorObject);
+        throw new GatewayError('invalid_params', `The task was ${String(task.status)}`);
+      }
+      default:
+        throw new GatewayError('method_not_found', `Method not found: ${method}`);
+    }
+  };
+}
+
+/** A request about a task, sent in the upstream's form and answered in the client's (under the handle the client knows). */
+export async function taskRequest(method: string, params: JsonObject, handle: string, upstreamTaskId: string, forms: { upstream: TaskForm; client: TaskForm }, send: Send, signal: CancelSignal): Promise<JsonObject> {
+  const own = { ...params, taskId: upstreamTaskId };
+  let view = send;
+  if (forms.upstream === 'legacy' && forms.client === 'extension') view = legacyAsExtension(send);
+  else if (forms.upstream === 'extension' && forms.client === 'legacy') view = extensionAsLegacy(send, signal);
+  const result = await view(method, own);
+  return typeof result.taskId === 'string' ? { ...result, taskId: handle } : result;
+}
+
+function wait(ms: number, signal: CancelSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done);
+  });
+}
+
+/** The forms a request about a task meets: its upstream's (by era) and its client's (by version). */
+export function formsOf(upstreamEra: string | undefined, clientVersion: string): { upstream: TaskForm; client: TaskForm } {
+  return { upstream: upstreamEra === 'stateless' ? 'extension' : 'legacy', client: isStatelessVersion(clientVersion) ? 'extension' : 'legacy' };
+}
+
+/** Params of a request to a 2026-07-28 upstream about a task, made as a client that declared the extension. */
+export function declaringFor(upstreamEra: string | undefined, params: JsonObject, capabilities: JsonObject): JsonObject {
+  return upstreamEra === 'stateless' ? declaringTasks(params, capabilities, META.clientCapabilities) : params;
+}

@@ -1,0 +1,111 @@
+// The two forms of tasks meet through the gateway, each client getting the form it speaks: a
+// 2025-11-25 client (the SDK v1 client) of a 2026-07-28 upstream that answers with a task (the
+// SEP-2663 fixture), and a 2026-07-28 client (raw JSON-RPC) of a 2025-11-25 upstream whose tool
+// runs only as a task (server-everything's simulate-research-query, taskSupport: required);
+// clients that know no tasks get the result of either.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { join } from 'node:path';
+import { CallToolResultSchema, CreateTaskResultSchema, GetTaskResultSchema, CancelTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashApiKey } from '../../src/auth/api-keys.js';
+import { poll } from '../helpers/cli.js';
+import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
+import { FIXTURES, NODE } from '../helpers/paths.js';
+import { stopChild, waitForLine } from '../helpers/processes.js';
+import { callStateless, sendStateless, statelessMeta, statelessRequest, type Sent } from '../helpers/stateless-wire.js';
+
+const ALICE = 'alice-key-0123456789abcdef0123456789';
+const EXT = { 'io.modelcontextprotocol/tasks': {} };
+const WITH_TASKS = statelessMeta({ extensions: EXT });
+const DEADLINE_MS = 20_000;
+
+let fixture: ChildProcessWithoutNullStreams;
+let fixtureBase: URL;
+let gw: TestGateway;
+
+beforeAll(async () => {
+  fixture = spawn(NODE, [join(FIXTURES, 'tasks-server.mjs')], { stdio: 'pipe', env: { ...process.env, MODE: 'always' } });
+  const [, url] = await waitForLine(fixture, /^listening on (\S+)/);
+  fixtureBase = new URL(url!);
+  gw = await startGateway({
+    auth: { apiKeys: [{ id: 'alice', hash: hashApiKey(ALICE) }] },
+    sessions: { taskAfter: '30s' },
+    upstreams: { render: { http: { url: url! } }, everything: upstream.everything() },
+  });
+});
+
+afterAll(async () => {
+  await gw?.close();
+  if (fixture) await stopChild(fixture);
+});
+
+const auth = { authorization: `Bearer ${ALICE}` };
+const stats = async (): Promise<{ taskCancels: number }> => (await (await fetch(new URL('/stats', fixtureBase))).json()) as { taskCancels: number };
+
+async function withClient<T>(body: (client: Client) => Promise<T>): Promise<T> {
+  const client = await connectClient(gw.url, {}, undefined, auth);
+  try {
+    return await body(client);
+  } finally {
+    await client.close();
+  }
+}
+
+function resultOf(sent: Sent): Record<string, unknown> {
+  expect(sent.body?.error, JSON.stringify(sent.body)).toBeUndefined();
+  return sent.body!.result as Record<string, unknown>;
+}
+
+describe('a 2025-11-25 client of a 2026-07-28 upstream answering a task', () => {
+  it('gets a 2025-11-25 task: CreateTaskResult, tasks/get and tasks/result', async () => {
+    await withClient(async (client) => {
+      const created = await client.request({ method: 'tools/call', params: { name: 'render__render', arguments: { ms: 300 }, task: { ttl: 60_000 } } }, CreateTaskResultSchema);
+      expect(created.task).toMatchObject({ status: 'working', ttl: 60_000, pollInterval: 100 });
+      const taskId = created.task.taskId;
+      expect(taskId).not.toMatch(/^render:/);
+      const done = await poll(async () => {
+        const task = await client.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema);
+        return task.status === 'completed' ? task : undefined;
+      }, 'the task to complete', DEADLINE_MS, 100);
+      expect(done).toMatchObject({ taskId, status: 'completed' });
+      const result = await client.request({ method: 'tasks/result', params: { taskId } }, CallToolResultSchema);
+      expect(textOf(result)).toBe('rendered in 300 ms');
+    });
+  });
+
+  it('tasks/result waits for the end; tasks/cancel reaches the upstream and answers the task', async () => {
+    await withClient(async (client) => {
+      const quick = await client.request({ method: 'tools/call', params: { name: 'render__render', arguments: { ms: 400 }, task: {} } }, CreateTaskResultSchema);
+      const result = await client.request({ method: 'tasks/result', params: { taskId: quick.task.taskId } }, CallToolResultSchema, { timeout: DEADLINE_MS });
+      expect(textOf(result)).toBe('rendered in 400 ms');
+      const before = (await stats()).taskCancels;
+      const long = await client.request({ method: 'tools/call', params: { name: 'render__render', arguments: { ms: 60_000 }, task: {} } }, CreateTaskResultSchema);
+      const cancelled = await client.request({ method: 'tasks/cancel', params: { taskId: long.task.taskId } }, CancelTaskResultSchema);
+      expect(cancelled).toMatchObject({ taskId: long.task.taskId, status: 'cancelled' });
+      expect((await stats()).taskCancels).toBe(before + 1);
+    });
+  });
+});
+
+describe('a 2026-07-28 client of a 2025-11-25 upstream whose tool runs only as a task', () => {
+  it('gets an extension task under a handle; tasks/get carries the result once it ended', async () => {
+    const created = resultOf(await callStateless(gw.url, 1, 'everything__simulate-research-query', { topic: 'gateways' }, {}, auth, WITH_TASKS));
+    expect(created).toMatchObject({ resultType: 'task', status: 'working' });
+    const taskId = created.taskId as string;
+    expect(taskId).not.toMatch(/^everything:/);
+    const done = await poll(async () => {
+      const task = resultOf(await sendStateless(gw.url, statelessRequest(2, 'tasks/get', { taskId }, WITH_TASKS), { 'mcp-name': taskId, ...auth }));
+      return ['completed', 'failed', 'cancelled'].includes(task.status as string) ? task : undefined;
+    }, 'the research task', DEADLINE_MS, 250);
+    expect(done).toMatchObject({ resultType: 'complete', taskId, status: 'completed', result: { content: [{ type: 'text' }] } });
+    expect(JSON.stringify(done.result)).toContain('gateways');
+  });
+
+  it('a client that knows no tasks (SDK v1, plain call) gets the tool result', async () => {
+    await withClient(async (client) => {
+      const result = await client.request({ method: 'tools/call', params: { name: 'everything__simulate-research-query', arguments: { topic: 'plain' } } }, CallToolResultSchema, { timeout: DEADLINE_MS });
+      expect(textOf(result)).toContain('plain');
+    });
+  });
+});

@@ -1,0 +1,167 @@
+// Tasks the gateway makes (SEP-2663 "the server decides when a result is a task"): a 2026-07-28
+// client that declared io.modelcontextprotocol/tasks calls a plain slow tool (no tasks of its
+// own: the lazy-probe fixture's `slow`, 100 ms a step) through gateway A; the call outlives
+// sessions.taskAfter and the client's own request timeout, so A answers with a task and runs
+// the call on. Two gateways share one redis-server (sessions.store) and sessions.keys: the task
+// is polled and finished on B, cancelled on B in a second run (the upstream sees the cancel),
+// and another principal's or a tampered handle is an unknown task on either.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashApiKey } from '../../src/auth/api-keys.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { FIXTURES, NODE } from '../helpers/paths.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { callStateless, sendStateless, statelessMeta, statelessRequest, type Sent } from '../helpers/stateless-wire.js';
+import { poll, startCli } from '../helpers/cli.js';
+
+const ALICE = 'alice-key-0123456789abcdef0123456789';
+const BOB = 'bob-key-0123456789abcdef0123456789abc';
+const EXT = { 'io.modelcontextprotocol/tasks': {} };
+const WITH_TASKS = statelessMeta({ extensions: EXT });
+const KEYS = ['task-handle-key-0123456789abcdef0123456789'];
+/** The client's own patience for one HTTP request: the call outlives it, the task does not need it. */
+const CLIENT_TIMEOUT_MS = 1_500;
+
+let redis: TestRedis;
+let a: TestGateway;
+let b: TestGateway;
+
+function gatewayConfig(): Record<string, unknown> {
+  return {
+    auth: { apiKeys: [{ id: 'alice', hash: hashApiKey(ALICE) }, { id: 'bob', hash: hashApiKey(BOB) }] },
+    sessions: { keys: KEYS, store: { redis: { url: redis.url, prefix: `${redis.prefix}sess:` } }, taskAfter: '300ms' },
+    upstreams: { probe: { stdio: { command: NODE, args: [join(FIXTURES, 'lazy-probe-server.mjs')] } } },
+  };
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+  a = await startGateway(gatewayConfig());
+  b = await startGateway(gatewayConfig());
+});
+
+afterAll(async () => {
+  await a?.close();
+  await b?.close();
+  await redis?.close();
+});
+
+const auth = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/** tools/call probe__slow of `steps` tenths of a second, answered within the client's own timeout. */
+async function startSlow(gw: TestGateway, steps: number): Promise<Sent> {
+  return callStateless(gw.url, 1, 'probe__slow', { steps }, {}, auth(ALICE), WITH_TASKS);
+}
+
+function taskRequest(gw: TestGateway, method: string, taskId: string, key = ALICE, meta = WITH_TASKS, extra: Record<string, unknown> = {}): Promise<Sent> {
+  return sendStateless(gw.url, statelessRequest(2, method, { taskId, ...extra }, meta), { 'mcp-name': taskId, ...auth(key) });
+}
+
+function resultOf(sent: Sent): Record<string, unknown> {
+  expect(sent.body?.error, JSON.stringify(sent.body)).toBeUndefined();
+  return sent.body!.result as Record<string, unknown>;
+}
+
+async function finalState(gw: TestGateway, taskId: string, deadlineMs = 20_000): Promise<Record<string, unknown>> {
+  return poll(
+    async () => {
+      const task = resultOf(await taskRequest(gw, 'tasks/get', taskId));
+      return ['completed', 'failed', 'cancelled'].includes(task.status as string) ? task : undefined;
+    },
+    'the task to end',
+    deadlineMs,
+    100,
+  );
+}
+
+describe('a long call becomes a task the gateway makes', () => {
+  it('is answered with a task before the client gives up, and finishes on another replica', async () => {
+    const created = await Promise.race([
+      startSlow(a, 30),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within the client timeout')), CLIENT_TIMEOUT_MS)),
+    ]);
+    const task = resultOf(created);
+    expect(task).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 3_600_000 });
+    const taskId = task.taskId as string;
+    expect(taskId).not.toContain('probe');
+
+    // Durably created: B finds it at once, still working (the call has ~2.7 s to go).
+    const polled = resultOf(await taskRequest(b, 'tasks/get', taskId));
+    expect(polled).toMatchObject({ resultType: 'complete', taskId, status: 'working' });
+
+    const done = await finalState(b, taskId);
+    expect(done).toMatchObject({ status: 'completed', taskId, result: { content: [{ type: 'text', text: 'done' }] } });
+  });
+
+  it('another principal, a tampered handle and a client without the extension get nothing', async () => {
+    const taskId = resultOf(await startSlow(a, 20)).taskId as string;
+    for (const gw of [a, b]) {
+      const other = await taskRequest(gw, 'tasks/get', taskId, BOB);
+      expect(other.body?.error).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
+      const flipped = taskId.slice(0, -3) + (taskId.endsWith('A') ? 'B' : 'A') + taskId.slice(-2);
+      const tampered = await taskRequest(gw, 'tasks/get', flipped);
+      expect(tampered.body?.error).toEqual(other.body?.error);
+      const cancelByBob = await taskRequest(gw, 'tasks/cancel', taskId, BOB);
+      expect(cancelByBob.body?.error).toEqual(other.body?.error);
+      const undeclared = await taskRequest(gw, 'tasks/get', taskId, ALICE, statelessMeta({}));
+      expect(undeclared.status).toBe(400);
+      expect(undeclared.body?.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { extensions: EXT } } });
+    }
+    expect(await finalState(b, taskId)).toMatchObject({ status: 'completed' });
+  });
+
+  it('tasks/cancel on B reaches the call on A: the upstream sees notifications/cancelled', async () => {
+    const taskId = resultOf(await startSlow(a, 600)).taskId as string;
+    const ack = resultOf(await taskRequest(b, 'tasks/cancel', taskId));
+    expect(ack).toMatchObject({ resultType: 'complete' });
+    expect(await finalState(b, taskId, 10_000)).toMatchObject({ status: 'cancelled' });
+    // The same principal's session on A holds the child that ran the call.
+    const count = await poll(
+      async () => {
+        const sent = await callStateless(a.url, 3, 'probe__cancelled', {}, {}, auth(ALICE), WITH_TASKS);
+        const text = ((resultOf(sent).content as { text: string }[])[0]!).text;
+        return text === '0' ? undefined : text;
+      },
+      'the upstream to see the cancel',
+      5_000,
+      100,
+    );
+    expect(count).toBe('1');
+  });
+
+  it('a call answered within taskAfter is a plain result, and a client without the extension never gets a task', async () => {
+    const quick = resultOf(await startSlow(a, 1));
+    expect(quick).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'done' }] });
+    const plain = resultOf(await callStateless(a.url, 4, 'probe__slow', { steps: 6 }, {}, auth(ALICE), statelessMeta({})));
+    expect(plain).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'done' }] });
+  });
+
+  it('server/discover advertises the extension', async () => {
+    const sent = await sendStateless(a.url, statelessRequest(5, 'server/discover', {}, WITH_TASKS), auth(ALICE));
+    expect(resultOf(sent)).toMatchObject({ capabilities: { extensions: EXT } });
+  });
+});
+
+describe('a replica that dies', () => {
+  it("leaves no task working forever: another replica ends it failed, saying why", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'switchyard-tasks-'));
+    const file = join(dir, 'gateway.yaml');
+    await writeFile(file, JSON.stringify({ listen: { port: 0 }, health: { probeInterval: 0 }, ...gatewayConfig() }));
+    const dying = await startCli(file);
+    try {
+      const taskId = resultOf(await callStateless(dying.url, 1, 'probe__slow', { steps: 600 }, {}, auth(ALICE), WITH_TASKS)).taskId as string;
+      expect(resultOf(await taskRequest(b, 'tasks/get', taskId))).toMatchObject({ status: 'working' });
+      process.kill(dying.gatewayPid, 'SIGKILL');
+      const ended = await finalState(b, taskId, 20_000);
+      expect(ended).toMatchObject({ status: 'failed', error: { code: -32603, data: { reason: 'replica_lost' } } });
+      expect(ended.statusMessage).toMatch(/replica running this task stopped/);
+      // Once ended, it stays so.
+      expect(resultOf(await taskRequest(a, 'tasks/get', taskId))).toMatchObject({ status: 'failed' });
+    } finally {
+      await dying.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
