@@ -31,9 +31,14 @@ import { createUserAuth } from './credentials/setup.js';
 import { PersonalUpstreams } from './links/personal.js';
 import { Links } from './links/links.js';
 import { createTasks } from './tasks/setup.js';
+import { credentialStoreOpener } from './credentials/opener.js';
+import { createFrontDoor } from './frontdoor/setup.js';
+import { createPinning, pinningOn } from './pinning/setup.js';
+import { auditToLog } from './pinning/audit.js';
 import { createObservability } from './audit/setup.js';
 import type { SecurityEvents } from './audit/events.js';
 import type { WritableLike } from './audit/audit.js';
+import { announcePinChange } from './links/pin-changes.js';
 import { resolve as resolvePath } from 'node:path';
 import type { Logger } from './util/log.js';
 
@@ -45,6 +50,8 @@ export interface GatewayOptions {
   redactor?: Redactor;
   /** The config file's directory: relative paths in it (credentials.store.file.path) start there. */
   configDir?: string;
+  /** Extra CA certificates (PEM) the front door trusts when fetching client metadata documents (tests; else NODE_EXTRA_CA_CERTS). */
+  frontDoorCa?: string;
   /** The standard OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT …) tracing and the audit OTLP sink read. */
   otelEnv?: Readonly<Record<string, string | undefined>>;
   /** Where the audit stdout sink writes (main.ts: process.stdout). */
@@ -125,12 +132,26 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     auditQueueLimit: options.auditQueueLimit,
   });
   const { events } = observability;
+  // One credential store for all it keeps (per-user credentials, pins): a file is one process's.
+  const credentialStore = credentialStoreOpener(config, logger, (path) => resolvePath(options.configDir ?? '.', path));
+  const pinning = createPinning(() => config, {
+    logger,
+    audit: (entry) => {
+      auditToLog(logger)(entry);
+      if (entry.action === 'pin.approved') events.pinApproved({ principal: entry.by, upstream: entry.upstream, name: entry.name, outcome: 'ok', detail: { kind: entry.kind, ...(entry.digest ? { digest: entry.digest } : {}) } });
+    },
+    ...(credentialStore ? { open: credentialStore.open } : {}),
+    ondrift: (report) => metrics.toolDrift.inc({ upstream: metrics.upstream(report.upstream), kind: report.drift }),
+    onchange: (upstream) => announcePinChange(sessions.all(), upstream),
+  });
+  metrics.observePins(() => pinning.gate.pendingCounts());
   const catalog = new Catalog(codecFor(config), logger, {
     toolLimit: (upstream) => {
       const entry = pool.config(upstream);
       return entry && { count: entry.maxTools, bytes: entry.maxToolBytes };
     },
     ontruncate: (upstream) => metrics.catalogTruncated.inc({ upstream: metrics.upstream(upstream) }),
+    screen: (kind, upstream, items) => pinning.screen(kind, upstream, items),
   });
   const sessions = new SessionStore<UpstreamClient>({
     idleTimeoutMs: config.sessions.idleTimeout,
@@ -149,7 +170,10 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       events.signIn({ upstream, outcome, ...(outcome === 'ok' ? {} : { reason: outcome }) });
     },
     onRefresh: (upstream, outcome) => metrics.userRefreshes.inc({ upstream: metrics.upstream(upstream), outcome }),
+    ...(credentialStore ? { open: credentialStore.open } : {}),
   });
+  // The front door (auth.oauth.frontDoor): Switchyard as the authorization server hosts see.
+  const frontDoor = credentialStore && createFrontDoor(config, { logger, metrics, open: credentialStore.open, ...(options.frontDoorCa ? { ca: options.frontDoorCa } : {}) });
   const personal = userAuth && new PersonalUpstreams({ credentials: userAuth.credentials, flows: userAuth.flows, pool, logger, connectTtlMs: userAuth.connectTtlMs });
   let policy = policyFor(config);
   const store = storeFor(config, logger);
@@ -177,6 +201,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     logArguments: () => config.logging.arguments,
     facts,
     limiter: () => limiter,
+    withheld: (upstream, name) => pinning.refusal(upstream, name),
     ...(observability.tracing || observability.audit ? { observers: { tracing: observability.tracing, audit: observability.audit, mainEndpoint: config.listen.path } } : {}),
   });
   metrics.observe({
@@ -198,10 +223,12 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
 
   const { app, direct } = createApp({
     config,
-    tasks,
     events,
+    ...(observability.tracing ? { tracing: observability.tracing } : {}),
+    tasks,
     router,
     links,
+    pins: pinning.operations,
     sessions,
     logger,
     metrics,
@@ -220,7 +247,8 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       },
       onoverflow: (kind) => metrics.streamOverflows.inc({ kind }),
     },
-    ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen, config.endpoints.map((e) => e.path)) } : {}),
+    ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen, config.endpoints.map((e) => e.path), frontDoor?.ownIssuer()) } : {}),
+    ...(frontDoor ? { frontDoor } : {}),
     ...(config.metrics.enabled && config.metrics.port === undefined ? { metricsRegistry: metrics.registry } : {}),
     ...(userAuth
       ? {
@@ -247,6 +275,9 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     await Promise.all(listeners.map((listener) => listener?.close()));
     await store.close();
     await userAuth?.close();
+    await pinning.close();
+    await frontDoor?.close();
+    await credentialStore?.close();
     await dispatcher.destroy();
     await observability.close();
   }
@@ -260,6 +291,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     async start(port = config.listen.port) {
       // A credentials.key that opens nothing stored fails the start (one line, CredentialKeyError).
       await userAuth?.ready();
+      if (frontDoor) await credentialStore!.open();
       const { host, path, tls, maxHeaderBytes, keepAliveTimeout: keepAliveTimeoutMs } = config.listen;
       main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, ...(tls ? { tls } : {}) });
       if (config.metrics.enabled && config.metrics.port !== undefined) {
@@ -270,6 +302,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       links.startSweeping();
       pool.startProbing(config.health.probeInterval);
       pool.startWarming();
+      if (pinningOn(config)) pinning.gate.start();
       return main.url;
     },
     async drain() {
@@ -318,6 +351,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       logger.info('config reloaded', { ...changes, namingChanged, policyChanged, needRestart });
       events.configReload({ outcome: 'applied', detail: { added: changes.added, changed: changes.changed, removed: changes.removed, needRestart } });
       void links.reconfigure(changes, namingChanged, policyChanged);
+      if (pinningOn(next)) pinning.gate.start();
       if (changes.added.length + changes.changed.length > 0) void pool.probeAll();
       return needRestart;
     },

@@ -9,6 +9,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { checkConfig } from './check.js';
+import { runPinsCommand } from './pinning/cli.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { createGateway } from './gateway.js';
@@ -17,7 +18,8 @@ import { Redactor } from './util/redact.js';
 import { CredentialKeyError } from './credentials/store.js';
 
 const USAGE = `usage: switchyard [--config FILE] [--port N]   (default config: the bundled gateway.yaml)
-       switchyard check FILE [--connect]        (validate a config; --connect lists what each team sees)`;
+       switchyard check FILE [--connect]        (validate a config; --connect lists what each team sees)
+       switchyard pins list|diff|approve|reject --config FILE ...   (pinned tool definitions; docs/pinning.md)`;
 const DEFAULT_CONFIG = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'gateway.yaml');
 
 function fail(message: string, code: number): never {
@@ -52,8 +54,19 @@ async function check(args: string[]): Promise<void> {
   process.exit(code);
 }
 
+async function pins(args: string[]): Promise<void> {
+  const code = await runPinsCommand(args, {
+    load: loadOrExit,
+    print: (line) => process.stdout.write(`${line}\n`),
+    warn: (line) => process.stderr.write(`${line}\n`),
+    user: process.env.USER,
+  });
+  process.exit(code);
+}
+
 async function main(): Promise<void> {
   if (process.argv[2] === 'check') return check(process.argv.slice(3));
+  if (process.argv[2] === 'pins') return pins(process.argv.slice(3));
   let values: { config?: string; port?: string; help?: boolean };
   try {
     ({ values } = parseArgs({

@@ -5,6 +5,8 @@ import { parseDuration } from '../util/duration.js';
 import { LOG_LEVELS } from '../util/log.js';
 import { endpoint, team } from './policy-schema.js';
 import { credentials, login, userAuth } from './credentials-schema.js';
+import { admin, pinning, upstreamPinning } from './pinning-schema.js';
+import { frontDoor, frontDoorNeeds } from './front-door-schema.js';
 import { audit, tracing } from './telemetry-schema.js';
 
 export { ANNOTATION_HINTS } from './policy-schema.js';
@@ -153,6 +155,7 @@ const upstream = z
       .max(64)
       .default(0)
       .describe("stdio children kept spawned ahead, so a session's first request does not wait for a spawn: initialized ahead with the parameters of the upstream's latest session (a session with other parameters gets one initialized at hand-over with its own), and replaced when handed over. They count against maxProcesses."),
+    pinning: upstreamPinning.optional().describe("Pinning of this upstream's tool definitions (`mode`, `newTools`), overriding the global `pinning` block key by key."),
     /** Tasks the gateway makes of this upstream's calls: auto, or off (its own tasks still pass through). */
     tasks: z.enum(['auto', 'off']).default('auto').describe("auto: its calls still running after `sessions.taskAfter` become tasks the gateway makes, and a tool of it that runs only as a task is run as one for clients that know no tasks; off: neither (long calls are answered when they end). Either way the upstream's own tasks reach clients under sealed handles, in the form each speaks."),
   })
@@ -240,6 +243,7 @@ const oauth = z.strictObject({
   jwksMaxAge: duration.default(10 * 60_000).describe('Fetched keys are trusted this long; then the JWKS is read again (a removed key stops working).'),
   /** The connect page's login at this issuer (per-user upstream credentials). */
   login: login.optional().describe("The connect page's OpenID Connect login at this issuer, proving that whoever opens a connect URL is the principal it was made for (used by `userAuth` upstreams)."),
+  frontDoor: frontDoor.optional().describe("Switchyard as the OAuth authorization server hosts see (docs/front-door.md): it signs each user in at this issuer with `login` and issues its own tokens, so hosts need no registration at the company IdP. Needs listen.publicUrl, `credentials` and `login`."),
 });
 
 const apiKey = z.strictObject({
@@ -254,6 +258,7 @@ const auth = z
   .strictObject({
     oauth: oauth.optional().describe("OAuth access tokens: JWTs verified against the issuer's JWKS."),
     apiKeys: z.array(apiKey).default([]).describe('API keys for machine clients, sent as `Authorization: Bearer <key>` or `X-API-Key`.'),
+    admin: admin.prefault({}).describe("The gateway's admin routes (/admin/pins): who may use them."),
   })
   .superRefine((value, ctx) => {
     if (!value.oauth && value.apiKeys.length === 0) ctx.addIssue({ code: 'custom', message: 'needs `oauth`, `apiKeys`, or both' });
@@ -344,7 +349,7 @@ const sessions = z.strictObject({
       }),
     ])
     .default('memory')
-    .describe('What every replica must see about a session (task status and results): `memory` (this replica only), or `{ redis: { url, prefix } }`, shared by every replica (a change needs a restart).'),
+    .describe('What every replica must see about a session (task status and results; with `sessions.keys`, every SSE event too, so a `Last-Event-ID` resumption on another replica is replayed): `memory` (this replica only), or `{ redis: { url, prefix } }`, shared by every replica (a change needs a restart).'),
   /** How long a finished task's result is kept. */
   taskTtl: duration.default(60 * 60_000).describe("How long a task's status and result are kept after its last change (its `ttlMs`)."),
   /** A call of a client that declared the tasks extension still running after this is answered with a task. */
@@ -388,6 +393,7 @@ export const configSchema = z
     endpoints: z.array(endpoint).default([]).describe('More MCP endpoints beside listen.path, each showing a narrower part of the catalog (optionally to some teams only), by listing or by search.'),
     rateLimits: rateLimits.optional().describe('Token buckets per principal and per tool; omitted: no rate limits.'),
     credentials: credentials.optional().describe('Where per-user upstream credentials (`userAuth`) are stored, sealed with `key`.'),
+    pinning: pinning.prefault({}).describe("Tool definitions pinned (docs/pinning.md): a digest of each tool's and prompt's definition as its upstream lists it; drift waits for an operator's approval (`switchyard pins`, /admin/pins)."),
     upstreams: z.record(z.string().regex(UPSTREAM_NAME, 'upstream names must match [a-z0-9][a-z0-9-]{0,31}'), upstream).describe('The MCP servers behind the gateway, by name; each needs exactly one of `stdio` or `http`.'),
     namespacing: namespacing.prefault({}).describe('How upstream names become the names clients see.'),
     sessions: sessions.prefault({}).describe('Client sessions, their streams and their replay buffers (a change needs a restart).'),
@@ -426,12 +432,13 @@ export const configSchema = z
       if (paths.has(entry.path)) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'path'], message: `${entry.path} is already served` });
       paths.add(entry.path);
       const reserved = ['/healthz', '/readyz', config.metrics.path];
-      if (reserved.includes(entry.path) || entry.path.startsWith('/.well-known/') || entry.path === '/connect' || entry.path.startsWith('/connect/')) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'path'], message: `${entry.path} is reserved` });
+      if (reserved.includes(entry.path) || entry.path.startsWith('/.well-known/') || entry.path === '/connect' || entry.path.startsWith('/connect/') || entry.path === '/oauth' || entry.path.startsWith('/oauth/')) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'path'], message: `${entry.path} is reserved` });
       const teams = new Set((config.teams ?? []).map((t) => t.name));
       entry.teams?.forEach((name, j) => {
         if (!teams.has(name)) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'teams', j], message: `no team is named "${name}"` });
       });
     });
+    for (const message of frontDoorNeeds(config)) ctx.addIssue({ code: 'custom', path: ['auth', 'oauth', 'frontDoor'], message });
     const personal = Object.entries(config.upstreams).filter(([, entry]) => entry.http?.userAuth);
     if (personal.length > 0) {
       const where = ['upstreams', personal[0]![0], 'http', 'userAuth'];
@@ -484,5 +491,6 @@ export type RateLimitsConfig = NonNullable<Config['rateLimits']>;
 export type LimitConfig = RateLimitsConfig['perTool'][string];
 export type UpstreamConfig = Config['upstreams'][string];
 export type { CredentialsConfig, LoginConfig, UserAuthConfig } from './credentials-schema.js';
+export type { FrontDoorConfig } from './front-door-schema.js';
 export type ListenConfig = Config['listen'];
 export type NamespacingConfig = Config['namespacing'];

@@ -29,6 +29,8 @@ export interface UserAuthDeps {
   onSecret?: (secret: string) => void;
   onSignIn?: (upstream: string, outcome: string) => void;
   onRefresh?: (upstream: string, outcome: string) => void;
+  /** The gateway's one credential store (opener.ts), shared with pins; its owner closes it. */
+  open?: () => Promise<CredentialStore>;
 }
 
 export function createUserAuth(config: Config, deps: UserAuthDeps): UserAuthParts | undefined {
@@ -38,7 +40,7 @@ export function createUserAuth(config: Config, deps: UserAuthDeps): UserAuthPart
   const settings = config.credentials.store;
   const storeConfig = typeof settings === 'object' && 'file' in settings ? { file: { path: deps.resolvePath?.(settings.file.path) ?? settings.file.path } } : settings;
   let opened: Promise<CredentialStore> | undefined;
-  const open = (): Promise<CredentialStore> => (opened ??= openCredentialStore(storeConfig, key, deps.logger));
+  const open = deps.open ?? ((): Promise<CredentialStore> => (opened ??= openCredentialStore(storeConfig, key, deps.logger)));
   const store = lazyStore(open);
   const sealer = new Sealer(key);
   const upstreams = personal();

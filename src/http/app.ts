@@ -7,11 +7,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context } from 'hono';
 import type { Registry } from 'prom-client';
 import { mountConnect, type ConnectDeps } from './connect.js';
+import { mountAdminPins } from './admin-pins.js';
+import type { PinOperations } from '../pinning/setup.js';
+import { mountFrontDoor } from './front-door.js';
+import type { FrontDoor } from '../frontdoor/front-door.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import { AuthError, type Principal } from '../auth/principal.js';
 import { isLoopback, type Config } from '../config/schema.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SecurityEvents } from '../audit/events.js';
+import type { Tracing } from '../telemetry/tracing.js';
 import type { Policy } from '../policy/policy.js';
 import type { RateLimiter } from '../ratelimit/limiter.js';
 import type { Caller, Router } from '../router/router.js';
@@ -41,6 +46,8 @@ export interface AppDeps {
   config: Config;
   /** Requests refused at the edge (authentication, an endpoint's teams, the principal's rate limit), audited and traced. */
   events?: SecurityEvents;
+  /** Spans of initialize, when tracing is on. */
+  tracing?: Tracing;
   router: Router;
   /** Opens and resumes sessions (initialize, a session taken over from another replica, one the edge keeps). */
   links: SessionLinks;
@@ -64,6 +71,10 @@ export interface AppDeps {
   tasks?: GatewayTasks;
   /** The connect pages of `userAuth` upstreams, and how many principals signed in to each. */
   connect?: ConnectDeps & { signedIn: () => Promise<Record<string, number>> };
+  /** What operators do with pinned tool definitions, at /admin/pins (served only with auth). */
+  pins?: PinOperations;
+  /** Switchyard as the authorization server hosts see (auth.oauth.frontDoor). */
+  frontDoor?: FrontDoor;
 }
 
 /** Per-request state the middleware sets for the handlers. */
@@ -81,6 +92,9 @@ interface NodeBindings {
 
 export type AppEnv = { Bindings: NodeBindings; Variables: AppVariables };
 type AppContext = Context<AppEnv>;
+
+/** The preflight answer of the front door's paths open to any origin. */
+const OPEN_PREFLIGHT = { 'access-control-allow-origin': '*', 'access-control-allow-methods': 'GET, POST', 'access-control-allow-headers': 'content-type, authorization', 'access-control-max-age': '600' };
 
 /** A caller-chosen request id is kept when it is short and plain; otherwise the gateway makes one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -134,6 +148,7 @@ export function createApp(deps: AppDeps): HttpApp {
     metrics,
     ...(deps.tasks ? { tasks: deps.tasks } : {}),
     ...(deps.events ? { events: deps.events } : {}),
+    ...(deps.tracing ? { tracing: deps.tracing } : {}),
   });
   const allowedHosts = allowedHostsOf(listen);
   const origins = { allowed: new Set(listen.allowedOrigins), hosts: allowedHosts, loopback: isLoopback(listen.host) };
@@ -144,13 +159,17 @@ export function createApp(deps: AppDeps): HttpApp {
   // Probes and scrapers reach these by pod address; they serve no MCP and no data.
   const operational = new Set(['/healthz', '/readyz', ...(deps.metricsRegistry ? [config.metrics.path] : [])]);
 
+  // The front door's documents and back channel serve browser-based hosts of any origin: nothing
+  // there reads a cookie or acts for the browser (RFC 8414 metadata, JWKS, token, register, revoke).
+  const anyOrigin = new Set(deps.frontDoor?.openPaths() ?? []);
   // The edge checks, in this order: Origin first, before anything else happens (DNS rebinding;
   // transports.mdx "Security Warning"), then Host, then the request id.
   function admit(input: HttpInput): Admitted | Response {
-    const refusedOrigin = checkOrigin(input, origins);
-    if (refusedOrigin) return refusedOrigin;
     const origin = input.header('origin');
-    if (origin !== undefined && input.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders(origin, true, input.header('access-control-request-headers')) });
+    const open = origin !== undefined && anyOrigin.has(input.path);
+    const refusedOrigin = open ? undefined : checkOrigin(input, origins);
+    if (refusedOrigin) return refusedOrigin;
+    if (origin !== undefined && input.method === 'OPTIONS') return new Response(null, { status: 204, headers: open ? OPEN_PREFLIGHT : corsHeaders(origin, true, input.header('access-control-request-headers')) });
     // Before anything decodes the target (the query's access_token check, Hono's routing).
     if (!input.wellEncoded) return refuse(refusals.malformedTarget);
     if (!operational.has(input.path)) {
@@ -159,13 +178,14 @@ export function createApp(deps: AppDeps): HttpApp {
     }
     const given = input.header('x-request-id');
     const requestId = given !== undefined && REQUEST_ID.test(given) ? given : requestIds.next();
+    if (open) return { requestId, headers: { 'access-control-allow-origin': '*', 'x-request-id': requestId } };
     return { requestId, headers: origin === undefined ? { 'x-request-id': requestId } : { ...corsHeaders(origin, false), 'x-request-id': requestId } };
   }
 
   // Every request to the endpoint carries a credential; a session id is never one. The answer
   // comes without a promise when nothing needs verifying (a token verified before, an API key).
   function authenticate(input: HttpInput, requestId: string, endpoint: string | undefined): Principal | Response | Promise<Principal | Response> {
-    const credentials = { authorization: input.header('authorization'), apiKey: input.header('x-api-key'), queryToken: input.hasQueryParam('access_token') };
+    const credentials = { authorization: input.header('authorization'), apiKey: input.header('x-api-key'), queryToken: input.hasQueryParam('access_token'), endpoint };
     const refused = (err: unknown): Response => {
       if (!(err instanceof AuthError)) throw err;
       metrics.authFailures.inc({ reason: err.reason });
@@ -214,6 +234,8 @@ export function createApp(deps: AppDeps): HttpApp {
     return c.json({ ...health, ...(signedIn ? { signedIn } : {}) });
   });
   if (connect) mountConnect(app, connect);
+  if (authenticator && deps.pins) mountAdminPins(app, { operations: deps.pins, scopes: () => config.auth?.admin.scopes ?? [], authenticate: (c) => authenticate(c.get('input'), c.get('requestId'), undefined) });
+  if (deps.frontDoor) mountFrontDoor(app, deps.frontDoor);
   app.get('/readyz', (c) => {
     const readiness = deps.readiness();
     return c.json({ ...readiness, sessions: deps.sessions.size, upstreams: deps.health() }, readiness.ready ? 200 : 503);

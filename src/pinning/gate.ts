@@ -45,6 +45,8 @@ export class PinGate {
   /** Per upstream: what was held when last looked at (to tell when it changes). */
   readonly #held = new Map<string, string>();
   readonly #loading = new Map<string, Promise<UpstreamPins>>();
+  /** Per upstream: how many times this replica wrote its pins (a read begun before a write is older than it). */
+  readonly #writes = new Map<string, number>();
   #unsubscribe: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
 
@@ -56,9 +58,12 @@ export class PinGate {
   start(): void {
     if (this.#timer) return;
     this.#unsubscribe = this.#deps.store.subscribe((upstream) => void this.refresh(upstream));
-    this.#timer = setInterval(() => {
+    const readAll = (): void => {
       for (const upstream of this.#deps.upstreams()) if (this.#deps.policy(upstream).mode !== 'off') void this.refresh(upstream);
-    }, POLL_MS);
+    };
+    // Read at once too: what waits is counted (switchyard_pins_pending) before anything is listed here.
+    readAll();
+    this.#timer = setInterval(readAll, POLL_MS);
     this.#timer.unref();
   }
 
@@ -84,7 +89,8 @@ export class PinGate {
     const now = new Date().toISOString();
     const known = Object.keys(pins[kind]).length > 0;
     if ([...seen].some(([name, s]) => observe(pins[kind][name], s, policy, known, now).entry)) pins = await this.#record(upstream, kind, seen, policy, now);
-    const kept = items.filter((item) => holdOf(pins, kind, item.name as string, seen.get(item.name as string)!.digest, policy) === undefined);
+    const isQuarantined = quarantined(pins, policy);
+    const kept = items.filter((item) => holdOf(pins, kind, item.name as string, seen.get(item.name as string)!.digest, policy, isQuarantined) === undefined);
     this.#compareHeld(upstream);
     return kept;
   }
@@ -105,8 +111,10 @@ export class PinGate {
 
   /** Reads an upstream's pins again (an operator changed them); a change of what is held is told. */
   async refresh(upstream: string): Promise<void> {
+    const writes = this.#writes.get(upstream);
     try {
-      this.#pins.set(upstream, await this.#deps.store.read(upstream));
+      const pins = await this.#deps.store.read(upstream);
+      if (this.#writes.get(upstream) === writes) this.#pins.set(upstream, pins);
     } catch (err) {
       this.#deps.logger.warn('could not read the pins of an upstream', { upstream, err });
       return;
@@ -119,8 +127,10 @@ export class PinGate {
     if (known) return known;
     let loading = this.#loading.get(upstream);
     if (!loading) {
+      const writes = this.#writes.get(upstream);
       loading = this.#deps.store.read(upstream).then(
         (pins) => {
+          if (this.#writes.get(upstream) !== writes) return this.#pins.get(upstream) ?? pins;
           this.#pins.set(upstream, pins);
           return pins;
         },
@@ -162,6 +172,7 @@ export class PinGate {
       pins = apply(this.#pins.get(upstream) ?? emptyPins()) ?? this.#pins.get(upstream) ?? emptyPins();
     }
     this.#pins.set(upstream, pins);
+    this.#writes.set(upstream, (this.#writes.get(upstream) ?? 0) + 1);
     for (const report of drifts) this.#deps.ondrift?.(report);
     // Other replicas count what waits, and quarantine, from the store: tell them.
     if (drifts.length > 0) await this.#deps.store.announce(upstream).catch(() => {});
@@ -174,11 +185,12 @@ export class PinGate {
     if (!pins) return;
     const policy = this.#deps.policy(upstream);
     const held: string[] = [];
+    const isQuarantined = quarantined(pins, policy);
     for (const [key, digest] of this.#seen.get(upstream) ?? []) {
       const split = key.indexOf(':');
-      if (holdOf(pins, key.slice(0, split) as PinKind, key.slice(split + 1), digest, policy) !== undefined) held.push(key);
+      if (holdOf(pins, key.slice(0, split) as PinKind, key.slice(split + 1), digest, policy, isQuarantined) !== undefined) held.push(key);
     }
-    const signature = `${quarantined(pins, policy)}|${held.sort().join('\n')}`;
+    const signature = `${isQuarantined}|${held.sort().join('\n')}`;
     const before = this.#held.get(upstream) ?? 'false|';
     this.#held.set(upstream, signature);
     if (signature !== before) this.#deps.onchange?.(upstream);

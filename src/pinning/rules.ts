@@ -92,10 +92,11 @@ export function quarantined(pins: UpstreamPins, policy: PinPolicy): boolean {
  * Why an item whose current definition has digest `digest` is held back, or undefined when it
  * is shown. `warn` holds only a new tool waiting under `newTools: pending`.
  */
-export function holdOf(pins: UpstreamPins, kind: PinKind, name: string, digest: string, policy: PinPolicy): string | undefined {
+export function holdOf(pins: UpstreamPins, kind: PinKind, name: string, digest: string, policy: PinPolicy, isQuarantined?: boolean): string | undefined {
   if (policy.mode === 'off') return undefined;
   const entry = pins[kind][name];
-  if (entry?.pinned?.digest === digest) return quarantined(pins, policy) ? 'its upstream is quarantined until a changed definition is approved' : undefined;
+  // The upstream's quarantine is the same for all its items: a caller screening many passes it in.
+  if (entry?.pinned?.digest === digest) return (isQuarantined ?? quarantined(pins, policy)) ? 'its upstream is quarantined until a changed definition is approved' : undefined;
   const pending = entry?.pending?.digest === digest ? entry.pending : undefined;
   if (policy.mode === 'warn') return entry?.pinned || policy.newTools === 'allow' ? undefined : 'it is new and waits for approval';
   if (pending?.rejected) return 'its current definition was rejected by an operator';

@@ -26,7 +26,7 @@ import type { Logger } from '../util/log.js';
 import { forward, requireString, toolError, type Call } from './call.js';
 import { describeCall, outcomeOf } from './call-log.js';
 import { observeCall, traceRequest, type CallObservers } from './call-observer.js';
-import type { Caller, RequestContext } from '../session/context.js';
+import type { RequestContext } from '../session/context.js';
 import type { Catalog, ListedPage, ListKind, Sources } from '../names/lists.js';
 import { listKindOf } from '../mcp/methods.js';
 import { listObserver, recordSubscription } from '../links/recovery.js';
@@ -41,8 +41,8 @@ import type { Settled } from '../mcp/pending.js';
 import { asError, guarded, surface } from '../util/callbacks.js';
 import type { ToolFacts } from './tool-facts.js';
 import { CALL_TOOL, callArguments, SEARCH_TOOL, searchArguments, searchModeTools, searchResult, ToolSearch, type ToolIndex } from './search.js';
+import type { DownstreamSession } from '../links/session.js';
 import { declaringFor, formsOf, taskRequest } from '../tasks/forms.js';
-import type { DownstreamSession, SessionStore } from '../links/session.js';
 
 export type { Caller, RequestChannel, RequestContext } from '../session/context.js';
 
@@ -60,6 +60,8 @@ export interface RouterDeps {
   limiter: () => RateLimiter;
   /** Spans and audit records of each request, when configured. */
   observers?: CallObservers;
+  /** Pinning: the refusal of a call of a withheld tool. */
+  withheld?: ToolCallDeps['withheld'];
   /** Task handles (src/tasks/): an upstream's tasks as clients see them. */
   taskHandles?: ToolCallDeps['taskHandles'];
 }

@@ -33,6 +33,8 @@ export interface ToolCallDeps {
   metrics: Metrics;
   /** The session's links to its upstreams: the owner opened on use, where its list is read, its tasks, a personal upstream's consent. */
   links: SessionLinks;
+  /** Pinning: why a call of a tool is withheld (its definition waits for approval), or undefined. */
+  withheld?: (upstream: string, name: string) => Error | undefined;
   /** Seals an upstream's tasks (the Tasks extension) as handles any replica opens. */
   taskHandles?: TaskHandles;
 }
@@ -148,6 +150,8 @@ class ToolCall {
 
   /** Pinned arguments, the arguments' check, the upstream's capacity; then the tool's rate limit. */
   #listed(isListed: boolean): void {
+    const withheld = this.#deps.withheld?.(this.#target!.client.name, this.#target!.name);
+    if (withheld) throw withheld;
     if (!isListed) throw this.#unknown();
     const { client, name } = this.#target!;
     const deps = this.#deps;

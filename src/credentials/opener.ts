@@ -1,0 +1,29 @@
+// The one credential store of a gateway, opened on first use and shared by everything kept in it
+// (per-user credentials, pins): a file store is one process's, so two stores on one file would
+// overwrite each other's entries.
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../util/log.js';
+import { openCredentialStore, type CredentialStore } from './store.js';
+
+export interface StoreOpener {
+  /** The store, opened (and its key checked) on the first call. */
+  open(): Promise<CredentialStore>;
+  /** Where it is, for messages. */
+  readonly where: string;
+  close(): Promise<void>;
+}
+
+/** The configured `credentials.store`, or undefined without a `credentials` block. */
+export function credentialStoreOpener(config: Config, logger: Logger, resolvePath: (path: string) => string = (path) => path): StoreOpener | undefined {
+  if (!config.credentials) return undefined;
+  const { key, store: settings } = config.credentials;
+  const storeConfig = typeof settings === 'object' && 'file' in settings ? { file: { path: resolvePath(settings.file.path) } } : settings;
+  let opened: Promise<CredentialStore> | undefined;
+  return {
+    open: () => (opened ??= openCredentialStore(storeConfig, key, logger)),
+    where: storeConfig === 'memory' ? 'memory' : 'file' in storeConfig ? storeConfig.file.path : `redis (prefix ${storeConfig.redis.prefix})`,
+    close: async () => {
+      if (opened) await (await opened.catch(() => undefined))?.close();
+    },
+  };
+}

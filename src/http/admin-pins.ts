@@ -1,0 +1,62 @@
+// /admin/pins: operators read and decide pinned tool definitions over HTTP. Served only when auth
+// is on; a principal needs one of auth.admin.scopes (403 otherwise). GET lists every pin and the
+// diff of each definition waiting; POST { action, upstream, name, kind?, digest? } approves or
+// rejects one, recorded as decided by the principal.
+import type { Context, Hono } from 'hono';
+import type { Principal } from '../auth/principal.js';
+import { isObject } from '../mcp/jsonrpc.js';
+import type { PinOperations } from '../pinning/setup.js';
+
+export const ADMIN_PINS_PATH = '/admin/pins';
+const MAX_BODY_BYTES = 16 * 1024;
+
+export interface AdminPinsDeps {
+  operations: PinOperations;
+  /** Read at each request (a reload may change them). */
+  scopes: () => readonly string[];
+  /** The request's principal, or the refusal (401) the MCP endpoint would give. */
+  authenticate: (c: Context) => Principal | Response | Promise<Principal | Response>;
+}
+
+function problem(status: 400 | 403 | 404 | 409 | 413, error: string, message: string): Response {
+  return Response.json({ error, message }, { status });
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- mounted on the app whatever its variables
+export function mountAdminPins<E extends Record<string, any>>(app: Hono<E>, deps: AdminPinsDeps): void {
+  const admitted = async (c: Context): Promise<Principal | Response> => {
+    const principal = await deps.authenticate(c);
+    if (principal instanceof Response) return principal;
+    const scopes = deps.scopes();
+    if (!principal.scopes.some((scope) => scopes.includes(scope))) return problem(403, 'forbidden', `needs one of the scopes ${scopes.join(', ')}`);
+    return principal;
+  };
+
+  app.get(ADMIN_PINS_PATH, async function listPins(c) {
+    const principal = await admitted(c);
+    if (principal instanceof Response) return principal;
+    const upstream = c.req.query('upstream');
+    return c.json({ pins: await deps.operations.list(upstream), diffs: await deps.operations.diffs(upstream, c.req.query('name')) });
+  });
+
+  app.post(ADMIN_PINS_PATH, async function decidePin(c) {
+    const principal = await admitted(c);
+    if (principal instanceof Response) return principal;
+    const text = await c.req.raw.text();
+    if (Buffer.byteLength(text) > MAX_BODY_BYTES) return problem(413, 'too_large', `the body may have at most ${MAX_BODY_BYTES} bytes`);
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return problem(400, 'invalid_request', 'the body must be JSON');
+    }
+    const given = isObject(body) ? body : {};
+    const { action, upstream, name, kind = 'tools', digest } = given;
+    if ((action !== 'approve' && action !== 'reject') || typeof upstream !== 'string' || typeof name !== 'string' || (kind !== 'tools' && kind !== 'prompts') || (digest !== undefined && typeof digest !== 'string')) {
+      return problem(400, 'invalid_request', 'expected { "action": "approve" | "reject", "upstream": string, "name": string, "kind"?: "tools" | "prompts", "digest"?: string }');
+    }
+    const outcome = await deps.operations.decide(upstream, { kind, name, ...(digest !== undefined ? { digest } : {}) }, action, principal.id);
+    if (typeof outcome === 'string') return problem(outcome.startsWith('no upstream') || outcome.startsWith('nothing') ? 404 : 409, 'not_decided', outcome);
+    return c.json({ decided: action, upstream, kind, name, by: principal.id, pins: await deps.operations.list(upstream) });
+  });
+}
