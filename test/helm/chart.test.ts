@@ -88,6 +88,20 @@ describe('Helm chart', () => {
     expect(helpers).toContain('(printf "%ds" (int .Values.drainSeconds))');
   });
 
+  it('runs a fleet as the fleet test does: three replicas, one down at a time, a rolling update that adds before it removes', async () => {
+    const v = (await values()) as { replicaCount: number; autoscaling: { minReplicas: number }; podDisruptionBudget: { enabled: boolean; minAvailable: number }; config: { sessions: { keys?: unknown } } };
+    expect(v.replicaCount).toBe(3);
+    expect(v.autoscaling.minReplicas).toBe(3);
+    expect(v.podDisruptionBudget.enabled).toBe(true);
+    expect(v.podDisruptionBudget.minAvailable).toBe(v.replicaCount - 1);
+    // Every replica opens every session from its id.
+    expect(v.config.sessions.keys).toEqual(['${SESSION_KEY}']);
+    const deployment = (await templates()).get('deployment.yaml')!;
+    expect(deployment).toMatch(/strategy:\s+type: RollingUpdate\s+rollingUpdate: \{ maxSurge: 1, maxUnavailable: 0 \}/);
+    const pdb = (await templates()).get('pdb.yaml')!;
+    expect(pdb).toContain('minAvailable: {{ .Values.podDisruptionBudget.minAvailable }}');
+  });
+
   it('documents every top-level value in the chart README', async () => {
     const readme = await readFile(join(CHART, 'README.md'), 'utf8');
     for (const key of Object.keys(await values())) expect(readme, key).toContain(`\`${key}`);
