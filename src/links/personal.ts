@@ -92,12 +92,7 @@ export class PersonalUpstreams {
       urlElicitation: urlElicitation(session),
       connect: async () => {
         const link = this.#deps.flows.link(principal, name);
-        // Answered once this session lists the real tools (the switch started with the same event).
-        const completed = link.completed.then(async (done) => {
-          if (done) await this.#switching.get(session)?.get(name)?.catch(() => false);
-          return done;
-        });
-        return { ...link, completed };
+        return { ...link, completed: this.#afterSwitch(session, name, link.completed) };
       },
     });
     const ttl = this.#deps.connectTtlMs;
@@ -106,6 +101,18 @@ export class PersonalUpstreams {
     wire(client);
     await client.connect(params, 5_000, SESSIONS_ONLY);
     return client;
+  }
+
+  /**
+   * A sign-in's outcome, settled once this session lists the real upstream: the switch started by
+   * the same credential change (its listener was added before any link's) has finished, so a
+   * client retrying on the completion meets the upstream, not the stand-in.
+   */
+  #afterSwitch(session: DownstreamSession, upstream: string, completed: Promise<boolean>): Promise<boolean> {
+    return completed.then(async (done) => {
+      if (done) await this.#switching.get(session)?.get(upstream)?.catch(() => false);
+      return done;
+    });
   }
 
   /** Switches every session of the principal; each that switched forgets the names it knew and hears `announce`. */
@@ -210,7 +217,7 @@ export class PersonalUpstreams {
     const link = this.#deps.flows.link(principal, upstream);
     const sentence = signInSentence(upstream, link.url);
     if (urlElicitation(session) && !isStatelessVersion(session.info.protocolVersion)) {
-      void link.completed.then((done) => {
+      void this.#afterSwitch(session, upstream, link.completed).then((done) => {
         if (done && !session.closed) session.deliver(notification('notifications/elicitation/complete', { elicitationId: link.elicitationId }));
       });
       return new RpcError({

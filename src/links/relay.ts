@@ -5,7 +5,9 @@
 // way. A server-initiated request the client did not declare the capability for is refused.
 import { clientSupports } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
+import { isStatelessVersion } from '../mcp/era.js';
 import {
+  isObject,
   metaOf,
   notification,
   type JsonObject,
@@ -52,6 +54,7 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
   const { metrics } = deps;
   client.onnotification = (message, context) => {
     if (message.method === 'notifications/cancelled') return cancelClientRequest(session, client.name, message);
+    if (message.method === 'notifications/elicitation/complete') return completeElicitation(session, message, (out) => send(out, context), metrics);
     if (message.method === 'notifications/tools/list_changed') deps.onToolsChanged?.(client.name);
     let forwarded = rewriteNotification(client.name, message, deps.naming.codec);
     // Updates about resources the session's teams cannot see never reach it.
@@ -158,6 +161,18 @@ export function routeClientNotification(session: DownstreamSession, message: Jso
     return true;
   }
   return false;
+}
+
+/**
+ * A URL elicitation of this upstream session finished (2025-11-25 client/elicitation.mdx): to the
+ * one client that was asked, unchanged (its id is the one the client saw in elicitation/create),
+ * when it declared URL mode; 2026-07-28 removed the notification.
+ */
+function completeElicitation(session: DownstreamSession, message: JsonRpcNotification, send: (message: JsonRpcNotification) => void, metrics: Metrics): void {
+  const elicitation = session.info.clientCapabilities.elicitation;
+  const forward = typeof message.params?.elicitationId === 'string' && !session.closed && !isStatelessVersion(session.info.protocolVersion) && isObject(elicitation) && isObject(elicitation.url);
+  metrics.notifications.inc({ method: metrics.notification(message.method), outcome: forward ? 'forwarded' : 'dropped' });
+  if (forward) send(notification(message.method, { elicitationId: message.params!.elicitationId! }));
 }
 
 /** The upstream gave up on a request it sent the client: tell the client, with the gateway's id. */

@@ -157,8 +157,10 @@ export class SignInStubTransport implements Transport {
       if (answer.action !== 'accept') return textResult(`The user declined to sign in to ${upstream}.`, false);
       const done = await link.completed;
       if (!done) return textResult(`The sign-in to ${upstream} did not finish in time; call sign_in again for a new link.`, true);
+      // On the call's own stream, ahead of its answer: the one stream this client surely reads
+      // (a session's standalone stream may not be open), and it goes to this client alone.
       if (this.#options.clientVersion === '2025-11-25') {
-        this.#emit({ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId: link.elicitationId } });
+        this.#emit({ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId: link.elicitationId } }, { relatedRequestId: request.id });
       }
       return textResult(`Signed in to ${upstream}; its tools are listed now.`, false);
     } finally {
