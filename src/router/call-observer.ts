@@ -10,7 +10,7 @@ import type { Metrics, Outcome } from '../metrics/metrics.js';
 import { MCP_PROTOCOL_VERSION, MCP_SESSION_ID } from '../telemetry/request-trace.js';
 import { errorKindOf, requestAttributes, type RequestTrace, type Tracing } from '../telemetry/tracing.js';
 import type { DownstreamSession } from '../links/session.js';
-import type { RequestContext } from '../session/context.js';
+import type { Caller, RequestContext } from '../session/context.js';
 import type { Call } from './call.js';
 
 export interface CallObservers {
@@ -42,6 +42,21 @@ export function traceRequest(tracing: Tracing, session: DownstreamSession, reque
   const trace = tracing.request(name, attributes, tracing.parentOf(meta, context));
   if (request.method === 'tools/call') trace.arguments(params?.arguments);
   return trace;
+}
+
+/** The SERVER span of an initialize, which the edge answers by opening a session (not the router). */
+export function traceInitialize(tracing: Tracing, request: JsonRpcRequest, caller: Caller): RequestTrace {
+  const { params } = request;
+  const { name, attributes } = requestAttributes(request.method, params, request.id);
+  if (typeof params?.protocolVersion === 'string') attributes[MCP_PROTOCOL_VERSION] = params.protocolVersion;
+  return tracing.request(name, attributes, tracing.parentOf(isObject(params?._meta) ? params._meta : undefined, caller));
+}
+
+/** Ends an initialize's span with its answer, naming the session it opened. */
+export function endInitialize(trace: RequestTrace | undefined, response: JsonRpcResponse, sessionId?: string): void {
+  if (!trace) return;
+  if (sessionId !== undefined) trace.span.setAttribute(MCP_SESSION_ID, sessionId);
+  trace.end(isFailure(response) ? { error: response.error } : {});
 }
 
 /** Records that the gateway refused the call itself (a span event now; the audit record's reason later). */

@@ -131,6 +131,16 @@ describe('tracing: one trace from host to upstream', () => {
     expect(receiver.spans.some((s) => s.traceId === ignoredHeader.traceId)).toBe(false);
   });
 
+  it('initialize is a SERVER span too, under the same parent, naming the session it opened', async () => {
+    await receiver.waitFor(() => receiver.spans.some((s) => s.name === 'initialize' && s.traceId === viaHeader.traceId), 'the initialize span');
+    const init = receiver.spans.find((s) => s.name === 'initialize' && s.traceId === viaHeader.traceId)!;
+    expect(init.kind).toBe(SERVER);
+    expect(init.parentSpanId).toBe(viaHeader.spanId);
+    expect(init.attributes).toMatchObject({ 'mcp.method.name': 'initialize', 'mcp.protocol.version': expect.any(String), 'jsonrpc.request.id': expect.any(String) });
+    const call = receiver.spans.find((s) => s.name === 'tools/call tstdio__echo' && s.traceId === viaHeader.traceId)!;
+    expect(init.attributes['mcp.session.id']).toBe(call.attributes['mcp.session.id']);
+  });
+
   it('the gateway exports OTLP JSON and the upstream OTLP protobuf, both decoded', () => {
     expect(receiver.contentTypes.some((t) => t.startsWith('application/json'))).toBe(true);
     expect(receiver.contentTypes.some((t) => t.startsWith('application/x-protobuf'))).toBe(true);
