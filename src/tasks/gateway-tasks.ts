@@ -161,7 +161,7 @@ export class GatewayTasks {
    * upstream's handle (the router serves it). Unknown, another principal's or a tampered
    * handle, or a tool the caller may no longer call: -32602, the same for each.
    */
-  serve(method: string, params: JsonObject, caller: Caller): Promise<JsonObject> | undefined {
+  serve(method: string, params: JsonObject, caller: Caller): Promise<JsonObject | { forward: string }> | undefined {
     const given = params.taskId;
     const unknown = new GatewayError('invalid_params', 'Failed to retrieve task: Task not found');
     if (typeof given !== 'string') return Promise.reject(new GatewayError('invalid_params', 'taskId must be a string'));
@@ -171,12 +171,14 @@ export class GatewayTasks {
     return this.#serve(method, params, caller, handle.id, given, unknown);
   }
 
-  async #serve(method: string, params: JsonObject, caller: Caller, id: string, handle: string, unknown: GatewayError): Promise<JsonObject> {
+  async #serve(method: string, params: JsonObject, caller: Caller, id: string, handle: string, unknown: GatewayError): Promise<JsonObject | { forward: string }> {
     const { store, scope } = this.#options;
     const found = await store.get(id);
     if (!found || found.task.principal !== principalOf(caller)) throw unknown;
     let { task } = found;
     if (task.upstream !== '' && !scope.mayCall(caller, task.tool, task.upstream)) throw unknown;
+    // The call was answered with the upstream's own task after all: that one is asked.
+    if (task.alias !== undefined) return { forward: task.alias };
     const local = this.#running.get(id);
     if (!local && found.leaseExpired && !TERMINAL.has(task.status)) task = await this.#abandoned(task);
     this.#audit(method, task, caller);
@@ -219,6 +221,11 @@ export class GatewayTasks {
 
   audit(event: string, task: StoredTask, caller: Caller | undefined): void {
     this.#audit(event, task, caller);
+  }
+
+  /** A task handed over to the upstream's own: no longer counted here. */
+  uncount(from: TaskStatus): void {
+    if (!TERMINAL.has(from)) this.#options.metrics.tasks.dec({ state: from });
   }
 
   /** Counts a task's move from `from` (undefined: just made) to `to`. */
@@ -371,6 +378,15 @@ class RunningTask implements TaskingSink {
       this.#inputTimer.unref();
       return this.flush();
     }
+    if (result.resultType === 'task' && typeof result.taskId === 'string') {
+      // The upstream made a task of its own after all (its handle, tool-call.ts): this one stands for it.
+      clearTimeout(this.#inputTimer);
+      this.#tasks.uncount(this.#task.status);
+      this.#task = { ...this.#task, alias: result.taskId, lastUpdatedAt: at };
+      this.#dirty = true;
+      this.#tasks.audit('handed_over', this.#task, undefined);
+      return this.flush();
+    }
     const size = Buffer.byteLength(JSON.stringify(result));
     if (size > bounds.maxResultBytes) {
       const message = `The result (${size} bytes) is larger than the gateway keeps for a task (${bounds.maxResultBytes} bytes)`;
@@ -403,7 +419,7 @@ class RunningTask implements TaskingSink {
     const { store, logger } = this.#tasks.options;
     try {
       await store.put(task, this.#tasks.bounds.leaseMs);
-      if (TERMINAL.has(task.status)) {
+      if (TERMINAL.has(task.status) || task.alias !== undefined) {
         this.#state = 'ended';
         this.#tasks.release(this);
       }

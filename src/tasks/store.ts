@@ -23,6 +23,8 @@ export interface StoredTask {
   result?: JsonObject;
   error?: JsonObject;
   inputRequests?: JsonObject;
+  /** The upstream's own task this one became (its handle): requests about it go there. */
+  alias?: string;
 }
 
 /** What other replicas asked of a running task since its owner last looked. */

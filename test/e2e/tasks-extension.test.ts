@@ -198,4 +198,3 @@ describe('tasks the gateway makes, with input', () => {
     expect(answered).toMatchObject({ resultType: 'input_required' });
   });
 });
-

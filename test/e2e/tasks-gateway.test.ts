@@ -12,6 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
+import { stopChild, waitForLine } from '../helpers/processes.js';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { callStateless, sendStateless, statelessMeta, statelessRequest, type Sent } from '../helpers/stateless-wire.js';
 import { poll, startCli } from '../helpers/cli.js';
@@ -25,6 +27,9 @@ const KEYS = ['task-handle-key-0123456789abcdef0123456789'];
 const CLIENT_TIMEOUT_MS = 1_500;
 
 let redis: TestRedis;
+/** The SEP-2663 fixture, answering every call with a task of its own. */
+let render: ChildProcessWithoutNullStreams;
+let renderUrl: string;
 let a: TestGateway;
 let b: TestGateway;
 
@@ -32,12 +37,14 @@ function gatewayConfig(): Record<string, unknown> {
   return {
     auth: { apiKeys: [{ id: 'alice', hash: hashApiKey(ALICE) }, { id: 'bob', hash: hashApiKey(BOB) }] },
     sessions: { keys: KEYS, store: { redis: { url: redis.url, prefix: `${redis.prefix}sess:` } }, taskAfter: '300ms' },
-    upstreams: { probe: { stdio: { command: NODE, args: [join(FIXTURES, 'lazy-probe-server.mjs')] } } },
+    upstreams: { probe: { stdio: { command: NODE, args: [join(FIXTURES, 'lazy-probe-server.mjs')] } }, render: { http: { url: renderUrl } } },
   };
 }
 
 beforeAll(async () => {
   redis = await startRedis();
+  render = spawn(NODE, [join(FIXTURES, 'tasks-server.mjs')], { stdio: 'pipe', env: { ...process.env, MODE: 'always' } });
+  renderUrl = (await waitForLine(render, /^listening on (\S+)/))[1]!;
   a = await startGateway(gatewayConfig());
   b = await startGateway(gatewayConfig());
 });
@@ -46,6 +53,7 @@ afterAll(async () => {
   await a?.close();
   await b?.close();
   await redis?.close();
+  if (render) await stopChild(render);
 });
 
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -136,6 +144,14 @@ describe('a long call becomes a task the gateway makes', () => {
     expect(quick).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'done' }] });
     const plain = resultOf(await callStateless(a.url, 4, 'probe__slow', { steps: 6 }, {}, auth(ALICE), statelessMeta({})));
     expect(plain).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'done' }] });
+  });
+
+  it("a call the upstream answers with its own task after taskAfter: the gateway's task stands for it, on any replica", async () => {
+    const created = resultOf(await callStateless(a.url, 1, 'render__render', { ms: 300, delayMs: 800 }, {}, auth(ALICE), WITH_TASKS));
+    expect(created).toMatchObject({ resultType: 'task', status: 'working', pollIntervalMs: 1_000 });
+    const taskId = created.taskId as string;
+    const done = await finalState(b, taskId);
+    expect(done).toMatchObject({ taskId, status: 'completed', result: { content: [{ type: 'text', text: 'rendered in 300 ms' }] } });
   });
 
   it('server/discover advertises the extension', async () => {

@@ -153,12 +153,21 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
   const parked = typeof requestState === 'string' && stateless.issued(requestState);
   // A task the gateway made is answered from the task store, on any replica, without a session.
   const own = deps.tasks && serveTaskMethod(deps.tasks, request, caller);
+  // One that became the upstream's own task is asked of the upstream, and answered under the client's handle.
+  let handle: string | undefined;
   if (own) {
-    const shaped = shapeAnswer(request.method, await own);
-    return Response.json(shaped, { status: statusOf(shaped) });
+    const outcome = await own;
+    if (!('forward' in outcome)) {
+      const shaped = shapeAnswer(request.method, outcome);
+      return Response.json(shaped, { status: statusOf(shaped) });
+    }
+    handle = request.params.taskId as string;
+    request = { ...request, params: { ...request.params, taskId: outcome.forward } };
   }
+  const asked = request;
   const session = parked ? undefined : await stateless.session(request, caller);
-  const shape = (response: JsonRpcResponse): JsonRpcResponse => shapeAnswer(request.method, response);
+  const shape = (response: JsonRpcResponse): JsonRpcResponse =>
+    shapeAnswer(asked.method, handle !== undefined && 'result' in response && typeof response.result.taskId === 'string' ? { ...response, result: { ...response.result, taskId: handle } } : response);
   if (session && request.method === 'server/discover') {
     stateless.release(session);
     return Response.json({ jsonrpc: '2.0', id: request.id, result: shapeResult(request.method, discover(session, deps.tasks !== undefined)) });

@@ -44,7 +44,7 @@ export function controlOf(stateless: StatelessSessions, first: () => Exchange | 
  * tasks/get, tasks/update or tasks/cancel answered by the gateway (a task it made, or a handle
  * that opens to nothing); undefined when the handle is an upstream's (the router forwards it).
  */
-export function serveTaskMethod(tasks: GatewayTasks, request: StatelessRequest, caller: Caller): Promise<JsonRpcResponse> | undefined {
+export function serveTaskMethod(tasks: GatewayTasks, request: StatelessRequest, caller: Caller): Promise<JsonRpcResponse | { forward: string }> | undefined {
   if (!TASK_METHODS.has(request.method)) return undefined;
   if (!declaresTasks(request.clientCapabilities)) {
     // SEP-2663 "Protocol Errors": a client that did not declare the extension gets -32021.
@@ -59,7 +59,7 @@ export function serveTaskMethod(tasks: GatewayTasks, request: StatelessRequest, 
   const served = tasks.serve(request.method, request.params, caller);
   if (!served) return undefined;
   return served.then(
-    (result: JsonObject) => ({ jsonrpc: '2.0', id: request.id, result }) as JsonRpcResponse,
+    (result: JsonObject | { forward: string }) => ('forward' in result && typeof result.forward === 'string' ? { forward: result.forward } : ({ jsonrpc: '2.0', id: request.id, result: result as JsonObject } as JsonRpcResponse)),
     (err: unknown) => failure(request.id, toJsonRpcError(err)),
   );
 }
