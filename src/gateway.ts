@@ -8,6 +8,7 @@ import type { Config } from './config/schema.js';
 import { createApp, type AppEnv, type Readiness } from './http/app.js';
 import { startListener, type Listener } from './http/listener.js';
 import { createMetricsApp } from './http/metrics.js';
+import { KeepAlives } from './http/sse-connection.js';
 import { Authenticator } from './auth/authenticator.js';
 import { secretsOf } from './config/secrets.js';
 import { Metrics } from './metrics/metrics.js';
@@ -239,6 +240,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     readiness,
     streams: {
       keepAliveMs: config.sessions.keepAlive,
+      keepAlives: new KeepAlives(config.sessions.keepAlive),
       retryMs: config.sessions.retry,
       queue: {
         bytes: config.sessions.streamQueueBytes,

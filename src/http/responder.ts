@@ -9,7 +9,7 @@ import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.
 import type { RequestChannel } from '../router/router.js';
 import type { DownstreamSession } from '../links/session.js';
 import type { SessionStream } from '../session/streams.js';
-import { SSE_HEADERS, SseConnection, type QueueBounds } from './sse-connection.js';
+import { SSE_HEADERS, SseConnection, type KeepAlives, type QueueBounds } from './sse-connection.js';
 import { JsonReply, type Reply } from './reply.js';
 
 /** A request still running after this long is answered over SSE, which a client can resume. */
@@ -17,6 +17,8 @@ export const STREAM_AFTER_MS = 250;
 
 export interface StreamSettings {
   keepAliveMs: number;
+  /** One keep-alive timer for every connection (else each has its own, every keepAliveMs). */
+  keepAlives?: KeepAlives;
   retryMs: number;
   /** What may wait for a client that does not read, per connection. */
   queue?: QueueBounds;
@@ -38,7 +40,7 @@ export function primes(session: DownstreamSession): boolean {
 
 /** Attaches a new SSE connection to `stream`, detaching it again when the client goes away. */
 export function connect(session: DownstreamSession, stream: SessionStream, settings: StreamSettings, after?: number): SseConnection | undefined {
-  const connection = new SseConnection({}, settings.keepAliveMs, boundsFor(settings, stream.kind));
+  const connection = new SseConnection({}, settings.keepAlives ?? settings.keepAliveMs, boundsFor(settings, stream.kind));
   const options = after !== undefined ? { after } : primes(session) ? { primeRetryMs: settings.retryMs } : {};
   if (!stream.attach(connection, options)) {
     connection.close();

@@ -22,13 +22,13 @@ export async function resumeFromSharedLog(session: DownstreamSession, log: Share
   if (written.kind === 'standalone') return continueStandalone(session, event.key, written.events, settings);
   // Over, and the client saw all of it: 204 tells it to stop reconnecting (as streams.ts's exhaustedAfter).
   if (written.done && written.events.length === 0) return new Response(null, { status: 204 });
-  const connection = new SseConnection({}, settings.keepAliveMs, boundsFor(settings, 'request'));
+  const connection = new SseConnection({}, settings.keepAlives ?? settings.keepAliveMs, boundsFor(settings, 'request'));
   void follow(session, log, event.key, written, event.seq, connection);
   return connection.response;
 }
 
 function continueStandalone(session: DownstreamSession, key: string, events: SharedEvent[], settings: StreamSettings): Response {
-  const connection = new SseConnection({}, settings.keepAliveMs, boundsFor(settings, 'standalone'));
+  const connection = new SseConnection({}, settings.keepAlives ?? settings.keepAliveMs, boundsFor(settings, 'standalone'));
   for (const event of events) connection.write(encodeSseEvent(event.data, `${key}.${event.seq}`));
   const stream = session.standalone;
   stream.attach(connection, primes(session) ? { primeRetryMs: settings.retryMs } : {});

@@ -33,6 +33,41 @@ export interface QueueBounds {
 /** Generous enough for any reading client; the gateway's config sets its own. */
 export const DEFAULT_QUEUE_BOUNDS: QueueBounds = { bytes: 4 * 1024 * 1024, messages: 10_000 };
 
+/**
+ * Keep-alive comments for every open SSE connection on one timer, not one per connection: ten
+ * thousand idle streams would otherwise be ten thousand timers, each waking the process on its
+ * own. A connection written to since the last tick is skipped (it is not idle).
+ */
+export class KeepAlives {
+  readonly everyMs: number;
+  readonly #open = new Set<SseConnection>();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(everyMs: number) {
+    this.everyMs = everyMs;
+  }
+
+  get size(): number {
+    return this.#open.size;
+  }
+
+  add(connection: SseConnection): void {
+    if (this.everyMs <= 0) return;
+    this.#open.add(connection);
+    if (this.#timer) return;
+    this.#timer = setInterval(() => {
+      for (const open of this.#open) open.keepAlive();
+    }, this.everyMs);
+    this.#timer.unref();
+  }
+
+  delete(connection: SseConnection): void {
+    if (!this.#open.delete(connection) || this.#open.size > 0) return;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+}
+
 interface Queued {
   chunk: Uint8Array;
   /** The method, for a message that may be dropped. */
@@ -49,10 +84,14 @@ export class SseConnection implements StreamConnection {
   #queue: Queued[] = [];
   #queuedBytes = 0;
   #keepAlive: NodeJS.Timeout | undefined;
+  #keepAlives: KeepAlives | undefined;
+  /** Written to since the last keep-alive tick. */
+  #wrote = false;
   /** Called once when the connection ends, whichever side ended it. */
   onclose?: () => void;
 
-  constructor(headers: Record<string, string> = {}, keepAliveMs = 0, bounds: QueueBounds = DEFAULT_QUEUE_BOUNDS) {
+  /** `keepAlive`: the shared keep-alive timer, or an interval for a timer of this connection's own (0: none). */
+  constructor(headers: Record<string, string> = {}, keepAlive: number | KeepAlives = 0, bounds: QueueBounds = DEFAULT_QUEUE_BOUNDS) {
     this.#bounds = bounds;
     // The default strategy holds one chunk: the adapter pulls the next when the socket drained.
     const body = new ReadableStream<Uint8Array>({
@@ -63,11 +102,22 @@ export class SseConnection implements StreamConnection {
       cancel: () => this.#finish(),
     });
     this.response = new Response(body, { status: 200, headers: { ...SSE_HEADERS, ...headers } });
-    if (keepAliveMs > 0) {
+    if (typeof keepAlive !== 'number') {
+      this.#keepAlives = keepAlive;
+      keepAlive.add(this);
+    } else if (keepAlive > 0) {
       // A connection with something queued needs no keep-alive: the client is not reading.
-      this.#keepAlive = setInterval(() => this.#queue.length === 0 && this.write(encodeSseComment('keep-alive')), keepAliveMs);
+      this.#keepAlive = setInterval(() => this.#queue.length === 0 && this.write(encodeSseComment('keep-alive')), keepAlive);
       this.#keepAlive.unref();
     }
+  }
+
+  /** A keep-alive tick (KeepAlives): a comment, unless something was written since the last or is queued. */
+  keepAlive(): void {
+    const idle = !this.#wrote && this.#queue.length === 0;
+    this.#wrote = false;
+    if (idle) this.write(encodeSseComment('keep-alive'));
+    this.#wrote = false;
   }
 
   get open(): boolean {
@@ -89,6 +139,7 @@ export class SseConnection implements StreamConnection {
   /** Writes `text`; `droppable` names the method of a notification that may be dropped for a slow reader. */
   write(text: string, droppable?: string): void {
     if (!this.#open || this.#closing) return;
+    this.#wrote = true;
     const chunk = encoder.encode(text);
     if (this.#queue.length === 0 && (this.#controller.desiredSize ?? 0) > 0) {
       this.#enqueue(chunk);
@@ -160,6 +211,7 @@ export class SseConnection implements StreamConnection {
     this.#queue = [];
     this.#queuedBytes = 0;
     clearInterval(this.#keepAlive);
+    this.#keepAlives?.delete(this);
     this.onclose?.();
   }
 }

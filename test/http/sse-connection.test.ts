@@ -1,6 +1,6 @@
 // The bounded queue of one SSE connection: what waits for a client that does not read.
-import { describe, expect, it } from 'vitest';
-import { SseConnection } from '../../src/http/sse-connection.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { KeepAlives, SseConnection } from '../../src/http/sse-connection.js';
 
 const decoder = new TextDecoder();
 
@@ -67,5 +67,32 @@ describe('SseConnection', () => {
     await expect(reader.read()).rejects.toThrow('the client did not read its stream');
     connection.write('late;');
     expect(connection.queued).toEqual({ bytes: 0, messages: 0 });
+  });
+});
+
+describe('KeepAlives (one timer for every connection)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('writes a comment to each idle connection on one shared tick, skips those written to since, and stops when the last closes', async () => {
+    vi.useFakeTimers();
+    const keepAlives = new KeepAlives(1_000);
+    const connections = Array.from({ length: 3 }, () => new SseConnection({}, keepAlives));
+    const readers = connections.map((c) => c.response.body!.getReader());
+    expect(keepAlives.size).toBe(3);
+    // One interval, whatever the number of connections.
+    expect(vi.getTimerCount()).toBe(1);
+
+    connections[1]!.write('event;');
+    vi.advanceTimersByTime(1_000);
+    const first = await Promise.all(readers.map(async (r) => decoder.decode((await r.read()).value)));
+    expect(first).toEqual([': keep-alive\n\n', 'event;', ': keep-alive\n\n']);
+
+    for (const c of connections) c.close();
+    // The connection written to got no comment on that tick.
+    expect(await readAll(readers[1]!)).toBe('');
+    expect(keepAlives.size).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
