@@ -154,6 +154,27 @@ describe('a long call becomes a task the gateway makes', () => {
     expect(done).toMatchObject({ taskId, status: 'completed', result: { content: [{ type: 'text', text: 'rendered in 300 ms' }] } });
   });
 
+  it("a team that may not call the task's tool cannot read its task (the gateway's, or an upstream's)", async () => {
+    const own = resultOf(await startSlow(a, 20)).taskId as string;
+    const upstreams = resultOf(await callStateless(a.url, 1, 'render__render', { ms: 2_000 }, {}, auth(ALICE), WITH_TASKS)).taskId as string;
+    // The same fleet, where alice's team may call nothing but probe__cancelled.
+    const base = gatewayConfig();
+    const strict = await startGateway({
+      ...base,
+      auth: { apiKeys: [{ id: 'alice', hash: hashApiKey(ALICE), team: 'ops' }] },
+      teams: [{ name: 'ops', allow: ['probe__cancelled'] }],
+    });
+    try {
+      for (const taskId of [own, upstreams]) {
+        expect(resultOf(await taskRequest(b, 'tasks/get', taskId))).toMatchObject({ taskId });
+        const refused = await taskRequest(strict, 'tasks/get', taskId);
+        expect(refused.body?.error).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
+      }
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('server/discover advertises the extension', async () => {
     const sent = await sendStateless(a.url, statelessRequest(5, 'server/discover', {}, WITH_TASKS), auth(ALICE));
     expect(resultOf(sent)).toMatchObject({ capabilities: { extensions: EXT } });

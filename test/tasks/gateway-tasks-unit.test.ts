@@ -1,0 +1,115 @@
+// The tasks the gateway makes, alone (memory store, no sockets): a call outliving taskAfter is
+// answered with a task and recorded to its end; the bounds (result size, tasks per principal)
+// end in a clear error; a cancel reaches the call; metrics count each state.
+import { describe, expect, it } from 'vitest';
+import type { JsonObject, JsonRpcResponse } from '../../src/mcp/jsonrpc.js';
+import { Metrics } from '../../src/metrics/metrics.js';
+import type { Caller } from '../../src/session/context.js';
+import { GatewayTasks, type CallControl, type Sink, type TaskBounds } from '../../src/tasks/gateway-tasks.js';
+import { TaskHandles } from '../../src/tasks/handles.js';
+import { MemoryTaskStore } from '../../src/tasks/store.js';
+import { createLogger } from '../../src/util/log.js';
+
+const EXT = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+const alice: Caller = { requestId: 'r', principal: { id: 'apikey:alice', kind: 'apikey', scopes: [], claims: {} } };
+
+function setup(bounds: Partial<TaskBounds> = {}) {
+  const metrics = new Metrics(['u']);
+  const tasks = new GatewayTasks({
+    store: new MemoryTaskStore(),
+    handles: new TaskHandles(['k'.repeat(40)]),
+    metrics,
+    logger: createLogger({ level: 'error', write: () => {} }),
+    ttlMs: 60_000,
+    afterMs: 0,
+    inputTimeoutMs: 60_000,
+    bounds,
+    scope: { resolve: (_caller, name) => ({ upstream: 'u', exposed: name }), mayCall: () => true, off: () => false },
+  });
+  return { tasks, metrics };
+}
+
+/** A sink that resolves with its answer. */
+function answered(): { sink: Sink; response: Promise<JsonRpcResponse> } {
+  let resolve!: (response: JsonRpcResponse) => void;
+  const response = new Promise<JsonRpcResponse>((r) => (resolve = r));
+  return { sink: { notify: () => {}, finish: resolve }, response };
+}
+
+function control(onCancel: (reason: string) => void = () => {}): () => CallControl {
+  return () => ({ cancel: onCancel, answer: () => undefined });
+}
+
+async function get(tasks: GatewayTasks, taskId: string): Promise<JsonObject> {
+  return (await tasks.serve('tasks/get', { taskId }, alice)) as JsonObject;
+}
+
+async function until(tasks: GatewayTasks, taskId: string, status: string): Promise<JsonObject> {
+  for (let i = 0; i < 100; i++) {
+    const task = await get(tasks, taskId);
+    if (task.status === status) return task;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error(`task never ${status}`);
+}
+
+const request = { id: 1, method: 'tools/call', params: { name: 'u__t', arguments: {} }, clientCapabilities: EXT };
+
+describe('tasks the gateway makes', () => {
+  it('answer a call with a task and record its result; metrics count the states', async () => {
+    const { tasks, metrics } = setup();
+    const { sink, response } = answered();
+    const call = tasks.adopt(request, alice, sink, control());
+    const created = (await response) as { result: JsonObject };
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'working' });
+    const taskId = created.result.taskId as string;
+    call.finish({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'ok' }] } });
+    expect(await until(tasks, taskId, 'completed')).toMatchObject({ result: { resultType: 'complete', content: [{ text: 'ok' }] } });
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('switchyard_tasks{state="completed"} 1');
+    expect(text).toContain('switchyard_tasks{state="working"} 0');
+    expect(text).toMatch(/switchyard_task_duration_seconds_count\{state="completed"\} 1/);
+    await tasks.close();
+  });
+
+  it('a result past the size bound ends the task failed, saying why', async () => {
+    const { tasks } = setup({ maxResultBytes: 100 });
+    const { sink, response } = answered();
+    const call = tasks.adopt(request, alice, sink, control());
+    const taskId = ((await response) as { result: JsonObject }).result.taskId as string;
+    call.finish({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'x'.repeat(500) }] } });
+    expect(await until(tasks, taskId, 'failed')).toMatchObject({ error: { code: -32603, data: { reason: 'task_result_too_large' } } });
+    await tasks.close();
+  });
+
+  it('past the count per principal a call gets a clear error and is cancelled', async () => {
+    const { tasks } = setup({ maxPerPrincipal: 1 });
+    const first = answered();
+    tasks.adopt(request, alice, first.sink, control());
+    expect(((await first.response) as { result: JsonObject }).result.resultType).toBe('task');
+    const second = answered();
+    const cancelled: string[] = [];
+    tasks.adopt(request, alice, second.sink, control((reason) => cancelled.push(reason)));
+    expect(await second.response).toMatchObject({ error: { code: -32603, data: { reason: 'too_many_tasks' } } });
+    expect(cancelled).toEqual(['too many tasks']);
+    await tasks.close();
+  });
+
+  it('tasks/cancel reaches the call and ends the task cancelled', async () => {
+    const { tasks } = setup();
+    const { sink, response } = answered();
+    const cancelled: string[] = [];
+    tasks.adopt(request, alice, sink, control((reason) => cancelled.push(reason)));
+    const taskId = ((await response) as { result: JsonObject }).result.taskId as string;
+    expect(await tasks.serve('tasks/cancel', { taskId }, alice)).toEqual({});
+    expect(cancelled).toEqual(['tasks/cancel']);
+    expect(await until(tasks, taskId, 'cancelled')).toMatchObject({ status: 'cancelled' });
+    await tasks.close();
+  });
+
+  it('a client without the extension keeps its own sink: no task is ever made', () => {
+    const { tasks } = setup();
+    const { sink } = answered();
+    expect(tasks.adopt({ ...request, clientCapabilities: {} }, alice, sink, control())).toBe(sink);
+  });
+});
