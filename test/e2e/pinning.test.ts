@@ -234,6 +234,30 @@ describe('what is not drift, and what is at first sight', () => {
   });
 });
 
+describe('search mode', () => {
+  it('search_tools no longer finds a changed tool, and call_tool of it is refused like tools/call', async () => {
+    const { entry } = await drifting();
+    const gw = await start({ pinning: { mode: 'hide' }, endpoints: [{ path: '/find', discovery: 'search' }], upstreams: { drift: entry } });
+    const { client, notes } = await connect(gw);
+    const found = async (): Promise<unknown[]> => {
+      const result = await searcher.callTool({ name: 'search_tools', arguments: { query: 'search the docs' } });
+      return ((result.structuredContent as { tools: { name: string }[] }).tools ?? []).map((tool) => tool.name);
+    };
+    let heard: NotificationLog | undefined;
+    const searcher = await connectClient(new URL('/find', gw.url), {}, (c) => (heard = recordNotifications(c)));
+    clients.push(searcher);
+    expect(await found()).toContain('drift__search');
+    await toolsOf(client);
+    await flip(client, notes, 'v2');
+    // The search session hears it from its own upstream session, as every session of a changed server does.
+    await heard!.waitFor((n) => n.method === 'notifications/tools/list_changed', 'list_changed on the search session');
+    expect(await found()).not.toContain('drift__search');
+    await expect(searcher.callTool({ name: 'call_tool', arguments: { name: 'drift__search', arguments: { q: 'x', context: 'y' } } })).rejects.toThrow(
+      /Tool search of upstream drift is withheld by pinning: its definition changed since it was approved/,
+    );
+  });
+});
+
 describe('a 2026-07-28 client', () => {
   it('is shown and refused exactly what a sessions-era client is', async () => {
     const { entry } = await drifting('tagged');
