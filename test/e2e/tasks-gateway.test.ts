@@ -17,6 +17,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { callStateless, sendStateless, statelessMeta, statelessRequest, type Sent } from '../helpers/stateless-wire.js';
 import { poll, startCli } from '../helpers/cli.js';
+import { postRaw } from '../helpers/raw-http.js';
+import { SseReader } from '../helpers/sse-reader.js';
 
 const ALICE = 'alice-key-0123456789abcdef0123456789';
 const BOB = 'bob-key-0123456789abcdef0123456789abc';
@@ -173,6 +175,23 @@ describe('a long call becomes a task the gateway makes', () => {
     } finally {
       await strict.close();
     }
+  });
+
+  it('subscriptions/listen with taskIds on B hears notifications/tasks as the task on A changes, to its end', async () => {
+    const taskId = resultOf(await startSlow(a, 10)).taskId as string;
+    const controller = new AbortController();
+    const listen = statelessRequest('sub-1', 'subscriptions/listen', { notifications: { taskIds: [taskId, 'not-a-task'] } }, WITH_TASKS);
+    const res = await postRaw(b.url, listen, { protocolVersion: '2026-07-28', headers: { ...auth(ALICE), 'mcp-method': 'subscriptions/listen' }, signal: controller.signal });
+    try {
+      const events = new SseReader(res);
+      expect(await events.nextMessage()).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [taskId] } } });
+      const notes = await events.messagesUntil((m) => m.method === 'notifications/tasks' && m.params?.status === 'completed', 'the completed task', 15_000);
+      expect(notes.at(-1)).toMatchObject({ params: { taskId, status: 'completed', result: { content: [{ text: 'done' }] }, _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-1' } } });
+    } finally {
+      controller.abort();
+    }
+    const undeclared = await sendStateless(b.url, statelessRequest('sub-2', 'subscriptions/listen', { notifications: { taskIds: [taskId] } }, statelessMeta({})), auth(ALICE));
+    expect(undeclared.body?.error).toMatchObject({ code: -32021 });
   });
 
   it('server/discover advertises the extension', async () => {

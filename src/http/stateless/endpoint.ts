@@ -23,7 +23,7 @@ import type { HttpInput } from '../input.js';
 import { refuse, refusals } from '../refusals.js';
 import { droppableMethod, SseConnection, type QueueBounds } from '../sse-connection.js';
 import type { GatewayTasks } from '../../tasks/gateway-tasks.js';
-import { controlOf, isTasked, serveTaskMethod, withTasksExtension } from './tasks.js';
+import { controlOf, isTasked, serveTaskMethod, taskIdsOf, watchFor, withTasksExtension } from './tasks.js';
 
 /** How long a client may reuse a list or discovery result (server/utilities/caching.mdx). */
 export const LIST_TTL_MS = 30_000;
@@ -224,6 +224,12 @@ async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: Do
     deps.stateless.release(session);
     return refuse(refusals.notificationsRequired, { id: request.id });
   }
+  // Task ids are the gateway's (tasks.ts); the rest of the filter is the session's.
+  const asked = taskIdsOf(request, filter);
+  if ('refused' in asked) {
+    deps.stateless.release(session);
+    return Response.json(asked.refused, { status: statusOf(asked.refused) });
+  }
   const connection = new SseConnection({}, deps.keepAliveMs, deps.bounds?.('standalone'));
   const sink: Sink = {
     notify: (message) => connection.write(encodeSseEvent(JSON.stringify(message)), droppableMethod(message)),
@@ -234,12 +240,17 @@ async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: Do
   };
   let subscription: Awaited<ReturnType<StatelessSessions['listen']>>;
   try {
-    subscription = await deps.stateless.listen(session, request.id, filter, sink, caller);
+    subscription = await deps.stateless.listen(session, request.id, asked.rest, sink, caller);
   } catch (err) {
     deps.stateless.release(session);
     throw err;
   }
-  const { agreed, close } = subscription;
+  const watch = await watchFor(deps.tasks, asked.taskIds, caller, request.id, (message) => sink.notify(message));
+  const agreed = watch ? { ...subscription.agreed, taskIds: watch.agreed } : subscription.agreed;
+  const close = (): void => {
+    watch?.close();
+    subscription.close();
+  };
   connection.onclose = close;
   input.onGone(close);
   sink.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META.subscriptionId]: request.id }, notifications: agreed } });

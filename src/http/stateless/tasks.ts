@@ -1,12 +1,13 @@
 // The 2026-07-28 endpoint's side of tasks (src/tasks/): a tools/call's sink that may turn the
 // call into a task, wired to the call's exchange (cancel it, hand it input responses), and the
 // task methods for handles the gateway made, answered from the task store without a session.
-import { StatelessErrorCode } from '../../mcp/era.js';
+import { META, StatelessErrorCode } from '../../mcp/era.js';
 import { toJsonRpcError } from '../../mcp/errors.js';
-import { failure, isObject, type JsonObject, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
+import { failure, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
 import type { Caller } from '../../session/context.js';
 import type { CallControl, GatewayTasks, Sink, TaskingSink } from '../../tasks/gateway-tasks.js';
 import { declaresTasks, TASK_METHODS, TASKS_EXTENSION } from '../../tasks/wire.js';
+import { watchTasks, type TaskWatch } from '../../tasks/watch.js';
 import type { Exchange, StatelessRequest } from './exchange.js';
 import type { StatelessSessions } from './sessions.js';
 
@@ -73,4 +74,31 @@ export function withTasksExtension(capabilities: JsonObject): JsonObject {
 /** Whether a sink has handed its call over to a task (the client's connection no longer matters). */
 export function isTasked(sink: Sink): boolean {
   return (sink as Partial<TaskingSink>).tasked === true;
+}
+
+/**
+ * The task ids a subscriptions/listen asks about: a client that did not declare the extension
+ * gets -32021 (SEP-2663 "Task Status Notifications"); else the filter without them (the rest is
+ * the session's business) and, once listening, the watch of those the gateway agrees to.
+ */
+export function taskIdsOf(request: StatelessRequest, filter: JsonObject): { refused: JsonRpcResponse } | { rest: JsonObject; taskIds: string[] | undefined } {
+  if (!Array.isArray(filter.taskIds)) return { rest: filter, taskIds: undefined };
+  if (!declaresTasks(request.clientCapabilities)) {
+    return {
+      refused: failure(request.id, {
+        code: StatelessErrorCode.MissingRequiredClientCapability,
+        message: 'Missing required client capability',
+        data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+      }),
+    };
+  }
+  const { taskIds, ...rest } = filter;
+  return { rest, taskIds: (taskIds as unknown[]).filter((id): id is string => typeof id === 'string') };
+}
+
+/** Watches the agreed task ids, each change a `notifications/tasks` on the listen stream. */
+export function watchFor(tasks: GatewayTasks | undefined, taskIds: string[] | undefined, caller: Caller, subscriptionId: unknown, notify: (message: JsonRpcNotification) => void): Promise<TaskWatch | undefined> {
+  if (taskIds === undefined) return Promise.resolve(undefined);
+  if (!tasks) return Promise.resolve({ agreed: [], close: () => {} });
+  return watchTasks(tasks, taskIds, caller, (task) => notify({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...task, _meta: { [META.subscriptionId]: subscriptionId } } }));
 }
