@@ -141,6 +141,28 @@ describe('a tool whose definition changes (hide)', () => {
     expect(listed.stdout).toMatch(/drift tool search: pinned sha256:[0-9a-f]{64} \(by alice\)/);
   });
 
+  it('a changed prompt is held the same way; `switchyard pins reject --prompt` keeps it held until the upstream goes back', async () => {
+    const { entry } = await drifting();
+    const raw = { pinning: { mode: 'hide' }, credentials: redisCredentials(), upstreams: { drift: entry } };
+    const gw = await start(raw);
+    const { client, notes } = await connect(gw);
+    const prompts = async (): Promise<string[]> => (await client.listPrompts()).prompts.map((prompt) => prompt.name);
+    expect(await prompts()).toEqual(['drift__greet']);
+    await flip(client, notes, 'v2');
+    expect(await prompts()).toEqual([]);
+    await expect(client.getPrompt({ name: 'drift__greet', arguments: { who: 'a' } })).rejects.toThrow(/Unknown prompt: drift__greet/);
+
+    const file = join(dir, `cli-${counter}.yaml`);
+    await writeFile(file, JSON.stringify(raw));
+    const rejected = await pinsCli(['reject', '--config', file, 'drift', 'greet', '--prompt', '--by', 'bob']);
+    expect(rejected).toMatchObject({ code: 0, stdout: 'rejected drift prompt greet (by bob)\n' });
+    expect((await pinsCli(['list', '--config', file])).stdout).toMatch(/drift prompt greet: rejected \(changed\) since /);
+    expect(await prompts()).toEqual([]);
+    await flip(client, notes, 'v1');
+    expect(await prompts()).toEqual(['drift__greet']);
+    expect((await client.getPrompt({ name: 'drift__greet', arguments: { who: 'a' } })).messages).toHaveLength(1);
+  });
+
   it('coming back as it was approved is no drift', async () => {
     const { entry } = await drifting();
     const gw = await start({ pinning: { mode: 'hide' }, upstreams: { drift: entry } });
