@@ -102,8 +102,12 @@ describe('a 2026-07-28 client of a 2025-11-25 upstream whose tool runs only as a
     expect(JSON.stringify(done.result)).toContain('gateways');
   });
 
-  it('a client that knows no tasks (SDK v1, plain call) gets the tool result', async () => {
+  it('a client that knows no tasks (SDK v1, a plain tools/call) gets the tool result', async () => {
     await withClient(async (client) => {
+      // The list says "required", as the upstream does (lists are the upstream's): the SDK's
+      // callTool would refuse before sending, so the plain call is sent as a request.
+      const { tools } = await client.listTools();
+      expect(tools.find((tool) => tool.name === 'everything__simulate-research-query')?.execution).toEqual({ taskSupport: 'required' });
       const result = await client.request({ method: 'tools/call', params: { name: 'everything__simulate-research-query', arguments: { topic: 'plain' } } }, CallToolResultSchema, { timeout: DEADLINE_MS });
       expect(textOf(result)).toContain('plain');
     });
