@@ -2,7 +2,7 @@
 // is on; a principal needs one of auth.admin.scopes (403 otherwise). GET lists every pin and the
 // diff of each definition waiting; POST { action, upstream, name, kind?, digest? } approves or
 // rejects one, recorded as decided by the principal.
-import type { Context, Hono } from 'hono';
+import type { Context, Env, Hono } from 'hono';
 import type { Principal } from '../auth/principal.js';
 import { isObject } from '../mcp/jsonrpc.js';
 import type { PinOperations } from '../pinning/setup.js';
@@ -22,8 +22,7 @@ function problem(status: 400 | 403 | 404 | 409 | 413, error: string, message: st
   return Response.json({ error, message }, { status });
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- mounted on the app whatever its variables
-export function mountAdminPins<E extends Record<string, any>>(app: Hono<E>, deps: AdminPinsDeps): void {
+export function mountAdminPins<E extends Env>(app: Hono<E>, deps: AdminPinsDeps): void {
   const admitted = async (c: Context): Promise<Principal | Response> => {
     const principal = await deps.authenticate(c);
     if (principal instanceof Response) return principal;
