@@ -25,6 +25,8 @@ export interface Sink {
 /** A sink that may turn its call into a task; `tasked` once it has (the client's connection no longer matters). */
 export interface TaskingSink extends Sink {
   readonly tasked: boolean;
+  /** The client went away before the call became a task: it never will. */
+  drop(): void;
 }
 
 /** What the gateway can do to the call behind a task (the endpoint's exchange). */
@@ -279,6 +281,12 @@ class RunningTask implements TaskingSink {
 
   get tasked(): boolean {
     return this.#state !== 'waiting';
+  }
+
+  drop(): void {
+    if (this.#state !== 'waiting') return;
+    clearTimeout(this.#timer);
+    this.#state = 'ended';
   }
 
   get snapshot(): StoredTask | undefined {

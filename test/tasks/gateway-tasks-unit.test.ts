@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { JsonObject, JsonRpcResponse } from '../../src/mcp/jsonrpc.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import type { Caller } from '../../src/session/context.js';
-import { GatewayTasks, type CallControl, type Sink, type TaskBounds } from '../../src/tasks/gateway-tasks.js';
+import { GatewayTasks, type CallControl, type Sink, type TaskBounds, type TaskingSink } from '../../src/tasks/gateway-tasks.js';
 import { TaskHandles } from '../../src/tasks/handles.js';
 import { MemoryTaskStore } from '../../src/tasks/store.js';
 import { createLogger } from '../../src/util/log.js';
@@ -104,6 +104,18 @@ describe('tasks the gateway makes', () => {
     expect(await tasks.serve('tasks/cancel', { taskId }, alice)).toEqual({});
     expect(cancelled).toEqual(['tasks/cancel']);
     expect(await until(tasks, taskId, 'cancelled')).toMatchObject({ status: 'cancelled' });
+    await tasks.close();
+  });
+
+  it('a client gone before taskAfter: no task is made of its abandoned call', async () => {
+    const { tasks, metrics } = setup();
+    const heard: unknown[] = [];
+    const sink = tasks.adopt(request, alice, { notify: () => {}, finish: (response) => heard.push(response) }, control()) as TaskingSink;
+    sink.drop();
+    // The timer of taskAfter (0 here) was set first: a timer set now fires after it would have.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(heard).toEqual([]);
+    expect(await metrics.registry.metrics()).not.toContain('switchyard_tasks{state="working"} 1');
     await tasks.close();
   });
 

@@ -23,7 +23,7 @@ import type { HttpInput } from '../input.js';
 import { refuse, refusals } from '../refusals.js';
 import { droppableMethod, SseConnection, type QueueBounds } from '../sse-connection.js';
 import type { GatewayTasks } from '../../tasks/gateway-tasks.js';
-import { controlOf, isTasked, serveTaskMethod, taskIdsOf, watchFor, withTasksExtension } from './tasks.js';
+import { controlOf, outlivesClient, serveTaskMethod, taskIdsOf, watchFor, withTasksExtension } from './tasks.js';
 
 /** How long a client may reuse a list or discovery result (server/utilities/caching.mdx). */
 export const LIST_TTL_MS = 30_000;
@@ -181,7 +181,7 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
         if (!connection) {
           connection = new SseConnection({}, deps.keepAliveMs, deps.bounds?.('request'));
           connection.onclose = () => {
-            if (exchange.answers(sink) && !isTasked(sink)) exchange.abandon('the client closed the stream');
+            if (exchange.answers(sink) && !outlivesClient(sink)) exchange.abandon('the client closed the stream');
           };
           resolve(connection.response);
         }
@@ -212,7 +212,7 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
       exchange = stateless.run(session, request, sink, caller);
     }
     input.onGone(() => {
-      if (exchange.answers(sink) && !isTasked(sink)) exchange.abandon('the client closed the connection');
+      if (exchange.answers(sink) && !outlivesClient(sink)) exchange.abandon('the client closed the connection');
     });
   });
 }

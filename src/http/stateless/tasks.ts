@@ -71,9 +71,15 @@ export function withTasksExtension(capabilities: JsonObject): JsonObject {
   return { ...capabilities, extensions: { ...extensions, [TASKS_EXTENSION]: {} } };
 }
 
-/** Whether a sink has handed its call over to a task (the client's connection no longer matters). */
-export function isTasked(sink: Sink): boolean {
-  return (sink as Partial<TaskingSink>).tasked === true;
+/**
+ * Whether a call outlives its client going away: it became a task (or is becoming one). Else a
+ * sink that could still have made one never will (the call is abandoned).
+ */
+export function outlivesClient(sink: Sink): boolean {
+  const tasking = sink as Partial<TaskingSink>;
+  if (tasking.tasked === true) return true;
+  tasking.drop?.();
+  return false;
 }
 
 /**
