@@ -1,6 +1,6 @@
 // The tracing section of `npm run bench` (`--only tracing`): the tools/call path of one gateway
-// build with tracing off (no endpoint: no span is made), on with sampleRatio 0 (spans started,
-// none recorded; trace context still propagated) and on with sampleRatio 1 (every request's
+// build with tracing off (no endpoint: no span is made), on with sampleRatio 0 (no request can
+// be sampled, so none makes a span; trace context still propagated) and on with sampleRatio 1 (every request's
 // SERVER and CLIENT spans exported to an OTLP sink in a process of its own), against the naive
 // hop, at C=16 on the HTTP upstream, the targets taking turns as in the throughput section.
 // Judges no target: its figures are ratios (bench/README.md, "Tracing").

@@ -31,15 +31,20 @@ const REFUSAL_EVENTS: Record<Refusal, string> = {
 
 const AUDITED: Readonly<Record<string, AuditEvent>> = { 'tools/call': 'tool.call', 'prompts/get': 'prompt.get', 'resources/read': 'resource.read' };
 
-/** The SERVER span of a request: its parent is `_meta`'s trace context, else the HTTP headers'. */
-export function traceRequest(tracing: Tracing, session: DownstreamSession, request: JsonRpcRequest, context: RequestContext): RequestTrace {
+/**
+ * The SERVER span of a request: its parent is `_meta`'s trace context, else the HTTP headers'.
+ * Undefined when sampling could not record it (the request then takes the untraced path).
+ */
+export function traceRequest(tracing: Tracing, session: DownstreamSession, request: JsonRpcRequest, context: RequestContext): RequestTrace | undefined {
   const { params } = request;
+  const meta = isObject(params?._meta) ? params._meta : undefined;
+  const parent = tracing.parentOf(meta, context);
+  if (!tracing.mayRecord(parent)) return undefined;
   const { name, attributes } = requestAttributes(request.method, params, request.id);
   attributes[MCP_PROTOCOL_VERSION] = context.protocolVersion;
   // A 2026-07-28 request has no session: the one the gateway keeps for it is never named to the client.
   if (!isStatelessVersion(context.protocolVersion)) attributes[MCP_SESSION_ID] = session.id;
-  const meta = isObject(params?._meta) ? params._meta : undefined;
-  const trace = tracing.request(name, attributes, tracing.parentOf(meta, context));
+  const trace = tracing.request(name, attributes, parent);
   if (request.method === 'tools/call') trace.arguments(params?.arguments);
   return trace;
 }

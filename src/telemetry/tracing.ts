@@ -2,7 +2,7 @@
 // globally, so gateways in one process never share spans), exported over OTLP/HTTP. Contexts
 // are passed explicitly (no context manager): a request's SERVER span is the parent of its
 // upstream CLIENT spans, and a CLIENT span's context reaches the upstream in `_meta`.
-import { ROOT_CONTEXT, SpanKind, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -64,6 +64,7 @@ export class Tracing implements TraceHost {
   readonly #propagator = new W3CTraceContextPropagator();
   readonly #addressOf: TracingOptions['addressOf'];
   readonly #redact: (text: string) => string;
+  readonly #sampleRatio: number;
 
   /** Tracing as configured, or undefined when no endpoint is known (then nothing is traced at all). */
   static create(settings: TracingSettings, options: TracingOptions): Tracing | undefined {
@@ -75,6 +76,7 @@ export class Tracing implements TraceHost {
 
   private constructor(settings: TracingSettings, options: TracingOptions, exporter: SpanExporter) {
     this.payloads = settings.payloads;
+    this.#sampleRatio = settings.sampleRatio;
     this.#addressOf = options.addressOf;
     this.#redact = options.redact ?? ((text) => text);
     this.#provider = new BasicTracerProvider({
@@ -89,6 +91,16 @@ export class Tracing implements TraceHost {
   parentOf(meta: { traceparent?: unknown; tracestate?: unknown } | undefined, header: { traceparent?: string | undefined; tracestate?: string | undefined }): Context {
     const carrier = carrierOf(meta?.traceparent, meta?.tracestate) ?? carrierOf(header.traceparent, header.tracestate);
     return carrier === undefined ? ROOT_CONTEXT : this.#propagator.extract(ROOT_CONTEXT, carrier, { get: (c, key) => c[key], keys: (c) => Object.keys(c) });
+  }
+
+  /**
+   * Whether a request under `parent` can be recorded at all (parent-based sampling): a parent
+   * not sampled never is, a new trace only when sampleRatio is above 0. When not, the caller
+   * takes the untraced path, which continues the caller's context upstream just the same.
+   */
+  mayRecord(parent: Context): boolean {
+    const context = trace.getSpanContext(parent);
+    return context === undefined ? this.#sampleRatio > 0 : (context.traceFlags & TraceFlags.SAMPLED) !== 0;
   }
 
   /** The SERVER span of one client request, under `parent`. */

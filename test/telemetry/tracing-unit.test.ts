@@ -101,6 +101,18 @@ describe('spans of a request', () => {
   });
 });
 
+describe('what can be recorded at all', () => {
+  it('a request under an unsampled parent never, a new trace only above sampleRatio 0, a sampled parent always', () => {
+    const zero = inMemory({ sampleRatio: 0 }).tracing;
+    const some = inMemory({ sampleRatio: 0.25 }).tracing;
+    const unsampled = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00';
+    expect(zero.mayRecord(zero.parentOf(undefined, {}))).toBe(false);
+    expect(zero.mayRecord(zero.parentOf({ traceparent: PARENT }, {}))).toBe(true);
+    expect(some.mayRecord(some.parentOf(undefined, {}))).toBe(true);
+    expect(some.mayRecord(some.parentOf(undefined, { traceparent: unsampled }))).toBe(false);
+  });
+});
+
 describe('payload attributes', () => {
   it('are absent unless tracing.payloads, then redacted and cut to 4 KiB', async () => {
     const redactor = new Redactor(['hunter2-secret']);
