@@ -29,6 +29,7 @@ import { SessionTokens } from './session/token.js';
 import { fleetOf } from './session/fleet.js';
 import { UpstreamPool } from './upstream/pool.js';
 import { createUserAuth } from './credentials/setup.js';
+import { createTokenExchange } from './credentials/token-exchange-setup.js';
 import { PersonalUpstreams } from './links/personal.js';
 import { Links } from './links/links.js';
 import { createTasks } from './tasks/setup.js';
@@ -175,6 +176,13 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   });
   // The front door (auth.oauth.frontDoor): Switchyard as the authorization server hosts see.
   const frontDoor = credentialStore && createFrontDoor(config, { logger, metrics, open: credentialStore.open, ...(options.frontDoorCa ? { ca: options.frontDoorCa } : {}) });
+  // Token exchange (upstreams.<name>.http.tokenExchange): each user's IdP token, exchanged per upstream.
+  const exchange = createTokenExchange(() => config, {
+    logger,
+    ...(credentialStore ? { open: credentialStore.open } : {}),
+    ...(options.redactor ? { onSecret: (secret: string) => options.redactor!.add(secret) } : {}),
+    onExchange: ({ principal, upstream, outcome, variant, error }) => events.tokenExchange({ principal, upstream, outcome, detail: { variant }, ...(error ? { reason: error } : {}) }),
+  });
   const personal = userAuth && new PersonalUpstreams({ credentials: userAuth.credentials, flows: userAuth.flows, pool, logger, connectTtlMs: userAuth.connectTtlMs });
   let policy = policyFor(config);
   const store = storeFor(config, logger);
@@ -190,6 +198,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     factOf: (item) => facts.fact(item),
     ...(config.sessions.keys ? { tokens: new SessionTokens(config.sessions.keys) } : {}),
     ...(personal ? { personal } : {}),
+    ...(exchange ? { exchange: exchange.exchanger } : {}),
   });
   const tasks = createTasks(config, { catalog, policy: () => policy, current: () => config, metrics, logger });
   const router = new Router({
@@ -249,7 +258,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       },
       onoverflow: (kind) => metrics.streamOverflows.inc({ kind }),
     },
-    ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen, config.endpoints.map((e) => e.path), frontDoor?.ownIssuer()) } : {}),
+    ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen, config.endpoints.map((e) => e.path), frontDoor?.ownIssuer(), exchange && ((principal, token) => exchange.subjects.remember(principal.id, token, typeof principal.claims.exp === 'number' ? principal.claims.exp : undefined))) } : {}),
     ...(frontDoor ? { frontDoor } : {}),
     ...(config.metrics.enabled && config.metrics.port === undefined ? { metricsRegistry: metrics.registry } : {}),
     ...(userAuth

@@ -67,9 +67,12 @@ export class Authenticator {
   readonly metadataPaths: readonly string[];
   /** By endpoint path beside the main one: each endpoint is a resource of its own. */
   readonly #endpoints = new Map<string, ResourceMetadata>();
+  /** Told each IdP token a request authenticated with (token exchange's subject); never the front door's own. */
+  readonly #onIdpToken: ((principal: Principal, token: string) => void) | undefined;
 
   /** `endpoints`: the paths of the endpoints served beside the main one. */
-  constructor(auth: AuthConfig, listen: Config['listen'], endpoints: readonly string[] = [], own?: OwnIssuer) {
+  constructor(auth: AuthConfig, listen: Config['listen'], endpoints: readonly string[] = [], own?: OwnIssuer, onIdpToken?: (principal: Principal, token: string) => void) {
+    this.#onIdpToken = onIdpToken;
     this.#apiKeys = new ApiKeys(auth.apiKeys);
     this.#scopes = auth.oauth?.scopes ?? [];
     const oauth = auth.oauth;
@@ -144,7 +147,12 @@ export class Authenticator {
     if (now) return now;
     const token = bearerOf(credentials.authorization)!;
     if (this.#own && issuerOf(token) === this.#own.issuer) return this.#scoped(this.#forEndpoint(await this.#own.verifier.verify(token), credentials.endpoint));
-    return this.#scoped(await this.#verifier!.verify(token));
+    return this.#scoped(this.#fromIdp(await this.#verifier!.verify(token), token));
+  }
+
+  #fromIdp(principal: Principal, token: string): Principal {
+    this.#onIdpToken?.(principal, token);
+    return principal;
   }
 
   /** A front-door token is good for the one endpoint it was issued for (RFC 8707); the IdP's keep their rule. */
@@ -155,7 +163,9 @@ export class Authenticator {
   }
 
   #known(token: string, endpoint: string | undefined): Principal | undefined {
-    const known = this.#verifier!.known(token) ?? this.#own?.verifier.known(token);
+    const idp = this.#verifier!.known(token);
+    if (idp) return this.#fromIdp(idp, token);
+    const known = this.#own?.verifier.known(token);
     return known && this.#forEndpoint(known, endpoint);
   }
 

@@ -5,6 +5,7 @@ import { parseDuration } from '../util/duration.js';
 import { LOG_LEVELS } from '../util/log.js';
 import { endpoint, team } from './policy-schema.js';
 import { credentials, login, userAuth } from './credentials-schema.js';
+import { tokenExchange, tokenExchangeNeeds } from './token-exchange-schema.js';
 import { admin, pinning, upstreamPinning } from './pinning-schema.js';
 import { frontDoor, frontDoorNeeds } from './front-door-schema.js';
 import { audit, tracing } from './telemetry-schema.js';
@@ -53,6 +54,7 @@ const http = z.strictObject({
   transport: z.enum(['streamable-http', 'sse']).default('streamable-http').describe('`streamable-http`, or `sse`: the deprecated HTTP+SSE transport of 2024-11-05.'),
   /** Each principal reaches the upstream as themselves (needs `credentials`). */
   userAuth: userAuth.optional().describe("Each principal reaches this upstream with their own credential (never the client's token): `{ type: oauth, ... }` signs each user in at the upstream's authorization server, `{ type: secret, header, format }` takes a secret each user pastes once. Until a user has signed in, only `<prefix>__sign_in` is listed. Needs `credentials`."),
+  tokenExchange: tokenExchange.optional().describe("Each principal reaches this upstream with a token the company IdP (auth.oauth) issues for it on their behalf, by RFC 8693 token exchange or Entra ID's on-behalf-of flow; never the client's token, never a credential of the gateway's. Per user like `userAuth`: its sessions and lists are each principal's own."),
 });
 
 const restart = z.strictObject({
@@ -446,6 +448,7 @@ export const configSchema = z
       if (config.auth && !config.auth.oauth) ctx.addIssue({ code: 'custom', path: where, message: 'userAuth needs auth.oauth (the connect page signs the user in there to prove who opens it), or no auth on a loopback gateway' });
       if (config.auth && !config.listen.publicUrl) ctx.addIssue({ code: 'custom', path: ['listen', 'publicUrl'], message: 'userAuth with auth needs listen.publicUrl: connect URLs and OAuth redirects are made under it' });
     }
+    for (const issue of tokenExchangeNeeds(config)) ctx.addIssue({ code: 'custom', ...issue });
     const { separator, maxNameLength } = config.namespacing;
     const seen = new Map<string, string>();
     let unprefixed: string | undefined;

@@ -34,6 +34,7 @@ import { forgetNames } from './existence.js';
 import { SharedHub } from './shared.js';
 import type { DownstreamSession, SessionStore } from './session.js';
 import type { PersonalUpstreams } from './personal.js';
+import type { TokenExchanger } from '../credentials/token-exchange.js';
 
 export interface OpenerDeps {
   pool: UpstreamPool;
@@ -47,6 +48,8 @@ export interface OpenerDeps {
   tokens?: SessionTokens;
   /** Upstreams each principal reaches with their own credential (`userAuth`). */
   personal?: PersonalUpstreams;
+  /** Upstreams each principal reaches with a token exchanged for theirs (`tokenExchange`). */
+  exchange?: TokenExchanger;
 }
 
 /** A left-out upstream is tried again on use at most this often. */
@@ -170,6 +173,12 @@ export class SessionOpener {
         const state = states?.[name];
         const { personal } = this.#deps;
         if (personal?.isPersonal(name)) return { client: await personal.open(session, name, params, wire, state) };
+        // The principal's own upstream session, never the catalog's: its lists are theirs alone.
+        const { exchange } = this.#deps;
+        if (exchange?.has(name)) {
+          const credential = exchange.credential(session.principal?.id ?? '', name);
+          return { client: await (state?.session !== undefined ? pool.resume(name, state, params, wire, { credential }) : pool.open(name, params, wire, { credential })) };
+        }
         if (state?.session !== undefined) return { client: await pool.resume(name, state, params, wire) };
         if (this.#opensAtOnce(session, name)) return { client: await pool.open(name, params, wire) };
         return { catalog: await this.#catalogs.ready(name, info) };

@@ -28,6 +28,8 @@ export interface UpstreamCredential {
   invalidate(): void;
   /** The upstream refused the renewed one too. */
   rejected?(): void;
+  /** Whether failing to get one says the upstream is unavailable (its circuit counts it, like a 5xx). */
+  unavailable?(err: unknown): boolean;
 }
 
 export interface StreamableHttpOptions {
@@ -182,7 +184,11 @@ export class StreamableHttpTransport implements Transport {
    */
   #exchange(message: JsonRpcMessage, options: SendOptions | undefined, judge: (healthy: boolean) => void, done: SendDone): void {
     if (!this.#options.credentials) return this.#exchangeWith(NO_HEADERS, message, options, judge, done);
-    after(this.#authorization(), (authorization) => this.#exchangeWith(authorization, message, options, judge, done), done);
+    const credentials = this.#options.credentials;
+    after(this.#authorization(), (authorization) => this.#exchangeWith(authorization, message, options, judge, done), (err) => {
+      if (credentials.unavailable?.(err)) judge(false);
+      done(err);
+    });
   }
 
   #exchangeWith(
@@ -325,7 +331,9 @@ export class StreamableHttpTransport implements Transport {
       return { [credentials.header ?? 'authorization']: await credentials.authorization() };
     } catch (err) {
       // The token endpoint's answer is worth saying (401, 400 invalid_client); its address is not.
-      throw new TransportError('network', `cannot get a token for the upstream: ${publicTokenError(err)}`, undefined, { cause: err });
+      // A credential that words its own failure (token exchange) is quoted as it is.
+      const own = err instanceof Error && 'publicMessage' in err && typeof err.publicMessage === 'string' ? err.publicMessage : undefined;
+      throw new TransportError('network', own ?? `cannot get a token for the upstream: ${publicTokenError(err)}`, undefined, { cause: err });
     }
   }
 

@@ -328,8 +328,8 @@ export class UpstreamPool {
   /** Opens and closes a session on every upstream, recording each one up or down. */
   async probeAll(): Promise<void> {
     await Promise.allSettled(
-      // An upstream each user signs in to cannot be probed without a user's credential.
-      this.names.filter((name) => !this.#records.get(name)?.config.http?.userAuth).map(async (name) => {
+      // An upstream each user signs in to, or reaches by token exchange, cannot be probed without a user.
+      this.names.filter((name) => !this.#records.get(name)?.config.http?.userAuth && !this.#records.get(name)?.config.http?.tokenExchange).map(async (name) => {
         if (this.#closed) return;
         const client = await this.open(name, { protocolVersion: LATEST_VERSION, capabilities: {}, clientInfo: PROBE_CLIENT });
         await client.close();

@@ -5,6 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { parse as parseQuery } from 'node:querystring';
 import { exportJWK, generateKeyPair } from 'jose';
+import { registerExchangeGrants, type ExchangeOptions, type ExchangeRecord } from './oidc-exchange.js';
 
 export interface IdpOptions {
   /** Pre-registered clients (oidc-provider ClientMetadata: client_id, client_secret?, redirect_uris, grant_types, token_endpoint_auth_method ...). */
@@ -29,6 +30,11 @@ export interface IdpOptions {
   entra?: boolean;
   /** Claims of each account besides sub, name and email (e.g. `{ alice: { groups: ['eng'] } }`), under the `groups` scope. */
   accounts?: Record<string, Record<string, unknown>>;
+  /**
+   * Token exchange: the RFC 8693 grant and an Entra-like on-behalf-of grant (jwt-bearer) are
+   * registered (test/helpers/oidc-exchange.ts). Clients need the grant types in grant_types.
+   */
+  exchange?: ExchangeOptions;
 }
 
 export interface TestIdp {
@@ -44,6 +50,8 @@ export interface TestIdp {
   revocations(): number;
   /** How many requests it refused for carrying `resource` (entra mode). */
   refusedResources(): number;
+  /** Every token exchange it answered (either grant), in order, with what it issued for whom. */
+  exchanges: ExchangeRecord[];
   close(): Promise<void>;
 }
 
@@ -89,7 +97,7 @@ interface KoaContext {
 }
 interface OidcProviderModule {
   default: new (issuer: string, configuration: Record<string, unknown>) => OidcProvider;
-  errors: { InvalidTarget: new (description?: string) => Error };
+  errors: { InvalidTarget: new (description?: string) => Error } & Record<string, unknown>;
 }
 interface ClientModel {
   grantTypeAllowed(type: string): boolean;
@@ -120,9 +128,12 @@ export async function startIdp(options: IdpOptions = {}): Promise<TestIdp> {
         jwt: { sign: { alg: 'RS256' } },
       };
     };
+    const key = await signingKey();
+    // Claims a token exchange adds to the one token it issues (act, azp).
+    const exchangeClaims = new WeakMap<object, Record<string, unknown>>();
     const provider = new Provider(issuer, {
       clients: options.clients ?? [],
-      jwks: { keys: [await signingKey()] },
+      jwks: { keys: [key] },
       adapter: (model: string) => store.adapter(model),
       // Per-port names: servers on 127.0.0.1 share cookies across ports.
       cookies: {
@@ -136,7 +147,7 @@ export async function startIdp(options: IdpOptions = {}): Promise<TestIdp> {
       // Entra puts the granted claims in the ID token; oidc-provider's default keeps them for userinfo.
       conformIdTokenClaims: !options.entra,
       // An account's own claims (groups) ride in its JWT access tokens too, as teams[].match reads them.
-      extraTokenClaims: (_ctx: unknown, token: { accountId?: string }) => (token.accountId ? options.accounts?.[token.accountId] : undefined) ?? {},
+      extraTokenClaims: (_ctx: unknown, token: { accountId?: string }) => ({ ...((token.accountId ? options.accounts?.[token.accountId] : undefined) ?? {}), ...exchangeClaims.get(token) }),
       interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
       features: {
         devInteractions: { enabled: false },
@@ -179,6 +190,8 @@ export async function startIdp(options: IdpOptions = {}): Promise<TestIdp> {
       },
     });
     provider.on('server_error', (_ctx: unknown, err: unknown) => console.error(`test IdP ${port}:`, err));
+    const exchanges: ExchangeRecord[] = [];
+    if (options.exchange) registerExchangeGrants(provider, { issuer, key, options: options.exchange, claims: exchangeClaims, records: exchanges, revokedAt: store.revokedAt, errors });
     const refusedResources = { count: 0 };
     if (options.entra) {
       // Entra's AADSTS9010010: a `resource` beside the v2 endpoint's scopes is refused.
@@ -239,6 +252,7 @@ export async function startIdp(options: IdpOptions = {}): Promise<TestIdp> {
       },
       revocations: () => revocations.count,
       refusedResources: () => refusedResources.count,
+      exchanges,
       close: () => closeServer(server),
     };
   } catch (err) {
@@ -297,6 +311,8 @@ class ModelStore {
   private readonly byGrant = new Map<string, Set<string>>();
   private readonly bySessionUid = new Map<string, string>();
   private readonly byUserCode = new Map<string, string>();
+  /** When each account's grants were last revoked (ms): subject tokens issued before are refused by the exchanges. */
+  readonly revokedAt = new Map<string, number>();
 
   adapter(model: string) {
     const key = (id: string): string => `${model}:${id}`;
@@ -333,6 +349,7 @@ class ModelStore {
 
   /** Drops every grant of the account and everything issued under them. */
   revokeAccount(accountId: string): void {
+    this.revokedAt.set(accountId, Date.now());
     for (const [key, { payload }] of [...this.entries]) {
       if (key.startsWith('Grant:') && payload.accountId === accountId) this.revokeGrant(key.slice('Grant:'.length), true);
       else if (payload.accountId === accountId && /^(RefreshToken|AuthorizationCode|AccessToken):/.test(key)) this.entries.delete(key);

@@ -1,0 +1,42 @@
+// Token exchange built from the config: the subjects the authenticator feeds, and the exchanger
+// the links use for every `tokenExchange` upstream. Nothing is built when no upstream has one.
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../util/log.js';
+import type { CredentialStore } from './store.js';
+import { ClientSubjectTokens, type FrontDoorSubjects } from './subject-tokens.js';
+import { TokenExchanger, type TokenExchangeDeps } from './token-exchange.js';
+
+export interface TokenExchangeSetup {
+  logger: Logger;
+  /** The credential store: exchanged tokens are shared through it when it is Redis. */
+  open?: () => Promise<CredentialStore>;
+  onSecret?: (secret: string) => void;
+  onExchange?: TokenExchangeDeps['onExchange'];
+  /** The front door's kept IdP sessions, once it offers them. */
+  frontDoor?: FrontDoorSubjects;
+}
+
+export interface TokenExchange {
+  exchanger: TokenExchanger;
+  subjects: ClientSubjectTokens;
+}
+
+/** `current` is read at each exchange, so a reload's settings apply to the next one. */
+export function createTokenExchange(current: () => Config, setup: TokenExchangeSetup): TokenExchange | undefined {
+  const config = current();
+  const oauth = config.auth?.oauth;
+  if (!oauth || !Object.values(config.upstreams).some((entry) => entry.http?.tokenExchange)) return undefined;
+  const subjects = new ClientSubjectTokens(setup.frontDoor ? { frontDoor: setup.frontDoor } : {});
+  const shared = typeof config.credentials?.store === 'object' && 'redis' in config.credentials.store;
+  const exchanger = new TokenExchanger({
+    issuer: oauth.issuer,
+    login: oauth.login,
+    config: (upstream) => current().upstreams[upstream]?.http?.tokenExchange,
+    subjects,
+    ...(shared && setup.open ? { store: setup.open } : {}),
+    logger: setup.logger.child({ part: 'token-exchange' }),
+    ...(setup.onSecret ? { onSecret: setup.onSecret } : {}),
+    ...(setup.onExchange ? { onExchange: setup.onExchange } : {}),
+  });
+  return { exchanger, subjects };
+}
