@@ -7,7 +7,7 @@
 //                                        the seconds of each)
 //                      [--profile DIR]   (gateway started with --cpu-prof, profiles written there)
 //                      [--build-dir DIR] (where the gateway is compiled to; default .tmp/bench-dist)
-//                      [--only http,latency,stdio,init,idle,catalog,search,lazy,stateless,tracing] (run only these
+//                      [--only http,latency,stdio,init,idle,connected,catalog,search,lazy,stateless,tracing] (run only these
 //                                        sections; targets are judged only where their figures
 //                                        were measured)
 //                      [--search-iterations N] (search: calls of each kind and client per
@@ -34,6 +34,7 @@ import { lazyTargets, runLazy } from './lazy.mjs';
 import { runSearch } from './search.mjs';
 import { runStateless } from './stateless.mjs';
 import { runTracing } from './tracing.mjs';
+import { runConnected } from './connected.mjs';
 import { runShapes, shapeHeading } from './shapes.mjs';
 import { authServer, build, gatewayConfig, here, loadgen, median, renewable, root, start, stopAll } from './parts.mjs';
 import { cpuSeconds, rssBytes } from './proc.mjs';
@@ -65,7 +66,7 @@ const SLICES = Number(values.slices ?? (quick ? 2 : 10));
 const SLICE = Number(values.slice ?? (quick ? 0.25 : 0.5));
 const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
 const INITS = quick ? 20 : 300;
-const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'catalog', 'search', 'lazy', 'stateless', 'tracing'];
+const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'connected', 'catalog', 'search', 'lazy', 'stateless', 'tracing'];
 /** Sections run only when named: diagnostics, not targets. */
 const OPT_IN = ['inplace', 'shapes'];
 const only = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : SECTIONS);
@@ -297,6 +298,15 @@ try {
       }
     }
     report.figures.idle = idle;
+  }
+
+  // 5b. Connected clients: sessions each holding a GET stream (bench/connected.mjs, its own targets).
+  if (only.has('connected')) {
+    const connected = await runConnected({ buildDir, sessions: IDLE, quick, say, fmt });
+    report.figures.connected = connected;
+    check('connected-session-rss', connected.bytesPerSession / 1024, 16, '<=', 'connected');
+    check('connected-idle-cpu', connected.idleCpuShare * 100, 1, '<=', 'connected');
+    check('connected-call-p99', connected.p99Ratio, 1.5, '<=', 'connected');
   }
 
   // 6. Another session's ping while one session lists an upstream of 100,000 tools.

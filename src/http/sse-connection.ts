@@ -12,6 +12,8 @@ export { droppableMethod } from '../session/streams.js';
 import { encodeSseComment } from '../util/sse.js';
 
 const encoder = new TextEncoder();
+/** The keep-alive comment, encoded once: ten thousand streams get it every tick. */
+const KEEP_ALIVE = encoder.encode(encodeSseComment('keep-alive'));
 
 export const SSE_HEADERS = {
   'content-type': 'text/event-stream',
@@ -116,8 +118,7 @@ export class SseConnection implements StreamConnection {
   keepAlive(): void {
     const idle = !this.#wrote && this.#queue.length === 0;
     this.#wrote = false;
-    if (idle) this.write(encodeSseComment('keep-alive'));
-    this.#wrote = false;
+    if (idle && this.#open && !this.#closing && (this.#controller.desiredSize ?? 0) > 0) this.#enqueue(KEEP_ALIVE);
   }
 
   get open(): boolean {

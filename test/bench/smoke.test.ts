@@ -54,7 +54,10 @@ describe('npm run bench', () => {
   it('runs a quick pass and reports throughput, latency, CPU, idle memory, initialize and every target', async () => {
     await inTempDir(async (dir) => {
       const report = await runBench(dir, ['--quick', '--idle', '100']);
-      expect(Object.keys(report.figures).sort()).toEqual(['catalog', 'idle', 'initialize', 'latency', 'lazy', 'search', 'stateless', 'stdio', 'throughput', 'tracing']);
+      expect(Object.keys(report.figures).sort()).toEqual(['catalog', 'connected', 'idle', 'initialize', 'latency', 'lazy', 'search', 'stateless', 'stdio', 'throughput', 'tracing']);
+      // Connected clients: the sessions each held a GET stream; three figures, three targets.
+      expect(report.figures.connected).toMatchObject({ sessions: 100, connected: 100, errors: 0 });
+      expect(report.targets.filter((t) => t.variant === 'connected').map((t) => t.name)).toEqual(['connected-session-rss', 'connected-idle-cpu', 'connected-call-p99']);
       expect(report.targets.filter((t) => t.variant === 'lazy').map((t) => t.name)).toEqual(LAZY_TARGETS);
       // Another session's ping while one lists a big catalog (20,000 tools in --quick).
       expect(report.targets.filter((t) => t.variant === 'catalog').map((t) => t.name)).toEqual(['catalog-ping-p99']);

@@ -1,0 +1,124 @@
+// The connected section of `npm run bench` (issue "Sized for a company", item 1): N sessions
+// each holding a GET stream, as a real client keeps one per session, on one gateway with one
+// shared stdio upstream (the bundled style). Three figures, measured in one run:
+//   - RSS per connected session: the gateway's RSS after the N are open, less before, over N
+//     (target ≤ 16 KB);
+//   - CPU while they all idle: the gateway's CPU time over two keep-alive periods, after one to
+//     settle, as a share of one core (target ≤ 1 %);
+//   - a call's p99 while they are connected, over its p99 with nobody connected, the same calls
+//     from the same client, one at a time (target ≤ 1.5).
+// Standalone: node bench/connected.mjs [--sessions 10000] [--build-dir DIR] [--quick] [--keep-alive MS]
+// (--keep-alive 0: no keep-alive comments, to tell their cost from the rest of idling)
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import { build, gatewayConfig, here, root, start } from './parts.mjs';
+import { cpuSeconds, rssBytes, stopGateway } from './proc.mjs';
+
+/** The gateway's default keep-alive (sessions.keepAlive); --quick: 2 s, so its idle window is short. */
+const KEEP_ALIVE_MS = 15_000;
+const QUICK_KEEP_ALIVE_MS = 2_000;
+const VERSION = '2025-06-18';
+
+/** `calls` tools/call one after another on one session; their latencies in ms, sorted. */
+async function callLatencies(url, calls) {
+  // (one session, as a developer's IDE makes its calls)
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION };
+  const init = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'latency', version: '1' } } }) });
+  const session = init.headers.get('mcp-session-id');
+  await init.text();
+  const inSession = { ...headers, 'mcp-session-id': session };
+  await (await fetch(url, { method: 'POST', headers: inSession, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+  const times = [];
+  for (let i = 0; i < calls + 50; i++) {
+    const began = performance.now();
+    const res = await fetch(url, { method: 'POST', headers: inSession, body: JSON.stringify({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'bench__echo', arguments: { message: 'hi' } } }) });
+    const text = await res.text();
+    if (res.status !== 200 || !text.includes('"result"')) throw new Error(`call ${i} answered ${res.status}: ${text.slice(0, 200)}`);
+    if (i >= 50) times.push(performance.now() - began); // the first 50 warm up
+  }
+  await fetch(url, { method: 'DELETE', headers: inSession }).then((res) => res.text());
+  return times.sort((a, b) => a - b);
+}
+
+const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+
+/** Opens `count` connected sessions from a process of their own; resolves with it once they are open. */
+function connectClients(url, count) {
+  const child = spawn(process.execPath, [join(here, 'connected-clients.mjs'), url, String(count)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout });
+    lines.once('line', (line) => resolve({ ...JSON.parse(line), close: () => new Promise((done) => (child.once('exit', done), child.stdin.end('close\n'))) }));
+    child.once('exit', (code) => reject(new Error(`the clients exited (${code}) before connecting`)));
+  });
+}
+
+export async function runConnected({ buildDir, sessions, quick = false, keepAlive, say = console.log, fmt = (x, d = 2) => x.toFixed(d) }) {
+  const keepAliveMs = keepAlive ?? (quick ? QUICK_KEEP_ALIVE_MS : KEEP_ALIVE_MS);
+  // Keep-alives off (0) still measure over 30 s.
+  const windowMs = keepAliveMs > 0 ? keepAliveMs : 15_000;
+  const CALLS = quick ? 200 : 1_000;
+  const dir = await mkdtemp(join(tmpdir(), 'switchyard-connected-'));
+  const file = join(dir, 'gateway.yaml');
+  const upstreams = { bench: { stdio: { command: process.execPath, args: [join(here, 'upstream-stdio.mjs')] }, sharing: 'shared' } };
+  const max = sessions + 1_000;
+  await writeFile(file, gatewayConfig(upstreams, { sessions: max }).replace(`maxPerPrincipal: ${max} }`, `maxPerPrincipal: ${max}, keepAlive: ${keepAliveMs}ms }`));
+  const gateway = await start('connected', process.execPath, [join(buildDir, 'main.js'), '--config', file, '--port', '0']);
+  try {
+    say(`\nConnected clients: ${sessions} sessions, each initialize, initialized, tools/list and a GET stream held (one shared stdio upstream, ${VERSION}):`);
+    const alone = await callLatencies(gateway.url, CALLS);
+    const before = await rssBytes(gateway.pid);
+    const clients = await connectClients(gateway.url, sessions);
+    try {
+      // One keep-alive period to settle (the collector's work after opening them all is not idling).
+      await new Promise((resolve) => setTimeout(resolve, windowMs));
+      const after = await rssBytes(gateway.pid);
+      // Two keep-alive periods with every stream open and nothing else happening.
+      const cpuBefore = await cpuSeconds(gateway.pid);
+      const idleStarted = performance.now();
+      await new Promise((resolve) => setTimeout(resolve, 2 * windowMs));
+      const idleShare = (await cpuSeconds(gateway.pid)) - cpuBefore;
+      const idleSeconds = (performance.now() - idleStarted) / 1_000;
+      const crowded = await callLatencies(gateway.url, CALLS);
+      const figures = {
+        sessions,
+        connected: clients.connected,
+        errors: clients.errors,
+        rssBefore: before,
+        rssAfter: after,
+        bytesPerSession: (after - before) / sessions,
+        idleCpuShare: idleShare / idleSeconds,
+        p50Alone: quantile(alone, 0.5),
+        p99Alone: quantile(alone, 0.99),
+        p50Connected: quantile(crowded, 0.5),
+        p99Connected: quantile(crowded, 0.99),
+      };
+      figures.p99Ratio = figures.p99Connected / figures.p99Alone;
+      say(`  RSS per connected session     ${fmt(figures.bytesPerSession / 1024, 1).padStart(7)} KB     (RSS ${fmt(before / 2 ** 20, 0)} → ${fmt(after / 2 ** 20, 0)} MB, ${clients.connected} connected, ${clients.errors} errors${clients.firstError ? `; first: ${clients.firstError}` : ''})`);
+      say(`  CPU while all idle            ${fmt(figures.idleCpuShare * 100, 2).padStart(7)} % of a core over ${fmt(idleSeconds, 0)} s`);
+      say(`  call p50 / p99, nobody connected  ${fmt(figures.p50Alone, 3)} / ${fmt(figures.p99Alone, 3)} ms; all connected ${fmt(figures.p50Connected, 3)} / ${fmt(figures.p99Connected, 3)} ms (${CALLS} calls one at a time each)`);
+      say('  Targets:');
+      say(`    RSS per connected session (KB)   ${fmt(figures.bytesPerSession / 1024, 1)} ≤ 16   ${figures.bytesPerSession / 1024 <= 16 && clients.errors === 0 ? 'met' : 'NOT met'}`);
+      say(`    CPU while idle (% of a core)     ${fmt(figures.idleCpuShare * 100, 2)} ≤ 1    ${figures.idleCpuShare <= 0.01 ? 'met' : 'NOT met'}`);
+      say(`    call p99 connected / alone       ${fmt(figures.p99Ratio, 2)} ≤ 1.5  ${figures.p99Ratio <= 1.5 ? 'met' : 'NOT met'}`);
+      return figures;
+    } finally {
+      await clients.close();
+    }
+  } finally {
+    await stopGateway(gateway);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { values } = parseArgs({ options: { sessions: { type: 'string' }, 'build-dir': { type: 'string' }, quick: { type: 'boolean' }, 'keep-alive': { type: 'string' } } });
+  const buildDir = values['build-dir'] ?? join(root, '.tmp', 'connected-dist');
+  if (!values['build-dir']) await build(buildDir);
+  await runConnected({ buildDir, sessions: Number(values.sessions ?? 10_000), quick: values.quick === true, ...(values['keep-alive'] ? { keepAlive: Number(values['keep-alive']) } : {}) });
+  process.exit(0);
+}
