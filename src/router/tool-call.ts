@@ -263,6 +263,7 @@ class ToolCall {
       signal: call.signal,
       maxTotalMs: this.#deps.pool.config(client.name)?.maxTotalTimeoutMs ?? 600_000,
       off: this.#deps.pool.config(client.name)?.tasks === 'off',
+      own: (taskId) => this.#deps.links.ownTask(call.session, client.name, taskId),
     };
   }
 

@@ -37,6 +37,8 @@ export interface TaskCall {
   maxTotalMs: number;
   /** `upstreams.<name>.tasks: off`: the gateway makes no task of its calls. */
   off: boolean;
+  /** Records a task of a 2025-11-25 upstream as the session's (its upstream session is kept while it may run). */
+  own(taskId: string): void;
 }
 
 const clientForm = (call: TaskCall): TaskForm => (isStatelessVersion(call.protocolVersion) ? 'extension' : 'legacy');
@@ -69,6 +71,7 @@ export function outgoingCall(call: TaskCall, params: JsonObject): JsonObject {
 
 /** The task as the client sees it: under a sealed handle, in its own form. */
 function exposed(call: TaskCall, created: JsonObject): JsonObject {
+  if (upstreamForm(call) === 'legacy') call.own(created.taskId as string);
   const taskId = call.handles.seal({ kind: 'upstream', upstream: call.upstream, taskId: created.taskId as string, tool: call.tool, principal: call.principal });
   const task = { ...created, taskId };
   return clientForm(call) === 'legacy' ? { task: extensionToLegacy(task) } : task;
