@@ -9,6 +9,7 @@ import { startIdp, type TestIdp } from '../helpers/oidc.js';
 import { JWT_BEARER_GRANT, TOKEN_EXCHANGE_GRANT } from '../helpers/oidc-exchange.js';
 import { startWikiUpstream, type WikiUpstream } from '../helpers/wiki-upstream.js';
 import { connectClient, startGateway, upstream, type TestGateway } from '../helpers/gateway.js';
+import { messagesOf, postRpc } from '../helpers/raw-http.js';
 
 const GATEWAY = 'https://mcp.example.test/mcp';
 /** Exchanged wiki tokens live 4 s: renewed after 3.2 s. */
@@ -44,7 +45,8 @@ beforeAll(async () => {
   const gateway = await startGateway({
     auth: { oauth: { issuer: idp.issuer, jwksUri: `${idp.issuer}/jwks`, resource: GATEWAY, algorithms: ['RS256'], login: { clientId: 'switchyard', clientSecret: 'switchyard-secret-of-the-login' } } },
     upstreams: {
-      wiki: { http: { url: wiki.url, tokenExchange: { audience: 'api://wiki', resource: 'https://wiki.internal/mcp', scopes: ['wiki.read'] } } },
+      // One failure opens its circuit: the IdP's unavailability counts there, a user's ended session does not.
+      wiki: { http: { url: wiki.url, tokenExchange: { audience: 'api://wiki', resource: 'https://wiki.internal/mcp', scopes: ['wiki.read'] } }, circuit: { failures: 1 } },
       intranet: { http: { url: intranet.url, tokenExchange: { audience: 'api://intranet', variant: 'entra-obo', client: { clientId: 'switchyard-obo', clientSecret: 'switchyard-obo-secret' } } } },
       nowhere: { http: { url: intranet.url, tokenExchange: { audience: 'api://nowhere' } } },
       everything: upstream.everything(),
@@ -77,6 +79,11 @@ async function answerOf(client: Client, name: string): Promise<string> {
 
 async function whoami(client: Client, upstreamName = 'wiki'): Promise<{ sub?: string; act?: { sub?: string }; azp?: string }> {
   return JSON.parse(textOf(await client.callTool({ name: `${upstreamName}__whoami`, arguments: {} }))) as { sub?: string; act?: { sub?: string }; azp?: string };
+}
+
+async function circuitOf(name: string): Promise<string | undefined> {
+  const health = (await (await fetch(new URL('/healthz', h.gateway.url))).json()) as { upstreams: Record<string, { circuit?: string }> };
+  return health.upstreams[name]?.circuit;
 }
 
 const exchangesOf = (sub: string, audience: string): number => h.idp.exchanges.filter((r) => r.sub === sub && r.audience === audience).length;
@@ -150,6 +157,7 @@ describe('token exchange (upstreams.<name>.http.tokenExchange)', () => {
     try {
       expect(await answerOf(erin, 'wiki__whoami')).toMatch(/^MCP error -32005: Upstream wiki is unavailable: upstream wiki: your sign-in at the identity provider has ended; sign in to Switchyard again to use wiki$/);
       expect((await whoami(alice)).sub).toBe('alice');
+      expect(await circuitOf('wiki')).toBe('closed');
     } finally {
       await Promise.allSettled([alice.close(), erin.close()]);
     }
@@ -169,6 +177,20 @@ describe('token exchange (upstreams.<name>.http.tokenExchange)', () => {
     }
   });
 
+  it('a 2026-07-28 client reaches the wiki as itself too, through the session the gateway keeps for it', async () => {
+    const token = await h.idp.issueAccessToken({ sub: 'heidi', clientId: 'host', resource: GATEWAY });
+    h.sent.push(token);
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientInfo': { name: 'stateless-exchange-test', version: '1' },
+      'io.modelcontextprotocol/clientCapabilities': {},
+    };
+    const message = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'wiki__whoami', arguments: {}, _meta: meta } };
+    const reply = await postRpc(h.gateway.url, message, { protocolVersion: '2026-07-28', headers: { authorization: `Bearer ${token}`, 'mcp-method': 'tools/call', 'mcp-name': 'wiki__whoami' } });
+    const body = reply.sse ? messagesOf<Record<string, unknown>>(reply).at(-1)! : (JSON.parse(reply.text) as Record<string, unknown>);
+    expect(JSON.parse(textOf(body.result))).toEqual({ sub: 'heidi', act: { sub: 'switchyard' } });
+  });
+
   it('no token of any kind reaches the log', async () => {
     const exchanged = [...(await h.wiki.headers()), ...(await h.intranet.headers())].map((r) => r.authorization?.replace(/^Bearer /, '')).filter((v): v is string => !!v);
     const logs = h.gateway.logs.join('\n');
@@ -185,6 +207,8 @@ describe('token exchange (upstreams.<name>.http.tokenExchange)', () => {
     try {
       expect(await answerOf(grace, 'wiki__whoami')).toMatch(/^MCP error -32005: Upstream wiki is unavailable: upstream wiki: the identity provider could not issue a token for wiki \(unreachable \(ECONNREFUSED\)\)$/);
       expect(textOf(await grace.callTool({ name: 'everything__echo', arguments: { message: 'still here' } }))).toContain('still here');
+      // The wiki's own circuit counted it (one failure opens it here).
+      expect(await circuitOf('wiki')).toBe('open');
     } finally {
       await grace.close();
     }
