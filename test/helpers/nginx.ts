@@ -20,7 +20,7 @@ export interface Nginx {
 }
 
 function configOf(dir: string, port: number, backends: readonly string[]): string {
-  const servers = backends.map((backend) => `    server ${backend} max_fails=1 fail_timeout=5s;`).join('\n');
+  const servers = backends.map((backend) => `    server ${backend} max_fails=0;`).join('\n');
   return `${process.getuid?.() === 0 ? 'user root;\n' : ''}daemon off;
 worker_processes 1;
 pid ${dir}/nginx.pid;
@@ -49,7 +49,9 @@ ${servers}
       proxy_request_buffering off;
       proxy_read_timeout 1h;
       # A replica that refuses the connection (killed, stopped) is skipped; a request already
-      # sent is never sent again (POST is not idempotent).
+      # sent is never sent again (POST is not idempotent). max_fails=0: a replica is never
+      # benched for a while after a failure, so a restarted one serves at once (as a pod does
+      # once ready); a stopped one costs a refused connect per request.
       proxy_next_upstream error timeout;
     }
   }
