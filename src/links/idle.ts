@@ -25,6 +25,9 @@ const SWEEP_MAX_MS = 15_000;
  */
 export function idleTimeoutOf(config: UpstreamConfig | undefined): number | undefined {
   if (!config || config.stateful === true || config.sharing === 'shared') return undefined;
+  // A principal's own link (userAuth, tokenExchange) is never given back: opened again on use it
+  // would list from the shared catalog, which holds no user's credential.
+  if (config.http?.userAuth || config.http?.tokenExchange) return undefined;
   const idle = config.idleTimeout ?? (config.stateful === false && config.stdio ? STDIO_IDLE_MS : 0);
   return idle > 0 ? idle : undefined;
 }

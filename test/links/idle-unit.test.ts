@@ -42,6 +42,13 @@ describe('idleTimeoutOf', () => {
     expect(idleTimeoutOf(upstreamConfig({ sharing: 'shared' }))).toBeUndefined();
   });
 
+  it("never reaps a principal's own link to a userAuth or tokenExchange upstream, whatever its idleTimeout", () => {
+    const http = (extra: Record<string, unknown>) => configSchema.parse({ auth: { oauth: { issuer: 'https://idp.example', jwksUri: 'https://idp.example/keys', resource: 'https://mcp.example/mcp', login: { clientId: 'c', clientSecret: 's' } } }, credentials: { key: 'k'.repeat(40) }, listen: { publicUrl: 'https://mcp.example/mcp' }, upstreams: { u: { http: { url: 'http://127.0.0.1:1/mcp', ...extra }, idleTimeout: '2s' } } }).upstreams.u;
+    expect(idleTimeoutOf(http({}))).toBe(2_000);
+    expect(idleTimeoutOf(http({ tokenExchange: { audience: 'api://u' } }))).toBeUndefined();
+    expect(idleTimeoutOf(http({ userAuth: { type: 'secret' } }))).toBeUndefined();
+  });
+
   it('leaves catalog sessions (lists only) at 5 min for stdio by default', () => {
     expect(catalogIdleTimeoutOf(upstreamConfig({}))).toBe(300_000);
     expect(catalogIdleTimeoutOf(upstreamConfig({ idleTimeout: '2s' }))).toBe(2_000);
