@@ -175,7 +175,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     ...(credentialStore ? { open: credentialStore.open } : {}),
   });
   // The front door (auth.oauth.frontDoor): Switchyard as the authorization server hosts see.
-  const frontDoor = credentialStore && createFrontDoor(config, { logger, metrics, open: credentialStore.open, ...(options.frontDoorCa ? { ca: options.frontDoorCa } : {}) });
+  const frontDoor = credentialStore && createFrontDoor(config, { logger, metrics, events, open: credentialStore.open, ...(options.frontDoorCa ? { ca: options.frontDoorCa } : {}) });
   // Token exchange (upstreams.<name>.http.tokenExchange): each user's IdP token, exchanged per upstream.
   const exchange = createTokenExchange(() => config, {
     logger,

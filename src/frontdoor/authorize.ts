@@ -5,6 +5,7 @@
 // client with a code (RFC 9207 `iss` beside it) or access_denied. The flow lives in the credential
 // store under the IdP login's state, bound to the browser by an HttpOnly cookie.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { SecurityEvents } from '../audit/events.js';
 import type { IdpLogin, PendingLogin } from '../credentials/login.js';
 import type { CredentialStore } from '../credentials/store.js';
 import type { Logger } from '../util/log.js';
@@ -27,6 +28,8 @@ export interface AuthorizeDeps {
   login: IdpLogin;
   store: CredentialStore;
   logger: Logger;
+  /** The gateway's audit records and spans (sign_in). */
+  events?: SecurityEvents | undefined;
   onAuthorization: (outcome: string) => void;
 }
 
@@ -97,6 +100,7 @@ export class Authorization {
     } catch (err) {
       deps.logger.warn('front door: the IdP login could not start', { err });
       deps.onAuthorization('login_failed');
+      audit(deps, 'login_failed', { clientId: client.clientId, reason: 'idp_unavailable', resource });
       return refusalPage(502, 'The company sign-in service cannot be reached; try again later.');
     }
     const browser = request.cookies[BROWSER_COOKIE] ?? randomBytes(24).toString('base64url');
@@ -118,6 +122,7 @@ export class Authorization {
     if (request.url.searchParams.has('error')) {
       await deps.store.delete(flowKey(id));
       deps.onAuthorization('login_failed');
+      audit(deps, 'login_failed', { clientId: flow.client.clientId, reason: 'idp_denied', resource: flow.resource });
       return redirectTo(flow.redirectUri, { error: 'access_denied', error_description: 'the sign-in at the company IdP did not finish', ...(flow.state !== undefined ? { state: flow.state } : {}), iss: deps.issuer }, 302);
     }
     let result: Awaited<ReturnType<IdpLogin['finishWithTokens']>>;
@@ -126,6 +131,7 @@ export class Authorization {
     } catch (err) {
       deps.logger.warn('front door: the IdP login failed', { err: (err as Error).message });
       deps.onAuthorization('login_failed');
+      audit(deps, 'login_failed', { clientId: flow.client.clientId, reason: 'idp_error', resource: flow.resource });
       await deps.store.delete(flowKey(id));
       return refusalPage(400, 'The sign-in at the company IdP failed; start again from your client.');
     }
@@ -161,7 +167,7 @@ export class Authorization {
     const back = { ...(flow.state !== undefined ? { state: flow.state } : {}), iss: deps.issuer };
     if (form.get('decision') !== 'approve') {
       deps.onAuthorization('denied');
-      audit(deps.logger, 'consent_denied', { principal: identity.principal, clientId: client.clientId, resource: flow.resource });
+      audit(deps, 'consent_denied', { principal: identity.principal, clientId: client.clientId, resource: flow.resource });
       return redirectTo(flow.redirectUri, { error: 'access_denied', error_description: 'the user denied access', ...back }, 303);
     }
     await deps.grants.recordConsent(identity.principal, client.clientId);
@@ -175,7 +181,7 @@ export class Authorization {
       ...(flow.idpRefresh ? { idpRefresh: flow.idpRefresh } : {}),
     });
     deps.onAuthorization('approved');
-    audit(deps.logger, 'consent_given', { principal: identity.principal, clientId: client.clientId, resource: flow.resource });
+    audit(deps, 'consent_given', { principal: identity.principal, clientId: client.clientId, resource: flow.resource });
     return redirectTo(flow.redirectUri, { code, ...back }, 303);
   }
 

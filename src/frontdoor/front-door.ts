@@ -5,6 +5,7 @@
 // accept its tokens (the issuer, the keys, the check that a token's grant still stands).
 import { AuthError } from '../auth/principal.js';
 import type { OwnIssuer } from '../auth/authenticator.js';
+import type { SecurityEvents } from '../audit/events.js';
 import type { Config } from '../config/schema.js';
 import { IdpLogin } from '../credentials/login.js';
 import type { CredentialStore } from '../credentials/store.js';
@@ -20,6 +21,8 @@ export interface FrontDoorOptions {
   config: Config;
   store: CredentialStore;
   logger: Logger;
+  /** The gateway's audit records and spans: sign-ins, tokens issued and refused. */
+  events?: SecurityEvents;
   onAuthorization?: (outcome: string) => void;
   onToken?: (grantType: string, outcome: string) => void;
   /** Extra CA certificates (PEM) for fetching client metadata documents (tests). */
@@ -82,9 +85,10 @@ export class FrontDoor {
       login,
       store,
       logger,
+      events: options.events,
       onAuthorization: options.onAuthorization ?? (() => {}),
     });
-    this.tokens = new TokenEndpoint({ issuer: this.issuer, tokenTtlMs: settings.tokenTtl, grants: this.grants, keys: this.keys, clients: this.clients, login, logger, onToken: options.onToken ?? (() => {}) });
+    this.tokens = new TokenEndpoint({ issuer: this.issuer, tokenTtlMs: settings.tokenTtl, grants: this.grants, keys: this.keys, clients: this.clients, login, logger, events: options.events, onToken: options.onToken ?? (() => {}) });
     // A revocation on any replica makes every replica verify its remembered tokens again.
     this.#unsubscribe = store.subscribe(REVOKED_CHANNEL, () => this.keys.invalidate());
   }

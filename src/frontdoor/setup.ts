@@ -1,6 +1,7 @@
 // Builds the front door from the config when auth.oauth.frontDoor is set, on the gateway's one
 // credential store (opened at the start, shared with per-user credentials and pins), with its
 // metrics counted.
+import type { SecurityEvents } from '../audit/events.js';
 import type { Config } from '../config/schema.js';
 import type { CredentialStore } from '../credentials/store.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -10,6 +11,8 @@ import { FrontDoor } from './front-door.js';
 export interface FrontDoorSetup {
   logger: Logger;
   metrics: Metrics;
+  /** Where sign-ins and tokens issued or refused become audit records and spans. */
+  events: SecurityEvents;
   /** The gateway's credential store, opened on first use. */
   open: () => Promise<CredentialStore>;
   /** Extra CA certificates (PEM) trusted when fetching client metadata documents (tests). */
@@ -23,6 +26,7 @@ export function createFrontDoor(config: Config, setup: FrontDoorSetup): FrontDoo
     config,
     store: waitingStore(setup.open),
     logger: setup.logger,
+    events: setup.events,
     onAuthorization: (outcome) => metrics.oauthAuthorizations.inc({ outcome }),
     onToken: (grantType, outcome) => metrics.oauthTokens.inc({ grant_type: grantType, outcome }),
     ...(setup.ca ? { ca: setup.ca } : {}),

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { LoginRefused, type IdpLogin } from '../credentials/login.js';
+import type { SecurityEvents } from '../audit/events.js';
 import type { Logger } from '../util/log.js';
 import { audit } from './audit.js';
 import { RegistrationLimited, RegistrationRefused, type ClientRegistry } from './clients.js';
@@ -21,6 +22,8 @@ export interface TokenDeps {
   clients: ClientRegistry;
   login: IdpLogin;
   logger: Logger;
+  /** The gateway's audit records and spans (token.issued, token.refused). */
+  events?: SecurityEvents | undefined;
   onToken: (grantType: string, outcome: string) => void;
 }
 
@@ -56,6 +59,11 @@ export class TokenEndpoint {
           ? await this.#refresh(form)
           : { response: tokenError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token'), outcome: 'unsupported_grant_type' };
     this.#deps.onToken(label, answer.outcome);
+    // Refusals of a malformed request; those of a grant are audited where their reason is known.
+    if (answer.outcome === 'invalid_request' || answer.outcome === 'unsupported_grant_type') {
+      const clientId = form.get('client_id');
+      audit(this.#deps, 'token_refused', { grantType: label, reason: answer.outcome, ...(clientId ? { clientId } : {}) });
+    }
     return answer.response;
   }
 
@@ -63,19 +71,23 @@ export class TokenEndpoint {
     const deps = this.#deps;
     const [code, verifier, clientId, redirectUri] = ['code', 'code_verifier', 'client_id', 'redirect_uri'].map((name) => form.get(name));
     if (!code || !verifier || !clientId) return { response: tokenError('invalid_request', 'code, code_verifier and client_id are required'), outcome: 'invalid_request' };
-    const refused = (reason: string, principal?: string): { response: Response; outcome: string } => {
-      audit(deps.logger, 'token_refused', { clientId, grantType: 'authorization_code', reason, ...(principal ? { principal } : {}) });
-      return { response: tokenError('invalid_grant', `the authorization code is ${reason}`), outcome: 'invalid_grant' };
+    // The audited reason is a word (reused, unknown, client, redirect_uri, code_verifier); the client reads the sentence.
+    const refused = (reason: string, why: string, principal?: string): { response: Response; outcome: string } => {
+      audit(deps, 'token_refused', { clientId, grantType: 'authorization_code', reason, ...(principal ? { principal } : {}) });
+      return { response: tokenError('invalid_grant', `the authorization code is ${why}`), outcome: 'invalid_grant' };
     };
     const record = await deps.grants.redeemCode(code);
-    if (record === 'reused') return refused('already used (the tokens it gave are revoked)');
-    if (!record) return refused('unknown or expired');
+    if (record === 'reused') return refused('reused', 'already used (the tokens it gave are revoked)');
+    if (!record) return refused('unknown', 'unknown or expired');
     // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code's client, redirect URI and challenge.
-    if (record.clientId !== clientId) return refused('for another client', record.identity.principal);
-    if ((redirectUri ?? record.redirectUri) !== record.redirectUri) return refused('for another redirect URI', record.identity.principal);
-    if (!pkceMatches(verifier, record.challenge)) return refused('not for this code_verifier', record.identity.principal);
+    if (record.clientId !== clientId) return refused('client', 'for another client', record.identity.principal);
+    if ((redirectUri ?? record.redirectUri) !== record.redirectUri) return refused('redirect_uri', 'for another redirect URI', record.identity.principal);
+    if (!pkceMatches(verifier, record.challenge)) return refused('code_verifier', 'not for this code_verifier', record.identity.principal);
     const resource = form.get('resource');
-    if (resource !== null && resource !== record.resource) return { response: tokenError('invalid_target', 'resource is not the one the code was issued for'), outcome: 'invalid_target' };
+    if (resource !== null && resource !== record.resource) {
+      audit(deps, 'token_refused', { clientId, principal: record.identity.principal, grantType: 'authorization_code', reason: 'invalid_target', resource });
+      return { response: tokenError('invalid_target', 'resource is not the one the code was issued for'), outcome: 'invalid_target' };
+    }
     const { grant, refreshToken } = await deps.grants.createGrant(code, record);
     return { response: await this.#issue(grant, refreshToken, 'authorization_code'), outcome: 'issued' };
   }
@@ -88,9 +100,12 @@ export class TokenEndpoint {
     const resource = form.get('resource');
     const outcome = await deps.grants.rotate(refreshToken, clientId, resource, (grant) => this.#refreshIdp(grant));
     if ('refused' in outcome) {
-      if (outcome.refused === 'target') return { response: tokenError('invalid_target', 'resource is not the one the grant is for'), outcome: 'invalid_target' };
+      if (outcome.refused === 'target') {
+        audit(deps, 'token_refused', { clientId, grantType: 'refresh_token', reason: 'invalid_target', ...(resource !== null ? { resource } : {}) });
+        return { response: tokenError('invalid_target', 'resource is not the one the grant is for'), outcome: 'invalid_target' };
+      }
       const event = outcome.refused === 'reused' ? 'refresh_reuse_detected' : 'token_refused';
-      audit(deps.logger, event, { clientId, grantType: 'refresh_token', reason: outcome.refused });
+      audit(deps, event, { clientId, grantType: 'refresh_token', reason: outcome.refused });
       const why = { unknown: 'unknown, expired or revoked', reused: 'already used: the grant is revoked', client: 'issued to another client', idp: 'no longer good: the company IdP refused; sign in again' }[outcome.refused];
       return { response: tokenError('invalid_grant', `the refresh token is ${why}`), outcome: outcome.refused === 'reused' ? 'reused' : 'invalid_grant' };
     }
@@ -123,7 +138,7 @@ export class TokenEndpoint {
       .setExpirationTime(`${ttlSeconds}s`)
       .setJti(randomBytes(16).toString('base64url'))
       .sign(key);
-    audit(deps.logger, 'token_issued', { principal: grant.identity.principal, clientId: grant.clientId, grantId: grant.id, grantType, resource: grant.resource });
+    audit(deps, 'token_issued', { principal: grant.identity.principal, clientId: grant.clientId, grantId: grant.id, grantType, resource: grant.resource });
     return json(200, { access_token: accessToken, token_type: 'Bearer', expires_in: ttlSeconds, refresh_token: refreshToken, ...(grant.scope ? { scope: grant.scope } : {}) });
   }
 
@@ -132,7 +147,7 @@ export class TokenEndpoint {
     const token = form.get('token');
     if (!token) return tokenError('invalid_request', 'token is required');
     const grant = await this.#deps.grants.revokeRefreshToken(token, form.get('client_id') ?? undefined);
-    if (grant) audit(this.#deps.logger, 'grant_revoked', { principal: grant.identity.principal, clientId: grant.clientId, grantId: grant.id, reason: 'revocation' });
+    if (grant) audit(this.#deps, 'grant_revoked', { principal: grant.identity.principal, clientId: grant.clientId, grantId: grant.id, reason: 'revocation' });
     return new Response(null, { status: 200, headers: { 'cache-control': 'no-store' } });
   }
 
