@@ -18,6 +18,8 @@ export interface ClientSubjectOptions {
   /** Principals remembered at most (default 10 000). */
   max?: number;
   frontDoor?: FrontDoorSubjects;
+  /** Whether any upstream exchanges tokens now (read on each request; nothing is kept otherwise). */
+  wanted?: () => boolean;
   now?: () => number;
 }
 
@@ -28,8 +30,10 @@ export class ClientSubjectTokens implements SubjectTokens {
   readonly #tokens: LRUCache<string, { token: string; expiresAt: number }>;
   readonly #frontDoor: FrontDoorSubjects | undefined;
   readonly #now: () => number;
+  readonly #wanted: () => boolean;
 
   constructor(options: ClientSubjectOptions = {}) {
+    this.#wanted = options.wanted ?? (() => true);
     this.#tokens = new LRUCache({ max: options.max ?? 10_000 });
     this.#frontDoor = options.frontDoor;
     this.#now = options.now ?? Date.now;
@@ -37,6 +41,7 @@ export class ClientSubjectTokens implements SubjectTokens {
 
   /** A request carried this IdP token of the principal's (`exp` in seconds, from the verified token). */
   remember(principal: string, token: string, exp: number | undefined): void {
+    if (!this.#wanted()) return;
     const expiresAt = exp === undefined ? this.#now() + 5 * 60_000 : exp * 1_000;
     const held = this.#tokens.get(principal);
     if (held?.token === token || (held && held.expiresAt > expiresAt)) return;

@@ -21,12 +21,22 @@ export interface TokenExchange {
   subjects: ClientSubjectTokens;
 }
 
-/** `current` is read at each exchange, so a reload's settings apply to the next one. */
+/**
+ * Built whenever the IdP is configured (auth.oauth needs a restart to change), so a reload may add
+ * a tokenExchange upstream; `current` is read at each exchange, so a reload's settings apply to
+ * the next one. Subject tokens are kept only while some upstream exchanges them.
+ */
 export function createTokenExchange(current: () => Config, setup: TokenExchangeSetup): TokenExchange | undefined {
   const config = current();
   const oauth = config.auth?.oauth;
-  if (!oauth || !Object.values(config.upstreams).some((entry) => entry.http?.tokenExchange)) return undefined;
-  const subjects = new ClientSubjectTokens(setup.frontDoor ? { frontDoor: setup.frontDoor } : {});
+  if (!oauth) return undefined;
+  let seen: { config: Config; wanted: boolean } | undefined;
+  const wanted = (): boolean => {
+    const now = current();
+    if (seen?.config !== now) seen = { config: now, wanted: Object.values(now.upstreams).some((entry) => entry.http?.tokenExchange) };
+    return seen.wanted;
+  };
+  const subjects = new ClientSubjectTokens({ wanted, ...(setup.frontDoor ? { frontDoor: setup.frontDoor } : {}) });
   const shared = typeof config.credentials?.store === 'object' && 'redis' in config.credentials.store;
   const exchanger = new TokenExchanger({
     issuer: oauth.issuer,

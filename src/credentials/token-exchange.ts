@@ -107,7 +107,7 @@ export class TokenExchanger {
 
   /** An exchanged token for the principal at the upstream: cached, or exchanged now (once for all callers). */
   async token(principal: string, upstream: string): Promise<string> {
-    const key = keyOf(principal, upstream);
+    const key = this.#keyOf(principal, upstream);
     const cached = this.#cache.get(key);
     if (cached && this.#now() < cached.renewAt) return cached.token;
     let pending = this.#inflight.get(key);
@@ -120,10 +120,18 @@ export class TokenExchanger {
 
   /** Drops the principal's token for the upstream, here and in the shared store. */
   async forget(principal: string, upstream: string): Promise<void> {
-    const key = keyOf(principal, upstream);
+    const key = this.#keyOf(principal, upstream);
     this.#cache.delete(key);
     const store = await this.#store();
     await store?.delete(key).catch(() => false);
+  }
+
+  /** The cache and store key: names neither the principal nor a token; a changed setting makes another. */
+  #keyOf(principal: string, upstream: string): string {
+    // What the token is for, never the client's secret.
+    const { client: _client, ...target } = this.#deps.config(upstream) ?? { client: undefined };
+    const settings = JSON.stringify(target);
+    return `exchange:${upstream}:${createHash('sha256').update(`${principal}\n${settings}`).digest('base64url').slice(0, 32)}`;
   }
 
   async #obtain(principal: string, upstream: string, key: string): Promise<Exchanged> {
@@ -242,11 +250,6 @@ class IdpStatusError extends Error {
   constructor(readonly status: number) {
     super(`the IdP answered HTTP ${status}`);
   }
-}
-
-/** The store key: names neither the principal nor a token. */
-function keyOf(principal: string, upstream: string): string {
-  return `exchange:${upstream}:${createHash('sha256').update(principal).digest('base64url').slice(0, 32)}`;
 }
 
 function causeOf(err: unknown): TokenExchangeError | undefined {

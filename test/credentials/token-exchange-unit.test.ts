@@ -15,7 +15,8 @@ interface Seen {
   form: URLSearchParams;
 }
 
-function harness(config: TokenExchangeConfig, answer: (call: number) => Response) {
+function harness(initial: TokenExchangeConfig, answer: (call: number) => Response) {
+  let config = initial;
   const seen: Seen[] = [];
   const logs: string[] = [];
   const ended: string[] = [];
@@ -36,7 +37,7 @@ function harness(config: TokenExchangeConfig, answer: (call: number) => Response
       return answer(seen.length);
     }) as unknown as typeof fetch,
   });
-  return { exchanger, seen, logs, ended, clock };
+  return { exchanger, seen, logs, ended, clock, configure: (next: TokenExchangeConfig) => void (config = next) };
 }
 
 const granted = (token: string, expiresIn = 100): Response => Response.json({ access_token: token, token_type: 'Bearer', expires_in: expiresIn, issued_token_type: 'urn:ietf:params:oauth:token-type:access_token' });
@@ -93,6 +94,16 @@ describe('TokenExchanger', () => {
     expect(await exchanger.credential('alice', 'wiki').authorization()).toBe('Bearer exchanged-3');
     expect(await exchanger.token('bob', 'wiki')).toBe('exchanged-4');
     expect(seen).toHaveLength(4);
+  });
+
+  it('a reload that changes what the token is for exchanges anew; a new client secret alone does not', async () => {
+    const { exchanger, seen, configure } = harness(RFC8693, (n) => granted(`exchanged-${n}`));
+    expect(await exchanger.token('alice', 'wiki')).toBe('exchanged-1');
+    configure({ ...RFC8693, client: { clientId: 'switchyard', clientSecret: 'rotated' } });
+    expect(await exchanger.token('alice', 'wiki')).toBe('exchanged-1');
+    configure({ ...RFC8693, scopes: ['wiki.read', 'wiki.write'] });
+    expect(await exchanger.token('alice', 'wiki')).toBe('exchanged-2');
+    expect(seen[1]!.form.get('scope')).toBe('wiki.read wiki.write');
   });
 
   it('an IdP answering 5xx is unavailable (the circuit counts it); nothing is cached', async () => {
