@@ -2,6 +2,9 @@
 // Entra-like on-behalf-of grant, two internal MCP services on the official SDK that accept only
 // that IdP's tokens for their own audience (wiki by RFC 8693, intranet by on-behalf-of), a
 // stdio server beside them, and the official SDK client sending each user's IdP token.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { decodeJwt } from 'jose';
@@ -22,6 +25,9 @@ interface Harness {
   gateway: TestGateway;
   /** Every IdP token the test sent as a client (none may reach an upstream or a log). */
   sent: string[];
+  /** The audit file (token.exchange records). */
+  auditFile: string;
+  dir: string;
 }
 
 let h: Harness;
@@ -42,7 +48,10 @@ beforeAll(async () => {
     },
   });
   const [wiki, intranet] = await Promise.all([startWikiUpstream(idp.issuer, 'api://wiki'), startWikiUpstream(idp.issuer, 'api://intranet')]);
+  const dir = await mkdtemp(join(tmpdir(), 'switchyard-token-exchange-'));
+  const auditFile = join(dir, 'audit.jsonl');
   const gateway = await startGateway({
+    audit: { sink: { file: { path: auditFile } } },
     auth: { oauth: { issuer: idp.issuer, jwksUri: `${idp.issuer}/jwks`, resource: GATEWAY, algorithms: ['RS256'], login: { clientId: 'switchyard', clientSecret: 'switchyard-secret-of-the-login' } } },
     upstreams: {
       // One failure opens its circuit: the IdP's unavailability counts there, a user's ended session does not.
@@ -52,12 +61,13 @@ beforeAll(async () => {
       everything: upstream.everything(),
     },
   });
-  h = { idp, wiki, intranet, gateway, sent: [] };
+  h = { idp, wiki, intranet, gateway, sent: [], auditFile, dir };
 }, 60_000);
 
 afterAll(async () => {
   await h?.gateway.close();
   await Promise.allSettled([h?.wiki.close(), h?.intranet.close(), h?.idp.close()]);
+  if (h?.dir) await rm(h.dir, { recursive: true, force: true });
 });
 
 /** An SDK client of `user`, sending a fresh IdP token of theirs (for the gateway's audience). */
@@ -191,10 +201,28 @@ describe('token exchange (upstreams.<name>.http.tokenExchange)', () => {
     expect(JSON.parse(textOf(body.result))).toEqual({ sub: 'heidi', act: { sub: 'switchyard' } });
   });
 
-  it('no token of any kind reaches the log', async () => {
+  it('every exchange is an audit record (token.exchange), and no token of any kind reaches the log or the audit', async () => {
+    const records = async (): Promise<Array<Record<string, unknown>>> =>
+      (await readFile(h.auditFile, 'utf8').catch(() => ''))
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((record) => record.event === 'token.exchange');
+    // The sink writes in the background: read until the refusal (the last exchange so far) is there.
+    const deadline = Date.now() + 10_000;
+    while (!(await records()).some((r) => r.upstream === 'nowhere') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    const exchanges = await records();
+    expect(exchanges).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ decision: 'allow', outcome: 'ok', principal: `${h.idp.issuer}|alice`, upstream: 'wiki', detail: { variant: 'rfc8693' } }),
+        expect.objectContaining({ decision: 'allow', outcome: 'ok', principal: `${h.idp.issuer}|bob`, upstream: 'intranet', detail: { variant: 'entra-obo' } }),
+        expect.objectContaining({ decision: 'deny', outcome: 'sign_in', principal: `${h.idp.issuer}|erin`, upstream: 'wiki', reason: 'invalid_grant' }),
+        expect.objectContaining({ decision: 'deny', outcome: 'config', principal: `${h.idp.issuer}|frank`, upstream: 'nowhere', reason: 'invalid_target' }),
+      ]),
+    );
     const exchanged = [...(await h.wiki.headers()), ...(await h.intranet.headers())].map((r) => r.authorization?.replace(/^Bearer /, '')).filter((v): v is string => !!v);
-    const logs = h.gateway.logs.join('\n');
-    for (const token of [...h.sent, ...exchanged]) expect(logs).not.toContain(token);
+    const written = `${h.gateway.logs.join('\n')}\n${await readFile(h.auditFile, 'utf8')}`;
+    for (const token of [...h.sent, ...exchanged]) expect(written).not.toContain(token);
   });
 
   // Last: it stops the IdP.
