@@ -7,7 +7,7 @@
 //                                        the seconds of each)
 //                      [--profile DIR]   (gateway started with --cpu-prof, profiles written there)
 //                      [--build-dir DIR] (where the gateway is compiled to; default .tmp/bench-dist)
-//                      [--only http,latency,stdio,init,idle,connected,catalog,search,lazy,stateless,tracing] (run only these
+//                      [--only http,latency,stdio,init,idle,connected,callpath,catalog,search,lazy,stateless,tracing] (run only these
 //                                        sections; targets are judged only where their figures
 //                                        were measured)
 //                      [--search-iterations N] (search: calls of each kind and client per
@@ -66,7 +66,7 @@ const SLICES = Number(values.slices ?? (quick ? 2 : 10));
 const SLICE = Number(values.slice ?? (quick ? 0.25 : 0.5));
 const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
 const INITS = quick ? 20 : 300;
-const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'connected', 'catalog', 'search', 'lazy', 'stateless', 'tracing'];
+const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'connected', 'callpath', 'catalog', 'search', 'lazy', 'stateless', 'tracing'];
 /** Sections run only when named: diagnostics, not targets. */
 const OPT_IN = ['inplace', 'shapes'];
 const only = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : SECTIONS);
@@ -387,6 +387,23 @@ try {
       say(`  ${(within ? `  · ${name}` : name).padEnd(36)} ${µs(a).padStart(8)} ${µs(b).padStart(12)}   (${each})`);
     }
     report.figures.inplace = inplace;
+  }
+
+  // The call path as the outside harness measured it (issue 36 item 3): a node:http upstream that
+  // issues session ids and serves a GET stream, 50 tools, JSON answers; 16 sessions of a
+  // 2025-06-18 client (loadgen's); C=16; against the lean floor (node:http in, an undici Pool out).
+  // It is the shapes section's "real" shape, run by default and judged by the issue's targets.
+  if (only.has('callpath')) {
+    const rounds = values.rounds ? ROUNDS : quick ? 1 : 2;
+    const slices = values.slices ? SLICES : quick ? 1 : 8;
+    say(`\nCall path (the outside workload: ids + GET stream + 50 tools + 16 sessions of 2025-06-18, C=${C}), ${rounds} round(s) of ${slices} turns of ${SLICE} s; ratios to the lean floor, turn by turn:`);
+    say(shapeHeading());
+    const { real } = await runShapes({ buildDir, dir, auth, rounds, slices, slice: SLICE, warmUp: quick ? 0.3 : 2, profile: values.profile, names: ['real'], say });
+    report.figures.callPath = real;
+    const plain = real.ratios.gateway;
+    const prod = real.ratios['gateway+jwt+metrics'];
+    say(`  CPU per call / the floor's: plain ${fmt(plain.cpu)} ≤ 1.30 ${check('callpath-cpu-plain', plain.cpu, 1.3, '<=', 'callpath') ? 'met' : 'NOT met'}; JWT+metrics ${fmt(prod.cpu)} ≤ 1.50 ${check('callpath-cpu-jwt-metrics', prod.cpu, 1.5, '<=', 'callpath') ? 'met' : 'NOT met'}`);
+    say(`  throughput / the floor's: plain ${fmt(plain.throughput)} ≥ 0.80 ${check('callpath-throughput-plain', plain.throughput, 0.8, '>=', 'callpath') ? 'met' : 'NOT met'}; JWT+metrics ${fmt(prod.throughput)} ≥ 0.80 ${check('callpath-throughput-jwt-metrics', prod.throughput, 0.8, '>=', 'callpath') ? 'met' : 'NOT met'}`);
   }
 
   if (only.has('shapes')) {
