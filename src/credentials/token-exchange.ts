@@ -80,6 +80,8 @@ export class TokenExchanger {
   readonly #cache: LRUCache<string, Exchanged>;
   /** Exchanges in flight, by (principal, upstream): concurrent calls share one. */
   readonly #inflight = new Map<string, Promise<Exchanged>>();
+  /** The last token an upstream refused, by key: never taken again from the shared store. */
+  readonly #refused: LRUCache<string, string>;
   /** Configuration errors already logged, by upstream and IdP error (logged once each). */
   readonly #reported = new Set<string>();
   #server: Promise<oauth.AuthorizationServer> | undefined;
@@ -88,6 +90,7 @@ export class TokenExchanger {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
     this.#cache = new LRUCache({ max: deps.maxEntries ?? 10_000 });
+    this.#refused = new LRUCache({ max: deps.maxEntries ?? 10_000 });
   }
 
   /** Whether `upstream` is reached by token exchange. */
@@ -100,7 +103,7 @@ export class TokenExchanger {
     return {
       authorization: async () => `Bearer ${await this.token(principal, upstream)}`,
       // The upstream refused it (401): the next request exchanges anew.
-      invalidate: () => void this.forget(principal, upstream),
+      invalidate: () => this.forget(principal, upstream),
       unavailable: (err) => causeOf(err)?.kind === 'unavailable',
     };
   }
@@ -118,12 +121,16 @@ export class TokenExchanger {
     return (await pending).token;
   }
 
-  /** Drops the principal's token for the upstream, here and in the shared store. */
-  async forget(principal: string, upstream: string): Promise<void> {
+  /**
+   * Drops the principal's token for the upstream (it was refused). The shared store's copy is
+   * not deleted (a delete could land after another caller stored its successor): it is skipped
+   * here, and overwritten by the next exchange.
+   */
+  forget(principal: string, upstream: string): void {
     const key = this.#keyOf(principal, upstream);
+    const held = this.#cache.get(key);
+    if (held) this.#refused.set(key, held.token);
     this.#cache.delete(key);
-    const store = await this.#store();
-    await store?.delete(key).catch(() => false);
   }
 
   /** The cache and store key: names neither the principal nor a token; a changed setting makes another. */
@@ -136,7 +143,7 @@ export class TokenExchanger {
 
   async #obtain(principal: string, upstream: string, key: string): Promise<Exchanged> {
     const store = await this.#store();
-    const fresh = (value: unknown): Exchanged | undefined => (isExchanged(value) && this.#now() < value.renewAt ? value : undefined);
+    const fresh = (value: unknown): Exchanged | undefined => (isExchanged(value) && this.#now() < value.renewAt && value.token !== this.#refused.get(key) ? value : undefined);
     const exchange = async (): Promise<Exchanged> => {
       const shared = fresh(await store?.get(key));
       if (shared) return shared;

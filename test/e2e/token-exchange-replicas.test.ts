@@ -71,6 +71,18 @@ describe('token exchange with a Redis credential store', () => {
     expect(exchangesOf('bob')).toBe(1);
   });
 
+  it('a token the upstream refuses is exchanged anew once, on whichever replica meets the 401, and the call goes through', async () => {
+    const token = await h.idp.issueAccessToken({ sub: 'carol', clientId: 'host', resource: GATEWAY });
+    expect(await whoamiAt(h.replicas[0]!, token)).toBe('carol');
+    const first = (await h.wiki.headers()).at(-1)!.authorization!.replace(/^Bearer /, '');
+    await h.wiki.revoke(first);
+    expect(await whoamiAt(h.replicas[1]!, token)).toBe('carol');
+    expect(exchangesOf('carol')).toBe(2);
+    // The other replica takes the new one from the store, not the refused one.
+    expect(await whoamiAt(h.replicas[0]!, token)).toBe('carol');
+    expect(exchangesOf('carol')).toBe(2);
+  });
+
   it('what is kept in Redis names neither the user nor a token', async () => {
     const redis = new Redis(h.redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
     try {
@@ -80,7 +92,7 @@ describe('token exchange with a Redis credential store', () => {
       expect(exchanged.length).toBeGreaterThanOrEqual(2);
       const tokens = (await h.wiki.headers()).map((r) => r.authorization?.replace(/^Bearer /, '')).filter((v): v is string => !!v);
       for (const key of exchanged) {
-        expect(key).not.toMatch(/alice|bob/);
+        expect(key).not.toMatch(/alice|bob|carol/);
         const value = (await redis.get(key)) ?? (await redis.hgetall(key)).toString();
         for (const token of tokens) expect(value).not.toContain(token);
       }

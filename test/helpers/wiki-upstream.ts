@@ -9,6 +9,8 @@ export interface WikiUpstream {
   url: string;
   /** The headers (lower-case) of every request /mcp received, in order, each with its answer's `:status`. */
   headers(): Promise<Array<Record<string, string>>>;
+  /** Makes the service refuse this token (401) from now on. */
+  revoke(token: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -20,6 +22,10 @@ export async function startWikiUpstream(issuer: string, audience: string): Promi
     return {
       url: url!,
       headers: async () => (await (await fetch(`${origin}/_headers`, { signal: AbortSignal.timeout(5_000) })).json()) as Array<Record<string, string>>,
+      revoke: async (token) => {
+        const res = await fetch(`${origin}/_revoke?token=${encodeURIComponent(token)}`, { signal: AbortSignal.timeout(5_000) });
+        if (!res.ok) throw new Error(`revoke answered ${res.status}`);
+      },
       close: () => stopChild(child),
     };
   } catch (err) {
