@@ -89,13 +89,18 @@ export class IdpLogin {
 
   /** Refreshes at the IdP; the refresh token to keep (a rotated one, or undefined: keep the old). Throws LoginRefused when the IdP says no. */
   async refresh(refreshToken: string): Promise<string | undefined> {
+    return (await this.refreshSession(refreshToken)).refreshToken;
+  }
+
+  /** `refresh`, keeping the IdP's access token and its lifetime too (the front door's subject for token exchange). */
+  async refreshSession(refreshToken: string): Promise<{ accessToken: string; expiresIn: number | undefined; refreshToken: string | undefined }> {
     const { server, client } = await this.#setup();
     const oclient: oauth.Client = { client_id: client.clientId, token_endpoint_auth_method: client.tokenEndpointAuthMethod };
     const auth = client.clientSecret ? oauth.ClientSecretBasic(client.clientSecret) : oauth.None();
     const response = await oauth.refreshTokenGrantRequest(server, oclient, auth, refreshToken, requestOptions(server.token_endpoint));
     try {
       const result = await oauth.processRefreshTokenResponse(server, oclient, response);
-      return result.refresh_token;
+      return { accessToken: result.access_token, expiresIn: result.expires_in, refreshToken: result.refresh_token };
     } catch (err) {
       if (err instanceof oauth.ResponseBodyError && err.status >= 400 && err.status < 500) throw new LoginRefused(`the IdP refused the refresh (${err.error})`);
       throw err;

@@ -14,6 +14,7 @@ import { Authorization } from './authorize.js';
 import { ClientDocuments } from './cimd.js';
 import { ClientRegistry } from './clients.js';
 import { Grants } from './grants.js';
+import { IdpSessions } from './idp-sessions.js';
 import { SigningKeys } from './keys.js';
 import { TokenEndpoint } from './token.js';
 
@@ -51,6 +52,9 @@ export class FrontDoor {
   readonly keys: SigningKeys;
   readonly grants: Grants;
   readonly clients: ClientRegistry;
+  /** The users' IdP sessions, as token exchange's subjects (FrontDoorSubjects). */
+  readonly idpSessions: IdpSessions;
+  readonly #principalIssuer: string;
   readonly #documents: ClientDocuments;
   readonly #config: Config;
   readonly #unsubscribe: () => void;
@@ -88,6 +92,8 @@ export class FrontDoor {
       events: options.events,
       onAuthorization: options.onAuthorization ?? (() => {}),
     });
+    this.#principalIssuer = oauth.issuer;
+    this.idpSessions = new IdpSessions({ grants: this.grants, login, logger, events: options.events, ...(options.now ? { now: options.now } : {}) });
     this.tokens = new TokenEndpoint({ issuer: this.issuer, tokenTtlMs: settings.tokenTtl, grants: this.grants, keys: this.keys, clients: this.clients, login, logger, events: options.events, onToken: options.onToken ?? (() => {}) });
     // A revocation on any replica makes every replica verify its remembered tokens again.
     this.#unsubscribe = store.subscribe(REVOKED_CHANNEL, () => this.keys.invalidate());
@@ -142,6 +148,8 @@ export class FrontDoor {
       keys: this.keys,
       accept: async (payload) => {
         if (typeof payload.sid !== 'string' || !(await this.grants.alive(payload.sid))) throw new AuthError('claims', "the token's grant was revoked");
+        // The principal as the verifier forms it (principalIssuer, principalClaim sub).
+        if (typeof payload.sub === 'string') this.idpSessions.seen(`${this.#principalIssuer}|${payload.sub}`, payload.sid);
       },
     };
   }

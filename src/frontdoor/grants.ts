@@ -1,8 +1,9 @@
 // What the front door remembers between steps, in the credential store (sealed there, shared by
 // replicas): authorization codes (single-use, 60 s), grants with their rotating refresh tokens
 // (OAuth 2.1 §4.3.1, RFC 9700 §4.14.2: a spent refresh token presented again revokes the grant),
-// the user's IdP refresh token per grant, and which clients a user has approved. Codes and
-// refresh tokens are stored under their digest, never as they are.
+// the user's IdP refresh token per grant (and the IdP access token token exchange last got with
+// it), and which clients a user has approved. Codes and refresh tokens are stored under their
+// digest, never as they are.
 import { randomBytes } from 'node:crypto';
 import type { CredentialStore } from '../credentials/store.js';
 import { digest } from './rules.js';
@@ -33,8 +34,12 @@ export interface Grant {
   resource: string;
   scope: string;
   identity: Identity;
-  /** The user's refresh token at the IdP (the next issue's token exchange uses its access tokens). */
+  /** The user's refresh token at the IdP: refreshed with the host's, and for token exchange's subject (idp-sessions.ts). */
   idpRefresh?: string;
+  /** The IdP access token of the last refresh made for token exchange, until it is due for renewal (ms). */
+  idpAccess?: { token: string; renewAt: number };
+  /** When the grant lapses unless the host refreshes (ms): kept when the IdP session alone is updated. */
+  expiresAt?: number;
   /** Digest of the refresh token that may be used now. */
   current: string;
   /** Digests of refresh tokens already used: presented again, they revoke the grant. */
@@ -107,6 +112,7 @@ export class Grants {
       ...(record.idpRefresh ? { idpRefresh: record.idpRefresh } : {}),
       current: digest(refreshSecret),
       spent: [],
+      expiresAt: Date.now() + this.#options.refreshTtlMs,
     };
     await this.#options.store.set(grantKey(id), grant, this.#options.refreshTtlMs);
     await this.#options.store.set(usedKey(code), id, USED_CODE_TTL_MS);
@@ -141,10 +147,44 @@ export class Grants {
         return { refused: 'idp' };
       }
       const nextSecret = secret();
-      const next: Grant = { ...grant, ...(idpRefresh ? { idpRefresh } : {}), current: digest(nextSecret), spent: [...grant.spent, presented].slice(-MAX_SPENT) };
+      const next: Grant = { ...grant, ...(idpRefresh ? { idpRefresh } : {}), current: digest(nextSecret), spent: [...grant.spent, presented].slice(-MAX_SPENT), expiresAt: Date.now() + refreshTtlMs };
       await store.set(grantKey(grant.id), next, refreshTtlMs);
       return { grant: next, refreshToken: `${grant.id}.${nextSecret}` };
     });
+  }
+
+  /**
+   * The user's IdP session put to use between host refreshes (token exchange's subject), under the
+   * grant's lock as `rotate` takes it, so an IdP refresh token is never spent twice, on any replica.
+   * `renew` reads the grant and answers what to keep (undefined: nothing changed), or false when
+   * the IdP refused (the grant is revoked). The grant as kept; 'refused'; undefined when it is gone
+   * or is not the principal's.
+   */
+  async withIdpSession(grantId: string, principal: string, renew: (grant: Grant) => Promise<Pick<Grant, 'idpRefresh' | 'idpAccess'> | false | undefined>): Promise<Grant | 'refused' | undefined> {
+    const { store, refreshTtlMs } = this.#options;
+    return store.withLock(grantKey(grantId), GRANT_LOCK_MS, async () => {
+      const grant = (await store.get(grantKey(grantId))) as Grant | undefined;
+      if (!grant || grant.identity.principal !== principal) return undefined;
+      const renewed = await renew(grant);
+      if (renewed === false) {
+        await this.revoke(grant.id);
+        return 'refused';
+      }
+      if (!renewed) return grant;
+      const left = (grant.expiresAt ?? Date.now() + refreshTtlMs) - Date.now();
+      if (left <= 0) return undefined;
+      const next: Grant = { ...grant, ...(renewed.idpRefresh ? { idpRefresh: renewed.idpRefresh } : {}), ...(renewed.idpAccess ? { idpAccess: renewed.idpAccess } : {}) };
+      await store.set(grantKey(grant.id), next, left);
+      return next;
+    });
+  }
+
+  /** Revokes the principal's grant (its IdP session has ended); the grant, or undefined when there was none. */
+  async end(grantId: string, principal: string): Promise<Grant | undefined> {
+    const grant = (await this.#options.store.get(grantKey(grantId))) as Grant | undefined;
+    if (!grant || grant.identity.principal !== principal) return undefined;
+    await this.revoke(grant.id);
+    return grant;
   }
 
   async alive(grantId: string): Promise<boolean> {
