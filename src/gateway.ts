@@ -282,7 +282,9 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     await tasks.close();
     await sessions.closeAll();
     await sessions.sharedLog?.close();
-    await pool.close();
+    // A replica of a fleet stopping ends no upstream session: a session still being taken over
+    // here when its sessions were let go holds one that the fleet's ids carry.
+    await pool.close({ keepSessions: config.sessions.keys !== undefined });
     await Promise.all(listeners.map((listener) => listener?.close()));
     await store.close();
     await userAuth?.close();

@@ -203,7 +203,11 @@ export class SessionOpener {
       const { client, release } = outcome.value;
       if (session.closed) {
         if (release) release();
-        else void client.close();
+        else {
+          // Let go while it opened (a drain): a portable session's upstream session lives on elsewhere.
+          if (session.portable) client.keepSession();
+          void client.close();
+        }
         return;
       }
       session.links.attach(name, client, release);

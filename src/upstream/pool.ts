@@ -337,11 +337,15 @@ export class UpstreamPool {
     );
   }
 
-  /** Stops every upstream session still open or stopping. */
-  async close(): Promise<void> {
+  /**
+   * Stops every upstream session still open or stopping. `keepSessions`: their upstream sessions
+   * are left alive (a replica of a fleet stopping: another replica may carry any of them on).
+   */
+  async close(options: { keepSessions?: boolean } = {}): Promise<void> {
     this.#closed = true;
     clearInterval(this.#probeTimer);
     const warm = [...this.#records.values()].flatMap((record) => record.warm?.close() ?? []);
+    if (options.keepSessions) for (const client of this.#live) client.keepSession();
     await Promise.allSettled([...[...this.#live].map((client) => client.close()), ...warm]);
   }
 
