@@ -182,6 +182,8 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     ...(credentialStore ? { open: credentialStore.open } : {}),
     ...(options.redactor ? { onSecret: (secret: string) => options.redactor!.add(secret) } : {}),
     onExchange: ({ principal, upstream, outcome, variant, error }) => events.tokenExchange({ principal, upstream, outcome, detail: { variant }, ...(error ? { reason: error } : {}) }),
+    // A front-door user's subject: the IdP session the front door keeps with their grant.
+    ...(frontDoor ? { frontDoor: frontDoor.idpSessions } : {}),
   });
   const personal = userAuth && new PersonalUpstreams({ credentials: userAuth.credentials, flows: userAuth.flows, pool, logger, connectTtlMs: userAuth.connectTtlMs });
   let policy = policyFor(config);

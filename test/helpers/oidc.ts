@@ -35,6 +35,12 @@ export interface IdpOptions {
    * registered (test/helpers/oidc-exchange.ts). Clients need the grant types in grant_types.
    */
   exchange?: ExchangeOptions;
+  /**
+   * The resource (a key of `resources`) each client's tokens are for when it names none, at
+   * authorization and at every refresh: as Entra decides a token's audience by the scopes asked,
+   * so that a login client without `resource` still gets a JWT access token (token exchange's subject).
+   */
+  defaultResources?: Record<string, string>;
 }
 
 export interface TestIdp {
@@ -52,6 +58,8 @@ export interface TestIdp {
   refusedResources(): number;
   /** Every token exchange it answered (either grant), in order, with what it issued for whom. */
   exchanges: ExchangeRecord[];
+  /** Every refresh token it issued (opaque values), for checks that none travels further. */
+  refreshTokens: string[];
   close(): Promise<void>;
 }
 
@@ -156,8 +164,8 @@ export async function startIdp(options: IdpOptions = {}): Promise<TestIdp> {
         registration: { enabled: options.entra ? false : (options.registration ?? true) },
         resourceIndicators: {
           enabled: true,
-          defaultResource: (_ctx: unknown, _client: unknown, oneOf?: string[]) => oneOf,
-          useGrantedResource: () => false,
+          defaultResource: (_ctx: unknown, client: { clientId: string }, oneOf?: string[]) => oneOf ?? options.defaultResources?.[client.clientId],
+          useGrantedResource: (_ctx: unknown, model: { clientId?: string }) => model.clientId !== undefined && options.defaultResources?.[model.clientId] !== undefined,
           getResourceServerInfo: (_ctx: unknown, resource: string) => {
             const info = resourceInfo(resource);
             if (!info) throw new errors.InvalidTarget(`unknown resource ${resource}`);
@@ -253,6 +261,7 @@ export async function startIdp(options: IdpOptions = {}): Promise<TestIdp> {
       revocations: () => revocations.count,
       refusedResources: () => refusedResources.count,
       exchanges,
+      refreshTokens: store.refreshTokens,
       close: () => closeServer(server),
     };
   } catch (err) {
@@ -313,6 +322,8 @@ class ModelStore {
   private readonly byUserCode = new Map<string, string>();
   /** When each account's grants were last revoked (ms): subject tokens issued before are refused by the exchanges. */
   readonly revokedAt = new Map<string, number>();
+  /** Every refresh token saved, by value. */
+  readonly refreshTokens: string[] = [];
 
   adapter(model: string) {
     const key = (id: string): string => `${model}:${id}`;
@@ -326,6 +337,8 @@ class ModelStore {
         }
         if (model === 'Session' && typeof payload.uid === 'string') this.bySessionUid.set(payload.uid, id);
         if (typeof payload.userCode === 'string') this.byUserCode.set(payload.userCode, id);
+        // An opaque token's value is its id.
+        if (model === 'RefreshToken') this.refreshTokens.push(id);
       },
       find: async (id: string) => this.get(key(id)),
       findByUid: async (uid: string) => {
