@@ -162,7 +162,15 @@ export class TokenExchanger {
     const config = this.#deps.config(upstream);
     if (!config) throw new TokenExchangeError('config', `${upstream} is not reached by token exchange`);
     const report = (outcome: 'ok' | ExchangeFailure, error?: string): void => this.#deps.onExchange?.({ principal, upstream, outcome, variant: config.variant, ...(error ? { error } : {}) });
-    const subject = await this.#deps.subjects.subjectToken(principal);
+    let subject: string | undefined;
+    try {
+      subject = await this.#deps.subjects.subjectToken(principal);
+    } catch (err) {
+      // The front door could not renew the user's IdP session: counted and answered as the exchange's own failure.
+      const failure = this.#classify(upstream, err);
+      report(failure.kind);
+      throw failure;
+    }
     if (!subject) {
       report('sign_in', 'no_subject_token');
       throw new TokenExchangeError('sign_in', `Switchyard holds no token of yours from the identity provider to use ${upstream} with; sign in to Switchyard again`);

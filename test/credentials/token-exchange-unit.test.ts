@@ -139,4 +139,26 @@ describe('TokenExchanger', () => {
     expect((await failure(exchanger.token('nobody', 'wiki'))).kind).toBe('sign_in');
     expect(seen).toHaveLength(0);
   });
+
+  it('a subject that cannot be renewed (the front door could not reach the IdP) is unavailable, reported, and the IdP is not asked to exchange', async () => {
+    const outcomes: string[] = [];
+    let asked = 0;
+    const exchanger = new TokenExchanger({
+      issuer: 'https://login.example.com',
+      login: { clientId: 'switchyard', clientSecret: 'login-secret' },
+      config: () => RFC8693,
+      subjects: { subjectToken: () => Promise.reject(new TokenExchangeError('unavailable', 'the identity provider could not renew your sign-in (no answer in time)')) },
+      logger: createLogger({ level: 'silent', write: () => {} }),
+      onExchange: ({ outcome }) => void outcomes.push(outcome),
+      fetch: (async () => {
+        asked++;
+        return granted('never');
+      }) as unknown as typeof fetch,
+    });
+    const err = await failure(exchanger.token('alice', 'wiki'));
+    expect(err).toMatchObject({ kind: 'unavailable', message: 'the identity provider could not renew your sign-in (no answer in time)' });
+    expect(exchanger.credential('alice', 'wiki').unavailable(new Error('wrapped', { cause: err }))).toBe(true);
+    expect(outcomes).toEqual(['unavailable']);
+    expect(asked).toBe(0);
+  });
 });
