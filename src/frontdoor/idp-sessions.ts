@@ -57,7 +57,12 @@ export class IdpSessions implements FrontDoorSubjects {
   async idpAccessToken(principal: string): Promise<string | undefined> {
     for (const grantId of this.#grantsOf.get(principal) ?? []) {
       const held = this.#tokens.get(grantId);
-      if (held && this.#now() < held.renewAt) return held.token;
+      if (held && this.#now() < held.renewAt) {
+        // A grant revoked since (reuse, RFC 7009, another replica's refusal) lends its session no more.
+        if (await this.#options.grants.alive(grantId)) return held.token;
+        this.#forget(principal, grantId);
+        continue;
+      }
       let pending = this.#inflight.get(grantId);
       if (!pending) {
         pending = this.#renew(principal, grantId).finally(() => this.#inflight.delete(grantId));

@@ -86,6 +86,10 @@ describe('IdpSessions (the front door subjects of token exchange)', () => {
     expect(login.spent).toHaveLength(2);
     const kept = (await store.get(`frontdoor:grant:${grant.id}`)) as Grant;
     expect(kept).toMatchObject({ idpRefresh: 'idp-refresh-3', current: grant.current });
+    // Revoked elsewhere (RFC 7009, a reused refresh token): its kept token is offered no more.
+    await grants.revoke(grant.id);
+    expect(await subjects.idpAccessToken(ALICE)).toBeUndefined();
+    expect(login.spent).toHaveLength(2);
   });
 
   it('offers nothing for a principal without a grant, or for a grant that is not theirs', async () => {
