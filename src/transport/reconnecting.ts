@@ -256,6 +256,9 @@ export class ReconnectingTransport implements Transport {
       this.#reinit = { id, resolve, reject };
       timer = setTimeout(() => reject(new TransportError('closed', 're-initialize timed out')), REINIT_TIMEOUT_MS);
     });
+    // The child may die while its initialize is still being sent: the answer is then refused
+    // before the send fails, and only the send's failure is awaited (and thrown) below.
+    answered.catch(() => {});
     try {
       await inner.send({ ...this.#initialize, id });
       const result = await answered;

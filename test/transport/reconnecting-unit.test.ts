@@ -180,6 +180,40 @@ describe('restart backoff', () => {
     expect(h.connections).toHaveLength(3);
   });
 
+  // BUG (fixed): a new child that died while its re-initialize was still being sent rejected the
+  // handshake's pending answer (the wrapper hears the close before the send fails), and nothing
+  // awaited that answer any more: an unhandled rejection, which ends a test run (seen in
+  // e2e/upstreams under load, a stdio child that exits at once).
+  it('leaves no unhandled rejection when the new child dies while its re-initialize is being sent', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const h = await reconnecting({
+        transport: { settleOnAnswer: true },
+        prepare: ({ server }, index) => {
+          if (index > 0) server.handle('initialize', () => undefined);
+        },
+      });
+      h.last().transport.drop(crash());
+      await flush();
+      await vi.advanceTimersByTimeAsync(100);
+      expect(h.connections).toHaveLength(2);
+      await flush();
+      // Its initialize is held (being sent) when it dies.
+      expect(h.last().transport.openExchanges).toBe(1);
+      h.last().transport.drop(crash());
+      await flush();
+      vi.useRealTimers();
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+      await h.client.close();
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   // BUG (fixed): when a new child could not start, #reconnect closed it, and a transport that
   // never started reports onclose() without a reason at once (StdioTransport does,
   // synchronously). The wrapper took that for its owner closing it and closed for good: one
