@@ -329,7 +329,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       // From here new connections are refused (a balancer sends them to another replica); what
       // came in on open ones meanwhile finishes within the same grace period.
       main?.stopAccepting();
-      while (sessions.inflight() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+      while ((sessions.inflight() > 0 || (main?.unanswered ?? 0) > 0) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
       const abandoned = sessions.inflight();
       if (abandoned > 0) {
         logger.warn('grace period over; cancelling requests still in flight', { inflight: abandoned });

@@ -39,6 +39,11 @@ export interface Listener {
    * idle ones; requests and streams on open connections go on. close() still ends them.
    */
   stopAccepting(): void;
+  /**
+   * Requests other than GET whose response has not ended: a drain waits for them too (one may
+   * still be reading its body or taking its session over, before the router counts it).
+   */
+  readonly unanswered: number;
   /** Stops accepting connections; resolves when the last one is gone. */
   close(): Promise<void>;
 }
@@ -53,7 +58,19 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const material = tls ? await readTls(tls) : undefined;
   const viaFetch = getRequestListener(fetch, { hostname: host });
   const direct = options.direct;
-  const listener: RequestListener = direct ? (incoming, outgoing) => direct(incoming, outgoing) || void viaFetch(incoming, outgoing) : viaFetch;
+  const served: RequestListener = direct ? (incoming, outgoing) => direct(incoming, outgoing) || void viaFetch(incoming, outgoing) : viaFetch;
+  // GET streams are left out: they end when the drain hangs them up, after it waited.
+  let unanswered = 0;
+  const answered = (): void => {
+    unanswered--;
+  };
+  const listener: RequestListener = (incoming, outgoing) => {
+    if (incoming.method !== 'GET') {
+      unanswered++;
+      outgoing.on('close', answered);
+    }
+    served(incoming, outgoing);
+  };
   const serverOptions = options.maxHeaderBytes ? { maxHeaderSize: options.maxHeaderBytes } : {};
   const server: ServerType = material
     ? createHttpsServer({ ...serverOptions, ...material, requestCert: material.ca !== undefined, rejectUnauthorized: material.ca !== undefined }, listener)
@@ -78,6 +95,9 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   return {
     server,
     url: new URL(`${tls ? 'https' : 'http'}://${shownHost}:${address.port}${path}`),
+    get unanswered() {
+      return unanswered;
+    },
     stopAccepting() {
       if (!stopped) server.close(() => closed());
       stopped = true;

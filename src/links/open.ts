@@ -203,11 +203,8 @@ export class SessionOpener {
       const { client, release } = outcome.value;
       if (session.closed) {
         if (release) release();
-        else {
-          // Let go while it opened (a drain): a portable session's upstream session lives on elsewhere.
-          if (session.portable) client.keepSession();
-          void client.close();
-        }
+        else if (session.portable) void (client.keepSession(), client.close()); // let go while it opened (a drain): carried on elsewhere
+        else void client.close();
         return;
       }
       session.links.attach(name, client, release);
