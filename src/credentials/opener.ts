@@ -27,3 +27,36 @@ export function credentialStoreOpener(config: Config, logger: Logger, resolvePat
     },
   };
 }
+
+/**
+ * The store's methods, each waiting for it to be open: parts built before the gateway starts
+ * (per-user credentials, the front door, pins) hold this and never wait for the opening
+ * themselves; a subscription waits too (nothing is missed after the store opens). Its `close`
+ * does nothing: the store's opener closes it.
+ */
+export function waitingStore(open: () => Promise<CredentialStore>): CredentialStore {
+  return {
+    get: async (key) => (await open()).get(key),
+    set: async (key, value, ttlMs) => (await open()).set(key, value, ttlMs),
+    delete: async (key) => (await open()).delete(key),
+    setIfAbsent: async (key, value, ttlMs) => (await open()).setIfAbsent(key, value, ttlMs),
+    count: async (prefix) => (await open()).count(prefix),
+    withLock: async (key, ttlMs, fn, waitMs) => (await open()).withLock(key, ttlMs, fn, waitMs),
+    publish: async (channel, message) => (await open()).publish(channel, message),
+    subscribe: (channel, listener) => {
+      let stopped = false;
+      let stop: (() => void) | undefined;
+      void open().then(
+        (store) => {
+          if (!stopped) stop = store.subscribe(channel, listener);
+        },
+        () => {},
+      );
+      return () => {
+        stopped = true;
+        stop?.();
+      };
+    },
+    close: async () => {},
+  };
+}

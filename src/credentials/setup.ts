@@ -8,6 +8,7 @@ import { IdpLogin } from './login.js';
 import { Sealer } from './sealed.js';
 import { openCredentialStore, type CredentialStore } from './store.js';
 import { UserCredentials } from './user-credentials.js';
+import { waitingStore } from './opener.js';
 
 export interface UserAuthParts {
   credentials: UserCredentials;
@@ -41,7 +42,7 @@ export function createUserAuth(config: Config, deps: UserAuthDeps): UserAuthPart
   const storeConfig = typeof settings === 'object' && 'file' in settings ? { file: { path: deps.resolvePath?.(settings.file.path) ?? settings.file.path } } : settings;
   let opened: Promise<CredentialStore> | undefined;
   const open = deps.open ?? ((): Promise<CredentialStore> => (opened ??= openCredentialStore(storeConfig, key, deps.logger)));
-  const store = lazyStore(open);
+  const store = waitingStore(open);
   const sealer = new Sealer(key);
   const upstreams = personal();
   const oauth = config.auth?.oauth;
@@ -66,34 +67,5 @@ export function createUserAuth(config: Config, deps: UserAuthDeps): UserAuthPart
       credentials.close();
       if (opened) await (await opened.catch(() => undefined))?.close();
     },
-  };
-}
-
-/** The store's methods, each waiting for the store to be open. */
-function lazyStore(open: () => Promise<CredentialStore>): CredentialStore {
-  const listeners: Array<{ channel: string; listener: (message: string) => void; stop?: () => void; stopped: boolean }> = [];
-  return {
-    get: async (key) => (await open()).get(key),
-    set: async (key, value, ttlMs) => (await open()).set(key, value, ttlMs),
-    delete: async (key) => (await open()).delete(key),
-    setIfAbsent: async (key, value, ttlMs) => (await open()).setIfAbsent(key, value, ttlMs),
-    count: async (prefix) => (await open()).count(prefix),
-    withLock: async (key, ttlMs, fn, waitMs) => (await open()).withLock(key, ttlMs, fn, waitMs),
-    publish: async (channel, message) => (await open()).publish(channel, message),
-    subscribe: (channel, listener) => {
-      const entry: (typeof listeners)[number] = { channel, listener, stopped: false };
-      listeners.push(entry);
-      void open().then(
-        (store) => {
-          if (!entry.stopped) entry.stop = store.subscribe(channel, listener);
-        },
-        () => {},
-      );
-      return () => {
-        entry.stopped = true;
-        entry.stop?.();
-      };
-    },
-    close: async () => (await open()).close(),
   };
 }

@@ -4,6 +4,7 @@
 import type { SecurityEvents } from '../audit/events.js';
 import type { Config } from '../config/schema.js';
 import type { CredentialStore } from '../credentials/store.js';
+import { waitingStore } from '../credentials/opener.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../util/log.js';
 import { FrontDoor } from './front-door.js';
@@ -33,33 +34,4 @@ export function createFrontDoor(config: Config, setup: FrontDoorSetup): FrontDoo
   });
   metrics.observeOauthClients(() => frontDoor.clientCounts());
   return frontDoor;
-}
-
-/** The store's methods, each waiting for it to be open (the front door is built before the start opens it). */
-function waitingStore(open: () => Promise<CredentialStore>): CredentialStore {
-  return {
-    get: async (key) => (await open()).get(key),
-    set: async (key, value, ttlMs) => (await open()).set(key, value, ttlMs),
-    delete: async (key) => (await open()).delete(key),
-    setIfAbsent: async (key, value, ttlMs) => (await open()).setIfAbsent(key, value, ttlMs),
-    count: async (prefix) => (await open()).count(prefix),
-    withLock: async (key, ttlMs, fn, waitMs) => (await open()).withLock(key, ttlMs, fn, waitMs),
-    publish: async (channel, message) => (await open()).publish(channel, message),
-    subscribe: (channel, listener) => {
-      let stopped = false;
-      let stop: (() => void) | undefined;
-      void open().then(
-        (store) => {
-          if (!stopped) stop = store.subscribe(channel, listener);
-        },
-        () => {},
-      );
-      return () => {
-        stopped = true;
-        stop?.();
-      };
-    },
-    // The gateway closes the store it opened.
-    close: async () => {},
-  };
 }

@@ -45,3 +45,16 @@ export async function exposeNamesIn(text: string, listing: Listing, catalog: Cat
     return shown === undefined ? span : `\`${shown}\``;
   });
 }
+
+/** An upstream's instructions under a heading of the prefix its names carry here, its backticked names as the client sees them. */
+export async function instructionsSection(upstream: string, raw: string, listing: Listing, catalog: Catalog): Promise<string> {
+  const prefix = catalog.codec.prefixOf(upstream);
+  const text = await exposeNamesIn(raw, listing, catalog);
+  return prefix === '' ? `## ${upstream} (names unchanged)\n${text}` : `## ${prefix}\n${text}`;
+}
+
+/** Said once above the sections: the upstreams' own texts name their tools without the prefix. */
+export function namingNote(catalog: Catalog): string {
+  const { separator } = catalog.codec;
+  return `Each section below is one server's own instructions, under the prefix its names carry here: the names of its tools, prompts and resources in backticks are written as they are called here, and a tool or prompt its text calls \`x\` otherwise is \`<prefix>${separator}x\` through this gateway.`;
+}

@@ -28,7 +28,7 @@ import { UpstreamCatalogs, type CatalogSession } from './catalog-sessions.js';
 import type { Listing } from '../names/lists.js';
 import type { ListKind } from '../names/lists.js';
 import { logOpened, startIdleSweep } from './idle.js';
-import { exposeNamesIn } from './instructions.js';
+import { instructionsSection, namingNote } from './instructions.js';
 import { wireUpstream } from './relay.js';
 import { forgetNames } from './existence.js';
 import { SharedHub } from './shared.js';
@@ -112,7 +112,7 @@ export class SessionOpener {
     const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
     const instructions = await this.#openUpstreams(session, names);
     session.capabilities = this.#capabilitiesOf(session);
-    if (instructions.length > 0) instructions.unshift(this.#namingNote());
+    if (instructions.length > 0) instructions.unshift(namingNote(this.#deps.catalog));
     const own = session.access.endpoint?.instructions;
     if (own !== undefined) instructions.unshift(own);
     if (instructions.length > 0) session.instructions = instructions.join('\n\n');
@@ -197,7 +197,7 @@ export class SessionOpener {
         if (session.closed) return;
         session.links.defer(name);
         const text = outcome.value.catalog.instructions;
-        if (text) instructions.push(this.#section(name, text, outcome.value.catalog));
+        if (text) instructions.push(instructionsSection(name, text, outcome.value.catalog, this.#deps.catalog));
         return;
       }
       const { client, release } = outcome.value;
@@ -209,22 +209,9 @@ export class SessionOpener {
       }
       session.links.attach(name, client, release);
       const text = client.initialized?.instructions;
-      if (text) instructions.push(this.#section(name, text, this.listingOf(session, client)));
+      if (text) instructions.push(instructionsSection(name, text, this.listingOf(session, client), this.#deps.catalog));
     });
     return Promise.all(instructions);
-  }
-
-  /** An upstream's instructions under a heading of the prefix its names carry here, its backticked names as the client sees them. */
-  async #section(upstream: string, raw: string, listing: Listing): Promise<string> {
-    const prefix = this.#deps.catalog.codec.prefixOf(upstream);
-    const text = await exposeNamesIn(raw, listing, this.#deps.catalog);
-    return prefix === '' ? `## ${upstream} (names unchanged)\n${text}` : `## ${prefix}\n${text}`;
-  }
-
-  /** Said once above the sections: the upstreams' own texts name their tools without the prefix. */
-  #namingNote(): string {
-    const { separator } = this.#deps.catalog.codec;
-    return `Each section below is one server's own instructions, under the prefix its names carry here: the names of its tools, prompts and resources in backticks are written as they are called here, and a tool or prompt its text calls \`x\` otherwise is \`<prefix>${separator}x\` through this gateway.`;
   }
 
   /**

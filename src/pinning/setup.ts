@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { openCredentialStore, type CredentialStore } from '../credentials/store.js';
+import { waitingStore } from '../credentials/opener.js';
 import { GatewayError } from '../mcp/errors.js';
 import type { JsonObject } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
@@ -104,7 +105,7 @@ export function createPinning(config: () => Config, deps: PinningDeps): Pinning 
   let memory: Promise<CredentialStore> | undefined;
   // Without a credential store pins are this process's alone (a random key: nothing outlives it).
   const open = deps.open ?? (() => (memory ??= openCredentialStore('memory', [randomBytes(32).toString('base64url')], logger)));
-  const store = new PinStore(lazy(open));
+  const store = new PinStore(waitingStore(open));
   const upstreams = (): string[] => Object.keys(config().upstreams);
   const gate = new PinGate({
     store,
@@ -132,33 +133,5 @@ export function createPinning(config: () => Config, deps: PinningDeps): Pinning 
       gate.close();
       if (memory) await (await memory).close();
     },
-  };
-}
-
-/** A store whose methods wait for it to open; subscribing waits too (nothing is missed after it opens). */
-function lazy(open: () => Promise<CredentialStore>): CredentialStore {
-  return {
-    get: async (key) => (await open()).get(key),
-    set: async (key, value, ttlMs) => (await open()).set(key, value, ttlMs),
-    delete: async (key) => (await open()).delete(key),
-    setIfAbsent: async (key, value, ttlMs) => (await open()).setIfAbsent(key, value, ttlMs),
-    count: async (prefix) => (await open()).count(prefix),
-    withLock: async (key, ttlMs, fn, waitMs) => (await open()).withLock(key, ttlMs, fn, waitMs),
-    publish: async (channel, message) => (await open()).publish(channel, message),
-    subscribe: (channel, listener) => {
-      let stop: (() => void) | undefined;
-      let stopped = false;
-      open().then(
-        (store) => {
-          if (!stopped) stop = store.subscribe(channel, listener);
-        },
-        () => {},
-      );
-      return () => {
-        stopped = true;
-        stop?.();
-      };
-    },
-    close: async () => {},
   };
 }
