@@ -13,7 +13,7 @@ export interface MessageExtra {
 
 export interface SendOptions {
   /**
-   * The exchange carrying this message: the caller aborts it when the request timed out or was
+   * Cancels this message's round trip: the caller aborts it when the request timed out or was
    * cancelled, the transport when it closes. One controller per request, nothing derived from it
    * (AbortSignal.any per call costs more than the rest of the hop). A transport that queues
    * messages (stdio, behind a child that reads slowly) withdraws one aborted before it was written.
