@@ -73,7 +73,7 @@ const PATCHES = [
     "res.writeHead(reply.status, reply.headers ? { ...extra, 'content-type': 'application/json', ...reply.headers, 'content-length': length } : jsonHeaders(extra, length)).end(reply.body)",
     { before: until('upstream answer → write', '__inplaceAnswer') },
   ),
-  wrap('router/router.js', 'metrics and call log', 'this.#account(request, call, response === undefined && signal.aborted)'),
+  wrap('router/router.js', 'metrics and call log', 'this.#account(request, call, response === undefined && signal.aborted, response)'),
 ];
 
 /** Copies the build in `from` to `to` and patches the copy; throws when an anchor is gone. */
