@@ -5,7 +5,7 @@
 // client's cancel cancels the task upstream.
 import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, type JsonObject, type JsonRpcErrorObject } from '../mcp/jsonrpc.js';
-import type { CancelSignal } from '../util/cancel.js';
+import { pause, type CancelSignal } from '../util/cancel.js';
 import { TASKS_EXTENSION, isTaskResult } from './wire.js';
 
 const MIN_POLL_MS = 100;
@@ -38,17 +38,6 @@ export interface TaskDriver {
   maxTotalMs: number;
 }
 
-function wait(ms: number, signal: CancelSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done);
-  });
-}
 
 /** Runs the call as a task upstream and answers with what the task ends with. */
 export async function driveTask(callParams: JsonObject, driver: TaskDriver): Promise<JsonObject> {
@@ -63,7 +52,7 @@ export async function driveTask(callParams: JsonObject, driver: TaskDriver): Pro
     while (!TERMINAL.has(task.status as string)) {
       const interval = typeof task.pollIntervalMs === 'number' ? Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, task.pollIntervalMs)) : 1_000;
       if (Date.now() + interval > deadline) throw new GatewayError('upstream_timeout', `The upstream's task did not end within ${driver.maxTotalMs} ms`);
-      await wait(interval, driver.signal);
+      await pause(interval, driver.signal);
       if (driver.signal.aborted) throw new GatewayError('cancelled', 'Request cancelled');
       task = await driver.send('tasks/get', { taskId });
       if (task.status === 'input_required') throw new GatewayError('upstream_unavailable', 'The task needs input this client cannot give (it did not declare the Tasks extension)');

@@ -6,7 +6,7 @@
 // answered in the client's.
 import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, type JsonObject, type JsonRpcErrorObject } from '../mcp/jsonrpc.js';
-import type { CancelSignal } from '../util/cancel.js';
+import { pause, type CancelSignal } from '../util/cancel.js';
 import { META, isStatelessVersion } from '../mcp/era.js';
 import { declaringTasks } from './drive.js';
 import { isTaskResult } from './wire.js';
@@ -88,7 +88,7 @@ export function extensionAsLegacy(send: Send, signal: CancelSignal): Send {
         let task = await send('tasks/get', params);
         while (!TERMINAL.has(task.status as string)) {
           const interval = typeof task.pollIntervalMs === 'number' ? Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, task.pollIntervalMs)) : 1_000;
-          await wait(interval, signal);
+          await pause(interval, signal);
           if (signal.aborted) throw new GatewayError('cancelled', 'Request cancelled');
           task = await send('tasks/get', params);
         }
@@ -115,17 +115,6 @@ export async function taskRequest(method: string, params: JsonObject, handle: st
   return typeof result.taskId === 'string' ? { ...result, taskId: handle } : result;
 }
 
-function wait(ms: number, signal: CancelSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done);
-  });
-}
 
 /** The forms a request about a task meets: its upstream's (by era) and its client's (by version). */
 export function formsOf(upstreamEra: string | undefined, clientVersion: string): { upstream: TaskForm; client: TaskForm } {

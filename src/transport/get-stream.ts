@@ -33,16 +33,3 @@ export class GetStreamSupport {
 export function namesLostSession(statusCode: number, text: string): boolean {
   return statusCode === 404 || (statusCode === 400 && /session/i.test(text));
 }
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}

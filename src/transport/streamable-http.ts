@@ -11,10 +11,10 @@ import { sendByPost, TransportError, type SendDone, type SendOptions, type Trans
 import { SseParser } from '../util/sse.js';
 import { after, asError, later } from '../util/callbacks.js';
 import type { CircuitBreaker } from './circuit.js';
-import type { CancelSignal } from '../util/cancel.js';
+import { pause, type CancelSignal } from '../util/cancel.js';
 import { BeforeResponseError, exchange, InFlight, NotSentError, type BodyPlan, type ExchangeDone } from './exchange.js';
 import { parseTraceparent, parseTracestate } from '../util/trace.js';
-import { namesLostSession, sleep, type GetStreamSupport } from './get-stream.js';
+import { namesLostSession, type GetStreamSupport } from './get-stream.js';
 
 export { GetStreamSupport } from './get-stream.js';
 
@@ -379,7 +379,7 @@ export class StreamableHttpTransport implements Transport {
     this.#abort.signal.addEventListener('abort', onAbort, { once: true });
     try {
       for (let attempt = 0; attempt < MAX_RESUMES && !answered(); attempt++) {
-        await sleep(stream.retryMs, stop.signal);
+        await pause(stream.retryMs, stop.signal);
         if (stop.signal.aborted) return done(new TransportError('closed', 'the request was given up while its stream was being resumed'));
         const headers = this.#headers({ accept: 'text/event-stream', 'last-event-id': stream.parser.lastEventId!, ...(await this.#authorization()) });
         const { statusCode, headers: responseHeaders, body } = await this.#options.dispatcher.request({ origin: this.#origin, path: this.#path, method: 'GET', headers, signal: stop.signal });
@@ -459,7 +459,7 @@ export class StreamableHttpTransport implements Transport {
         this.#options.logger.debug('upstream GET stream failed; reconnecting', { err, delayMs: delay });
       }
       if (this.#closed || stop.aborted) return;
-      await sleep(delay, stop);
+      await pause(delay, stop);
       delay = Math.min(delay * 2, GET_RETRY_MAX_MS);
     }
   }

@@ -55,3 +55,16 @@ export class Cancellation implements CancelSignal {
     if (listeners) for (const listener of listeners) listener();
   }
 }
+
+/** Resolves after `ms`, or at once when `signal` aborts (never rejects: the caller reads the signal). */
+export function pause(ms: number, signal: CancelSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
