@@ -273,25 +273,31 @@ const limit = z.strictObject({
   burst: z.number().int().positive().optional().describe('Bucket size: the burst allowed after a quiet spell. Defaults to `rate`.'),
 });
 
-const rateLimits = z.strictObject({
-  /** Requests per principal (initialize, notifications, ping and the GET stream are free). */
-  perClient: limit.optional().describe('Requests per principal (initialize, notifications, ping and the GET stream are free).'),
-  /** Calls per (principal, tool), by namespaced tool name or glob. */
-  perTool: z.record(z.string().min(1), limit).default({}).describe('Calls per (principal, tool), by namespaced tool name or glob.'),
-  store: z
+/** `memory`, or `{ redis: { url, prefix } }` shared by every replica (rate-limit buckets, session state). */
+function memoryOrRedis(what: { prefix: string; prefixIs: string; redisIs: string }) {
+  return z
     .union([
       z.literal('memory'),
       z.strictObject({
         redis: z
           .strictObject({
             url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').describe('The Redis server, as a redis:// or rediss:// URL.'),
-            prefix: z.string().default('switchyard:').describe("Prefix of the gateway's Redis keys."),
+            prefix: z.string().default(what.prefix).describe(what.prefixIs),
           })
-          .describe('Buckets in Redis, shared by every replica; while it is unreachable, local buckets (logged once, shown on /healthz).'),
+          .describe(what.redisIs),
       }),
     ])
-    .default('memory')
-    .describe('Where buckets live: `memory` (this replica), or `{ redis: { url, prefix } }`, shared by every replica (a change needs a restart).'),
+    .default('memory');
+}
+
+const rateLimits = z.strictObject({
+  /** Requests per principal (initialize, notifications, ping and the GET stream are free). */
+  perClient: limit.optional().describe('Requests per principal (initialize, notifications, ping and the GET stream are free).'),
+  /** Calls per (principal, tool), by namespaced tool name or glob. */
+  perTool: z.record(z.string().min(1), limit).default({}).describe('Calls per (principal, tool), by namespaced tool name or glob.'),
+  store: memoryOrRedis({ prefix: 'switchyard:', prefixIs: "Prefix of the gateway's Redis keys.", redisIs: 'Buckets in Redis, shared by every replica; while it is unreachable, local buckets (logged once, shown on /healthz).' }).describe(
+    'Where buckets live: `memory` (this replica), or `{ redis: { url, prefix } }`, shared by every replica (a change needs a restart).',
+  ),
   /** Buckets kept in memory; while all hold recent activity, new principals wait (never a fresh burst). */
   maxPrincipals: z.number().int().min(100).default(100_000).describe('Buckets kept in memory; while all hold recent activity, new principals wait (never a fresh burst).'),
 });
@@ -338,20 +344,7 @@ const sessions = z.strictObject({
   /** The reconnect delay suggested to clients in the SSE retry field. */
   retry: duration.default(1_000).describe('The reconnect delay suggested to clients in the SSE retry field.'),
   /** What every replica must see about a session: task state and results (memory: this replica). */
-  store: z
-    .union([
-      z.literal('memory'),
-      z.strictObject({
-        redis: z
-          .strictObject({
-            url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').describe('The Redis server, as a redis:// or rediss:// URL.'),
-            prefix: z.string().default('switchyard:sess:').describe("Prefix of the session store's Redis keys."),
-          })
-          .describe('Session state in Redis, shared by every replica.'),
-      }),
-    ])
-    .default('memory')
-    .describe('What every replica must see about a session (task status and results; with `sessions.keys`, every SSE event too, so a `Last-Event-ID` resumption on another replica is replayed): `memory` (this replica only), or `{ redis: { url, prefix } }`, shared by every replica (a change needs a restart).'),
+  store: memoryOrRedis({ prefix: 'switchyard:sess:', prefixIs: "Prefix of the session store's Redis keys.", redisIs: 'Session state in Redis, shared by every replica.' }).describe('What every replica must see about a session (task status and results; with `sessions.keys`, every SSE event too, so a `Last-Event-ID` resumption on another replica is replayed): `memory` (this replica only), or `{ redis: { url, prefix } }`, shared by every replica (a change needs a restart).'),
   /** How long a finished task's result is kept. */
   taskTtl: duration.default(60 * 60_000).describe("How long a task's status and result are kept after its last change (its `ttlMs`)."),
   /** A call of a client that declared the tasks extension still running after this is answered with a task. */
