@@ -19,7 +19,15 @@ export async function startUserAuthUpstream(issuer: string, options: { scopes?: 
   const env: NodeJS.ProcessEnv = { ...process.env, ISSUER: issuer };
   if (options.scopes) env.SCOPES = options.scopes.join(',');
   if (options.port !== undefined) env.PORT = String(options.port);
-  const child = spawn(NODE, [join(FIXTURES, 'user-auth-server.mjs')], { stdio: 'pipe', env });
+  return startTokenCheckingFixture('user-auth-server.mjs', env);
+}
+
+/**
+ * Starts a token-checking fixture of test/fixtures/ (it prints `listening <url>`, records the
+ * headers /mcp received at /_headers and refuses a token given to /_revoke).
+ */
+export async function startTokenCheckingFixture(file: string, env: NodeJS.ProcessEnv): Promise<UserAuthUpstream> {
+  const child = spawn(NODE, [join(FIXTURES, file)], { stdio: 'pipe', env });
   try {
     const [, url] = await waitForLine(child, /^listening (http:\/\/127\.0\.0\.1:\d+\/mcp)$/);
     const origin = new URL(url!).origin;
