@@ -6,6 +6,7 @@ import { clientMetadataDocument } from '../credentials/oauth-client.js';
 import type { BrowserRequest, ConnectFlows, Step } from '../credentials/connect-flow.js';
 import { isLoopback } from '../config/schema.js';
 import type { IncomingMessage } from 'node:http';
+import { parse as parseCookies } from 'hono/utils/cookie';
 
 export interface ConnectDeps {
   flows: ConnectFlows;
@@ -20,7 +21,7 @@ const MAX_FORM_BYTES = 16 * 1024;
 export function mountConnect<E extends { Bindings: { incoming?: IncomingMessage } }>(app: Hono<E>, deps: ConnectDeps): void {
   const { flows } = deps;
   const browserOf = (c: { req: { header(name: string): string | undefined }; env: E['Bindings'] }): BrowserRequest => ({
-    cookies: parseCookies(c.req.header('cookie')),
+    cookies: parseCookies(c.req.header('cookie') ?? ''),
     loopback: isLoopback(c.env?.incoming?.socket.remoteAddress?.replace(/^::ffff:/, '') ?? ''),
   });
   app.get('/connect/login', async (c) => answer(await flows.loggedIn(new URL(c.req.url), browserOf(c))));
@@ -49,13 +50,4 @@ function answer(step: Step): Response {
   }
   headers.set('content-type', 'text/html; charset=utf-8');
   return new Response(step.html, { status: step.status, headers });
-}
-
-function parseCookies(header: string | undefined): Record<string, string> {
-  const cookies: Record<string, string> = {};
-  for (const part of (header ?? '').split(';')) {
-    const at = part.indexOf('=');
-    if (at > 0) cookies[part.slice(0, at).trim()] = part.slice(at + 1).trim();
-  }
-  return cookies;
 }

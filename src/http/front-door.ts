@@ -5,6 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Context, Hono } from 'hono';
 import type { FrontDoor } from '../frontdoor/front-door.js';
 import { FRONT_DOOR_PATHS } from '../frontdoor/front-door.js';
+import { parse as parseCookies } from 'hono/utils/cookie';
 
 /** Forms and registrations are a few hundred bytes; this bounds what a client can make us read. */
 const MAX_BODY_BYTES = 16 * 1024;
@@ -16,7 +17,7 @@ type Bound = { Bindings: { incoming?: IncomingMessage } };
 export function mountFrontDoor<E extends Bound>(app: Hono<E>, frontDoor: FrontDoor): void {
   for (const { path, openid } of frontDoor.metadataPaths()) app.get(path, (c) => c.json(frontDoor.metadata(openid), 200, PUBLIC));
   app.get(FRONT_DOOR_PATHS.jwks, async (c) => c.json(await frontDoor.keys.jwks(), 200, PUBLIC));
-  const browser = (c: Context<E>) => ({ url: new URL(c.req.url), cookies: parseCookies(c.req.header('cookie')) });
+  const browser = (c: Context<E>) => ({ url: new URL(c.req.url), cookies: parseCookies(c.req.header('cookie') ?? '') });
   app.get(FRONT_DOOR_PATHS.authorize, (c) => frontDoor.authorization.authorize(browser(c)));
   app.get(FRONT_DOOR_PATHS.callback, (c) => frontDoor.authorization.callback(browser(c)));
   app.post(FRONT_DOOR_PATHS.consent, async (c) => {
@@ -62,13 +63,4 @@ async function formOf(c: Context): Promise<URLSearchParams | Response> {
   }
   const text = await bodyOf(c);
   return text instanceof Response ? text : new URLSearchParams(text);
-}
-
-function parseCookies(header: string | undefined): Record<string, string> {
-  const cookies: Record<string, string> = {};
-  for (const part of (header ?? '').split(';')) {
-    const at = part.indexOf('=');
-    if (at > 0) cookies[part.slice(0, at).trim()] = part.slice(at + 1).trim();
-  }
-  return cookies;
 }
