@@ -2,7 +2,7 @@
 // caller's extra state), whichever peer the request went to. Two deadlines, as the lifecycle
 // page asks (basic/lifecycle.mdx "Timeouts"): an idle timeout that progress may reset, and a
 // total timeout that nothing extends.
-import type { JsonObject, JsonRpcId } from './jsonrpc.js';
+import type { JsonObject, JsonRpcId, JsonRpcNotification, JsonRpcResponse } from './jsonrpc.js';
 
 /** setTimeout's largest delay; a longer (or infinite) deadline is no deadline. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -16,8 +16,14 @@ export interface Deadlines {
   onTimeout: (elapsedMs: number) => void;
 }
 
-/** Told once how a request ended: its result, or the error (a response's error, a deadline, a close). */
+/** Told once how a request we sent ended: its result, or the error (a response's error, a deadline, a close). */
 export type Settled = (outcome: JsonObject | Error) => void;
+
+/** Where the messages of a request we answer go: the notifications related to it, then exactly one response. */
+export interface RequestSink {
+  notify(message: JsonRpcNotification): void;
+  finish(response: JsonRpcResponse): void;
+}
 
 /** The one promise of a callback-style request: resolved with its result, rejected with its error. */
 export function promiseOf(start: (done: Settled) => void): Promise<JsonObject> {

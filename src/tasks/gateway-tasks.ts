@@ -10,20 +10,15 @@ import { randomUUID } from 'node:crypto';
 import { ErrorCode, GatewayError, statelessError } from '../mcp/errors.js';
 import { isObject, type JsonObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcResponse } from '../mcp/jsonrpc.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { RequestSink } from '../mcp/pending.js';
 import type { Caller } from '../session/context.js';
 import type { Logger } from '../util/log.js';
 import type { TaskHandles } from './handles.js';
 import { TERMINAL, type StoredTask, type TaskStatus, type TaskStore } from './store.js';
 import { createTaskResult, declaresTasks, detailedTask } from './wire.js';
 
-/** Where one HTTP exchange's messages go (the shape of the 2026-07-28 endpoint's sink). */
-export interface Sink {
-  notify(message: JsonRpcNotification): void;
-  finish(response: JsonRpcResponse): void;
-}
-
 /** A sink that may turn its call into a task; `tasked` once it has (the client's connection no longer matters). */
-export interface TaskingSink extends Sink {
+export interface TaskingSink extends RequestSink {
   readonly tasked: boolean;
   /** The client went away before the call became a task: it never will. */
   drop(): void;
@@ -34,7 +29,7 @@ export interface CallControl {
   /** Cancels the call upstream (notifications/cancelled). */
   cancel(reason: string): void;
   /** Hands input responses to the call that asked for them (`requestState` its last); what follows reaches `sink`. */
-  answer(inputResponses: JsonObject, requestState: string | undefined, sink: Sink): Error | undefined;
+  answer(inputResponses: JsonObject, requestState: string | undefined, sink: RequestSink): Error | undefined;
 }
 
 /** What the gateway's config and policy say about a tool, for tasks. */
@@ -117,7 +112,7 @@ export class GatewayTasks {
    * client did not declare the extension, its upstream has tasks off), else one that answers
    * `sink` with a task once the call has run `taskAfter`.
    */
-  adopt(request: TaskableRequest, caller: Caller, sink: Sink, control: () => CallControl): Sink | TaskingSink {
+  adopt(request: TaskableRequest, caller: Caller, sink: RequestSink, control: () => CallControl): RequestSink | TaskingSink {
     if (this.#closed || request.method !== 'tools/call' || !declaresTasks(request.clientCapabilities) || typeof request.params.name !== 'string') return sink;
     const target = this.#options.scope.resolve(caller, request.params.name);
     if (target && this.#options.scope.off(target.upstream)) return sink;
@@ -255,7 +250,7 @@ class RunningTask implements TaskingSink {
   readonly #request: TaskableRequest;
   readonly #caller: Caller;
   readonly #target: { upstream: string; exposed: string };
-  readonly #sink: Sink;
+  readonly #sink: RequestSink;
   readonly #control: () => CallControl;
   readonly id = randomUUID();
   #state: 'waiting' | 'creating' | 'task' | 'ended' = 'waiting';
@@ -269,7 +264,7 @@ class RunningTask implements TaskingSink {
   /** The requestState of the input the call waits for. */
   #requestState: string | undefined;
 
-  constructor(tasks: GatewayTasks, request: TaskableRequest, caller: Caller, target: { upstream: string; exposed: string }, sink: Sink, control: () => CallControl, afterMs: number) {
+  constructor(tasks: GatewayTasks, request: TaskableRequest, caller: Caller, target: { upstream: string; exposed: string }, sink: RequestSink, control: () => CallControl, afterMs: number) {
     this.#tasks = tasks;
     this.#request = request;
     this.#caller = caller;

@@ -3,9 +3,10 @@
 // end in a clear error; a cancel reaches the call; metrics count each state.
 import { describe, expect, it } from 'vitest';
 import type { JsonObject, JsonRpcResponse } from '../../src/mcp/jsonrpc.js';
+import type { RequestSink } from '../../src/mcp/pending.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import type { Caller } from '../../src/session/context.js';
-import { GatewayTasks, type CallControl, type Sink, type TaskBounds, type TaskingSink } from '../../src/tasks/gateway-tasks.js';
+import { GatewayTasks, type CallControl, type TaskBounds, type TaskingSink } from '../../src/tasks/gateway-tasks.js';
 import { TaskHandles } from '../../src/tasks/handles.js';
 import { MemoryTaskStore } from '../../src/tasks/store.js';
 import { createLogger } from '../../src/util/log.js';
@@ -30,7 +31,7 @@ function setup(bounds: Partial<TaskBounds> = {}) {
 }
 
 /** A sink that resolves with its answer. */
-function answered(): { sink: Sink; response: Promise<JsonRpcResponse> } {
+function answered(): { sink: RequestSink; response: Promise<JsonRpcResponse> } {
   let resolve!: (response: JsonRpcResponse) => void;
   const response = new Promise<JsonRpcResponse>((r) => (resolve = r));
   return { sink: { notify: () => {}, finish: resolve }, response };

@@ -13,8 +13,9 @@ import { ErrorCode, statelessError, toJsonRpcError } from '../../mcp/errors.js';
 import { existsIn, hasMcpName, isCacheable, mirroredName } from '../../mcp/methods.js';
 import { failure, isObject, isRequest, metaOf, type JsonObject, type JsonRpcMessage, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
 import { isSupportedVersion } from '../../mcp/versions.js';
+import type { RequestSink } from '../../mcp/pending.js';
 import type { Caller } from '../../session/context.js';
-import type { Sink, StatelessRequest } from './exchange.js';
+import type { StatelessRequest } from './round-trip.js';
 import type { StatelessSessions } from './sessions.js';
 import type { DownstreamSession } from '../../links/session.js';
 import { encodeSseEvent } from '../../util/sse.js';
@@ -176,12 +177,12 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
 
   return new Promise<Response>((resolve) => {
     let connection: SseConnection | undefined;
-    const http: Sink = {
+    const http: RequestSink = {
       notify(message) {
         if (!connection) {
           connection = new SseConnection({}, deps.keepAliveMs, deps.bounds?.('request'));
           connection.onclose = () => {
-            if (exchange.answers(sink) && !outlivesClient(sink)) exchange.abandon('the client closed the stream');
+            if (roundTrip.answers(sink) && !outlivesClient(sink)) roundTrip.abandon('the client closed the stream');
           };
           resolve(connection.response);
         }
@@ -195,12 +196,12 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
         } else resolve(Response.json(shaped, { status: statusOf(shaped) }));
       },
     };
-    let exchange: ReturnType<StatelessSessions['run']>;
+    let roundTrip: ReturnType<StatelessSessions['run']>;
     // A call still running after sessions.taskAfter is answered with a task (src/tasks/).
-    const sink = deps.tasks ? deps.tasks.adopt(request, caller, http, controlOf(stateless, () => exchange, request, caller)) : http;
+    const sink = deps.tasks ? deps.tasks.adopt(request, caller, http, controlOf(stateless, () => roundTrip, request, caller)) : http;
     if (!session) {
       const resumed = stateless.resume(requestState as string, request, sink, caller);
-      if (!(resumed instanceof Error)) exchange = resumed;
+      if (!(resumed instanceof Error)) roundTrip = resumed;
       else {
         const refused = failure(request.id, statelessError(toJsonRpcError(resumed)));
         resolve(Response.json(refused, { status: statusOf(refused) }));
@@ -209,10 +210,10 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
     } else {
       // A requestState the gateway did not issue, and the inputResponses with it, are an
       // upstream's own multi round-trip: they go on to it as they came (call.ts).
-      exchange = stateless.run(session, request, sink, caller);
+      roundTrip = stateless.run(session, request, sink, caller);
     }
     input.onGone(() => {
-      if (exchange.answers(sink) && !outlivesClient(sink)) exchange.abandon('the client closed the connection');
+      if (roundTrip.answers(sink) && !outlivesClient(sink)) roundTrip.abandon('the client closed the connection');
     });
   });
 }
@@ -231,7 +232,7 @@ async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: Do
     return Response.json(asked.refused, { status: statusOf(asked.refused) });
   }
   const connection = new SseConnection({}, deps.keepAliveMs, deps.bounds?.('standalone'));
-  const sink: Sink = {
+  const sink: RequestSink = {
     notify: (message) => connection.write(encodeSseEvent(JSON.stringify(message)), droppableMethod(message)),
     finish(response) {
       connection.write(encodeSseEvent(JSON.stringify(response)));

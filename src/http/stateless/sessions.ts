@@ -33,7 +33,8 @@ import type { Router } from '../../router/router.js';
 import type { SessionLinks } from '../../links/links.js';
 import type { DownstreamSession, SessionStore } from '../../links/session.js';
 import type { Logger } from '../../util/log.js';
-import { digestOf, Exchange, LEVELS, type Sink, type StatelessRequest } from './exchange.js';
+import { digestOf, RoundTrip, LEVELS, type StatelessRequest } from './round-trip.js';
+import type { RequestSink } from '../../mcp/pending.js';
 import { stableJson } from '../../util/stable-json.js';
 import { SharedHolds } from '../../util/shared-holds.js';
 
@@ -53,7 +54,7 @@ function internalChannel(session: DownstreamSession): RequestChannel {
 interface Listener {
   id: JsonRpcId;
   filter: JsonObject;
-  sink: Sink;
+  sink: RequestSink;
 }
 
 /** What the gateway keeps with one session it holds for 2026-07-28 clients. */
@@ -61,7 +62,7 @@ interface Held {
   /** A session of one request or listen stream (no principal), ended with it. */
   readonly own: boolean;
   /** Requests running in it: a log line of its upstreams reaches the request it belongs to. */
-  readonly running: Set<Exchange>;
+  readonly running: Set<RoundTrip>;
   /** Its subscriptions/listen streams. */
   readonly listeners: Set<Listener>;
   /** Resource URIs (as the client sees them) subscribed upstream, held for the listeners that asked. */
@@ -82,7 +83,7 @@ export class StatelessSessions {
   /** Session id by (principal, capabilities, client info) fingerprint. */
   readonly #byKey = new Map<string, string>();
   readonly #opening = new Map<string, Promise<DownstreamSession>>();
-  readonly #parked = new Map<string, Exchange>();
+  readonly #parked = new Map<string, RoundTrip>();
   /** One record per session held (it goes with the session). */
   readonly #held = new WeakMap<DownstreamSession, Held>();
   /** Signs the requestStates this gateway issues, to tell them from an upstream's. */
@@ -190,48 +191,48 @@ export class StatelessSessions {
   }
 
   /** Runs a request; its answer (or input_required) reaches `sink`. */
-  run(session: DownstreamSession, request: StatelessRequest, sink: Sink, caller: Caller): Exchange {
+  run(session: DownstreamSession, request: StatelessRequest, sink: RequestSink, caller: Caller): RoundTrip {
     const internalId = `s-${++this.#nextId}`;
-    const exchange = new Exchange(this, session, request, internalId, caller.principal?.id);
-    exchange.attach(sink, request);
-    this.#held.get(session)?.running.add(exchange);
+    const roundTrip = new RoundTrip(this, session, request, internalId, caller.principal?.id);
+    roundTrip.attach(sink, request);
+    this.#held.get(session)?.running.add(roundTrip);
     const message: JsonRpcRequest = { jsonrpc: '2.0', id: internalId, method: request.method, params: request.params };
     void this.#level(session, request.logLevel, caller)
-      .then(() => this.#deps.router.answer(session, message, requestContext(caller, request, exchange)))
+      .then(() => this.#deps.router.answer(session, message, requestContext(caller, request, roundTrip)))
       .then(
-      (response) => exchange.complete(response),
-      (err: unknown) => exchange.complete(failure(internalId, { code: ErrorCode.InternalError, message: err instanceof Error ? err.message : 'Internal error' })),
+      (response) => roundTrip.complete(response),
+      (err: unknown) => roundTrip.complete(failure(internalId, { code: ErrorCode.InternalError, message: err instanceof Error ? err.message : 'Internal error' })),
     );
-    return exchange;
+    return roundTrip;
   }
 
   /**
    * A retry of a parked call: the same principal, method and name, else it is refused (the
    * requestState is not a credential). Undefined when the state is unknown or expired.
    */
-  resume(requestState: string, request: StatelessRequest, sink: Sink, caller: Caller): Exchange | GatewayError {
-    const exchange = this.#parked.get(requestState);
-    if (!exchange || exchange.principal !== caller.principal?.id) {
+  resume(requestState: string, request: StatelessRequest, sink: RequestSink, caller: Caller): RoundTrip | GatewayError {
+    const roundTrip = this.#parked.get(requestState);
+    if (!roundTrip || roundTrip.principal !== caller.principal?.id) {
       return new GatewayError('invalid_params', 'Invalid params: unknown or expired requestState');
     }
-    if (exchange.method !== request.method || exchange.name !== mirroredName(request) || exchange.digest !== digestOf(request)) {
-      return new GatewayError('invalid_params', `Invalid params: the requestState belongs to another ${exchange.method} request (method, name and arguments must be those of the first round)`);
+    if (roundTrip.method !== request.method || roundTrip.name !== mirroredName(request) || roundTrip.digest !== digestOf(request)) {
+      return new GatewayError('invalid_params', `Invalid params: the requestState belongs to another ${roundTrip.method} request (method, name and arguments must be those of the first round)`);
     }
     this.#parked.delete(requestState);
-    exchange.attach(sink, request);
-    exchange.answer(isObject(request.params.inputResponses) ? request.params.inputResponses : {});
-    return exchange;
+    roundTrip.attach(sink, request);
+    roundTrip.answer(isObject(request.params.inputResponses) ? request.params.inputResponses : {});
+    return roundTrip;
   }
 
-  park(exchange: Exchange): void {
-    this.#parked.set(exchange.handle, exchange);
+  park(roundTrip: RoundTrip): void {
+    this.#parked.set(roundTrip.handle, roundTrip);
   }
 
-  forget(exchange: Exchange): void {
-    const handle = exchange.issuedHandle;
-    if (handle !== undefined && this.#parked.get(handle) === exchange) this.#parked.delete(handle);
-    this.#held.get(exchange.session)?.running.delete(exchange);
-    this.release(exchange.session);
+  forget(roundTrip: RoundTrip): void {
+    const handle = roundTrip.issuedHandle;
+    if (handle !== undefined && this.#parked.get(handle) === roundTrip) this.#parked.delete(handle);
+    this.#held.get(roundTrip.session)?.running.delete(roundTrip);
+    this.release(roundTrip.session);
   }
 
   /**
@@ -249,7 +250,7 @@ export class StatelessSessions {
    * made upstream, and count across the session's listeners). Returns the agreed filter and
    * the function that ends the subscription.
    */
-  async listen(session: DownstreamSession, id: JsonRpcId, filter: JsonObject, sink: Sink, caller: Caller): Promise<{ agreed: JsonObject; close: () => void }> {
+  async listen(session: DownstreamSession, id: JsonRpcId, filter: JsonObject, sink: RequestSink, caller: Caller): Promise<{ agreed: JsonObject; close: () => void }> {
     const agreed: JsonObject = {};
     const caps = session.capabilities;
     const announces = (feature: string): boolean => isObject(caps[feature]);
@@ -318,7 +319,7 @@ export class StatelessSessions {
       // A log line is the request's own (logging.mdx): one with no related request (a stdio
       // upstream's) reaches the session's request only when it runs alone, else none.
       const running = this.#held.get(session)?.running;
-      if (running?.size === 1) for (const exchange of running) exchange.send(message);
+      if (running?.size === 1) for (const roundTrip of running) roundTrip.send(message);
       return;
     }
     const listeners = this.#held.get(session)?.listeners;

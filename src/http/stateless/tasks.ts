@@ -1,25 +1,26 @@
 // The 2026-07-28 endpoint's side of tasks (src/tasks/): a tools/call's sink that may turn the
-// call into a task, wired to the call's exchange (cancel it, hand it input responses), and the
+// call into a task, wired to the call's round trip (cancel it, hand it input responses), and the
 // task methods for handles the gateway made, answered from the task store without a session.
 import { META, StatelessErrorCode } from '../../mcp/era.js';
 import { toJsonRpcError } from '../../mcp/errors.js';
 import { failure, isObject, type JsonObject, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
+import type { RequestSink } from '../../mcp/pending.js';
 import type { Caller } from '../../session/context.js';
-import type { CallControl, GatewayTasks, Sink, TaskingSink } from '../../tasks/gateway-tasks.js';
+import type { CallControl, GatewayTasks, TaskingSink } from '../../tasks/gateway-tasks.js';
 import { declaresTasks, TASK_METHODS, TASKS_EXTENSION } from '../../tasks/wire.js';
 import { watchTasks, type TaskWatch } from '../../tasks/watch.js';
-import type { Exchange, StatelessRequest } from './exchange.js';
+import type { RoundTrip, StatelessRequest } from './round-trip.js';
 import type { StatelessSessions } from './sessions.js';
 
 /**
- * What the exchange running a call lets a task do to it. Input the call waits for is answered
+ * What the round trip running a call lets a task do to it. Input the call waits for is answered
  * where it waits: a call the gateway parked (its own requestState) resumes; an upstream's own
- * input_required (its requestState) is asked again in a new exchange, as the client's retry
+ * input_required (its requestState) is asked again in a new round trip, as the client's retry
  * would be (mrtr.mdx), and the task follows that one.
  */
-export function controlOf(stateless: StatelessSessions, first: () => Exchange | undefined, request: StatelessRequest, caller: Caller): () => CallControl {
-  let retried: Exchange | undefined;
-  const current = (): Exchange | undefined => retried ?? first();
+export function controlOf(stateless: StatelessSessions, first: () => RoundTrip | undefined, request: StatelessRequest, caller: Caller): () => CallControl {
+  let retried: RoundTrip | undefined;
+  const current = (): RoundTrip | undefined => retried ?? first();
   return () => ({
     cancel(reason) {
       current()?.abandon(reason);
@@ -75,7 +76,7 @@ export function withTasksExtension(capabilities: JsonObject): JsonObject {
  * Whether a call outlives its client going away: it became a task (or is becoming one). Else a
  * sink that could still have made one never will (the call is abandoned).
  */
-export function outlivesClient(sink: Sink): boolean {
+export function outlivesClient(sink: RequestSink): boolean {
   const tasking = sink as Partial<TaskingSink>;
   if (tasking.tasked === true) return true;
   tasking.drop?.();

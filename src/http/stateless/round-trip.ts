@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { asksInput, mirroredName } from '../../mcp/methods.js';
 import { ErrorCode, GatewayError } from '../../mcp/errors.js';
-import { MAX_TIMER_MS } from '../../mcp/pending.js';
+import { MAX_TIMER_MS, type RequestSink } from '../../mcp/pending.js';
 import {
   failure,
   isObject,
@@ -26,12 +26,6 @@ import type { RequestChannel } from '../../session/context.js';
 import type { DownstreamSession } from '../../links/session.js';
 import type { Logger } from '../../util/log.js';
 import { stableJson } from '../../util/stable-json.js';
-
-/** Where one HTTP exchange's messages go: related notifications, then exactly one answer. */
-export interface Sink {
-  notify(message: JsonRpcNotification): void;
-  finish(response: JsonRpcResponse): void;
-}
 
 /** A client request of this era, already validated: its `_meta` protocol fields removed. */
 export interface StatelessRequest {
@@ -55,22 +49,22 @@ export function digestOf(request: Pick<StatelessRequest, 'method' | 'params'>): 
   return createHash('sha256').update(`${request.method}\0${stableJson(rest)}`).digest('base64url');
 }
 
-/** What an exchange needs of the sessions that run it. */
-export interface ExchangeOwner {
+/** What a round trip needs of the sessions that run it. */
+export interface RoundTripOwner {
   readonly inputTimeoutMs: number;
   /** A new requestState for a parked call. */
   issueState(): string;
   readonly logger: Logger;
   /** Keeps a call waiting for its retry, under its requestState. */
-  park(exchange: Exchange): void;
+  park(roundTrip: RoundTrip): void;
   /** The call is over (answered or abandoned). */
-  forget(exchange: Exchange): void;
+  forget(roundTrip: RoundTrip): void;
 }
 
-/** One client request, over as many rounds as its input requests take. */
-export class Exchange implements RequestChannel {
+/** One client request and its round trips: one, and one more per round of input it asks for. */
+export class RoundTrip implements RequestChannel {
   #handle: string | undefined;
-  readonly #owner: ExchangeOwner;
+  readonly #owner: RoundTripOwner;
   readonly session: DownstreamSession;
   readonly internalId: string;
   readonly method: string;
@@ -82,7 +76,7 @@ export class Exchange implements RequestChannel {
   readonly outstanding = new Map<string, { id: number; method: string; params: JsonObject | undefined }>();
   /** Only a request that can take input may be asked for it (mrtr.mdx); the relay refuses the rest. */
   readonly canAsk: boolean;
-  #sink: Sink | undefined;
+  #sink: RequestSink | undefined;
   #clientId: JsonRpcId;
   #progressToken: unknown;
   #logLevel: string | undefined;
@@ -91,7 +85,7 @@ export class Exchange implements RequestChannel {
   #flush: NodeJS.Immediate | undefined;
   #expiry: NodeJS.Timeout | undefined;
 
-  constructor(owner: ExchangeOwner, session: DownstreamSession, request: StatelessRequest, internalId: string, principal: string | undefined) {
+  constructor(owner: RoundTripOwner, session: DownstreamSession, request: StatelessRequest, internalId: string, principal: string | undefined) {
     this.#owner = owner;
     this.session = session;
     this.internalId = internalId;
@@ -119,12 +113,12 @@ export class Exchange implements RequestChannel {
     return this.#handle;
   }
 
-  /** Whether `sink` still waits for this exchange's answer. */
-  answers(sink: Sink): boolean {
+  /** Whether `sink` still waits for this round trip's answer. */
+  answers(sink: RequestSink): boolean {
     return this.#sink === sink;
   }
 
-  attach(sink: Sink, request: StatelessRequest): void {
+  attach(sink: RequestSink, request: StatelessRequest): void {
     this.#sink = sink;
     this.#clientId = request.id;
     this.#progressToken = metaOf(request.params)?.progressToken;
