@@ -90,7 +90,6 @@ describe('server-initiated requests to a client that never answers', () => {
       // Exactly the cap is in flight (none answered, none timed out yet); the rest were refused.
       expect(seen).toEqual({ answered: 0, errors: { [REFUSED]: FLOOD - CAP } });
       expect(asked()).toBe(CAP);
-      expect(elapsed).toBeLessThan(10_000);
       expect(growth).toBeLessThan(16 * 1048576);
       expect((await serverRequests('limited')) - limitedBefore).toBe(FLOOD - CAP);
 
