@@ -64,7 +64,7 @@ const PATCHES = [
   wrap('http/mcp-endpoint.js', 'JSON.parse client message', 'JSON.parse(text)'),
   wrap('transport/streamable-http.js', 'JSON.stringify upstream request', 'JSON.stringify(message)'),
   wrap('transport/exchange.js', 'undici dispatch', 'dispatcher.dispatch(request, handler)', { before: until('body end → upstream request', '__inplaceBody') }),
-  mark('transport/exchange.js', 'onResponseEnd() {', '__inplaceAnswer'),
+  mark('transport/exchange.js', 'onComplete() {', '__inplaceAnswer'),
   wrap('transport/http-common.js', 'JSON.parse upstream answer', 'JSON.parse(text)'),
   wrap('http/reply.js', 'JSON.stringify client answer', 'JSON.stringify(value)'),
   wrap(

@@ -10,11 +10,13 @@
 //   node bench/profile-summary.mjs --diff [--top 25] A.cpuprofile:US B.cpuprofile:US
 //   node bench/profile-summary.mjs --callers NAME FILE.cpuprofile[:US]  (the stacks under which a
 //                                        function named NAME spends its self time, 4 frames up)
+//   node bench/profile-summary.mjs --layers FILE.cpuprofile:US [FILE2:US …]  (self time by the
+//                                        layers of a call, one column per profile; Thirteenth pass)
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, diff: { type: 'boolean', default: false }, callers: { type: 'string' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, diff: { type: 'boolean', default: false }, callers: { type: 'string' }, layers: { type: 'boolean', default: false } } });
 const TOP = Number(values.top);
 
 /** Where a frame's code lives: a package, a Node internal, the gateway's file (under dist), or a V8 category. */
@@ -27,9 +29,57 @@ function fileOf(url, name) {
     return `npm:${rest[0].startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]}`;
   }
   if (path.startsWith('node:')) return path;
-  const dist = /\/(?:bench-dist|shapes-dist|dist)[^/]*\/(.*)$/.exec(path);
+  const dist = /\/(?:[\w.-]*-)?dist[^/]*\/(.*)$/.exec(path);
   if (dist) return `gateway:${dist[1]}`;
   return basename(path);
+}
+
+/** The gateway's functions whose self time is mostly V8's JSON.parse or JSON.stringify (inlined there). */
+const JSON_CARRIERS = new Set(['received', 'decodeMessages', 'json', '#exchangeWith']);
+const GATEWAY_LAYERS = [
+  ['auth/', 'JWT (auth/, jose)'],
+  ['metrics/', 'metrics (metrics/, prom-client)'],
+  ['policy/', 'policy (policy/)'],
+  ['router/', 'router and tools/call steps (router/)'],
+  ['http/', 'HTTP endpoint (http/: edge, body, responder, reply)'],
+  ['transport/', 'upstream transport (transport/)'],
+  ['upstream/', 'upstream client (upstream/, mcp/)'],
+  ['mcp/', 'upstream client (upstream/, mcp/)'],
+  ['links/', 'sessions, links, names'],
+  ['session/', 'sessions, links, names'],
+  ['names/', 'sessions, links, names'],
+];
+const PACKAGE_LAYERS = { 'npm:undici': 'undici (incl. its llhttp wasm)', 'npm:jose': 'JWT (auth/, jose)', 'npm:prom-client': 'metrics (metrics/, prom-client)', 'npm:hono': 'Hono and its Node adapter', 'npm:@hono/node-server': 'Hono and its Node adapter', 'npm:ajv': 'argument checks (ajv)', 'npm:lru-cache': 'lru-cache (JWT and Accept caches)' };
+
+/** The layer of a call a frame's self time belongs to (--layers). */
+function layerOf(functionName, where) {
+  if (functionName === 'writev' || functionName === 'writevGeneric') return 'socket writes (native writev and its JS)';
+  if (functionName === '(garbage collector)') return 'garbage collector (the objects of each call)';
+  if (functionName === '(program)') return '(program: V8 outside JavaScript)';
+  if (where.startsWith('gateway:')) {
+    if (JSON_CARRIERS.has(functionName)) return 'JSON parse and stringify (received, decodeMessages, json, #exchangeWith)';
+    const path = where.slice('gateway:'.length);
+    return GATEWAY_LAYERS.find(([prefix]) => path.startsWith(prefix))?.[1] ?? 'gateway, other';
+  }
+  if (PACKAGE_LAYERS[where]) return PACKAGE_LAYERS[where];
+  if (/^[0-9a-f]{8}$/.test(where)) return PACKAGE_LAYERS['npm:undici'];
+  if (where.startsWith('npm:')) return 'other packages';
+  if (/^node:(_http_|net$|events$|buffer$|internal\/(streams|stream_base_commons|buffer))/.test(where)) return 'Node HTTP and sockets (JavaScript)';
+  if (where.startsWith('node:')) return 'Node, other (timers, ticks, perf hooks)';
+  return where === '(native)' ? 'native, other' : `other (${where})`;
+}
+
+/** Self time per call by layer, one column per profile (each FILE:US). */
+async function layered(args) {
+  if (args.some((a) => !a.usPerCall)) throw new Error('--layers FILE.cpuprofile:US …');
+  const loaded = await Promise.all(args.map((a) => load(a.file)));
+  const perCall = loaded.map((p, i) => new Map([...p.layers].map(([k, us]) => [k, (args[i].usPerCall * us) / p.busy])));
+  const names = [...new Set(perCall.flatMap((m) => [...m.keys()]))].sort((x, y) => (perCall[0].get(y) ?? 0) - (perCall[0].get(x) ?? 0));
+  const cell = (x) => x.toFixed(1).padStart(10);
+  const lines = [`µs per call by layer (self time; columns: ${args.map((a, i) => `${i + 1} ${basename(a.file)} at ${a.usPerCall}`).join(', ')})`];
+  for (const name of names) lines.push(`  ${perCall.map((m) => cell(m.get(name) ?? 0)).join('')}  ${name}`);
+  lines.push(`  ${args.map((a) => cell(a.usPerCall)).join('')}  total`);
+  return lines.join('\n');
 }
 
 /** FILE[:US] as { file, usPerCall }. */
@@ -64,6 +114,7 @@ async function load(file) {
     self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + dt);
   }
   const fn = new Map();
+  const layers = new Map();
   const callers = new Map();
   const files = new Map();
   const inclusive = new Map();
@@ -80,6 +131,8 @@ async function load(file) {
     const where = fileOf(url, functionName);
     const key = `${functionName || '(anonymous)'}  ${where}${url ? `:${lineNumber + 1}` : ''}`;
     fn.set(key, (fn.get(key) ?? 0) + us);
+    const layer = layerOf(functionName, where);
+    layers.set(layer, (layers.get(layer) ?? 0) + us);
     if (values.callers && functionName === values.callers) {
       const stack = [];
       for (let at = parent.get(id); at !== undefined && stack.length < 4; at = parent.get(at)) {
@@ -101,7 +154,7 @@ async function load(file) {
       }
     }
   }
-  return { fn, files, inclusive, callers, busy, idle };
+  return { fn, files, inclusive, callers, layers, busy, idle };
 }
 
 async function summarise({ file, usPerCall }) {
@@ -135,5 +188,6 @@ async function diff(a, b) {
   return lines.join('\n');
 }
 
-if (values.diff) process.stdout.write(`${await diff(named(positionals[0]), named(positionals[1]))}\n`);
+if (values.layers) process.stdout.write(`${await layered(positionals.map(named))}\n`);
+else if (values.diff) process.stdout.write(`${await diff(named(positionals[0]), named(positionals[1]))}\n`);
 else for (const arg of positionals) process.stdout.write(`${await summarise(named(arg))}\n\n`);

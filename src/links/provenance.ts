@@ -5,7 +5,7 @@
 // same URI; the latest result to carry a URI tells. Bounded per session (LRU), kept with the
 // session (a WeakMap: nothing outlives it), and read only for a URI no prefix claims.
 import { LRUCache } from 'lru-cache';
-import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
+import type { JsonObject } from '../mcp/jsonrpc.js';
 import type { DownstreamSession } from './session.js';
 
 /** URIs remembered per session; the least recently carried go first. */
@@ -28,8 +28,7 @@ export class UriProvenance {
   learn(session: DownstreamSession, upstream: string, method: string, result: JsonObject): void {
     if (!CARRIERS.has(method)) return;
     const found = new Set<string>();
-    collect(result, found, 0, { strings: 0 });
-    if (found.size === 0) return;
+    if (!collect(result, found, 0, { strings: 0 })) return;
     let uris = this.#bySession.get(session);
     if (!uris) {
       uris = new LRUCache<string, string>({ max: MAX_URIS_PER_SESSION });
@@ -45,14 +44,27 @@ export class UriProvenance {
   }
 }
 
-/** Adds the URIs in the strings of `value` (text, structured data) to `found`, bounded. */
-function collect(value: unknown, found: Set<string>, depth: number, budget: { strings: number }): void {
+/**
+ * Adds the URIs in the strings of `value` (text, structured data) to `found`, bounded; true when
+ * it found any. No array per object: a result without a URI costs a walk.
+ */
+function collect(value: unknown, found: Set<string>, depth: number, budget: { strings: number }): boolean {
   if (typeof value === 'string') {
-    if (++budget.strings > MAX_STRINGS || !value.includes('://')) return;
-    for (const match of value.matchAll(URI_IN_TEXT)) found.add(match[0].replace(TRAILING, ''));
-    return;
+    if (++budget.strings > MAX_STRINGS || !value.includes('://')) return false;
+    let any = false;
+    for (const match of value.matchAll(URI_IN_TEXT)) {
+      found.add(match[0].replace(TRAILING, ''));
+      any = true;
+    }
+    return any;
   }
-  if (depth >= MAX_DEPTH || budget.strings > MAX_STRINGS) return;
-  if (Array.isArray(value)) for (const item of value) collect(item, found, depth + 1, budget);
-  else if (isObject(value)) for (const [key, item] of Object.entries(value)) if (key !== '_meta') collect(item, found, depth + 1, budget);
+  if (depth >= MAX_DEPTH || budget.strings > MAX_STRINGS || typeof value !== 'object' || value === null) return false;
+  let any = false;
+  if (Array.isArray(value)) {
+    for (const item of value) if (collect(item, found, depth + 1, budget)) any = true;
+  } else {
+    const object = value as JsonObject;
+    for (const key in object) if (key !== '_meta' && Object.hasOwn(object, key) && collect(object[key], found, depth + 1, budget)) any = true;
+  }
+  return any;
 }

@@ -9,8 +9,6 @@ import { sseOversized } from './http-common.js';
 import { TransportError } from './types.js';
 import { guarded, later, surface } from '../util/callbacks.js';
 
-type Headers = Record<string, string | string[] | undefined>;
-
 export type BodyPlan =
   /**
    * Collect the body as text; beyond `max` bytes the exchange fails (`lenient`: the text is '',
@@ -24,9 +22,30 @@ export type BodyPlan =
   /** Read and drop the body. */
   | { kind: 'skip' };
 
+/** A response's headers as undici read them (name, value, name, value …), looked up by name. */
+export class ResponseHead {
+  readonly #raw: readonly Buffer[];
+
+  constructor(raw: readonly Buffer[]) {
+    this.#raw = raw;
+  }
+
+  /** The first value of the header named `name` (lower-case), if it came. */
+  get(name: string): string | undefined {
+    const raw = this.#raw;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const key = raw[i]!;
+      if (key.length === name.length && key.toString('latin1').toLowerCase() === name) return raw[i + 1]!.toString('latin1');
+    }
+    return undefined;
+  }
+}
+
+const NO_HEAD = new ResponseHead([]);
+
 export interface ExchangeResult {
   statusCode: number;
-  headers: Headers;
+  head: ResponseHead;
   /** The body, for a `text` plan. */
   text: string;
 }
@@ -126,7 +145,7 @@ export function exchange(
   dispatcher: Dispatcher,
   request: Request,
   signal: CancelSignal | undefined,
-  plan: (statusCode: number, headers: Headers) => BodyPlan,
+  plan: (statusCode: number, head: ResponseHead) => BodyPlan,
   inflight: InFlight,
   done: ExchangeDone,
 ): void {
@@ -134,10 +153,16 @@ export function exchange(
     later(done, new BeforeResponseError('aborted', { cause: signal.reason }));
     return;
   }
-  let controller: Dispatcher.DispatchController | undefined;
+  let abort: ((err: Error) => void) | undefined;
+  let aborted = false;
+  const stop = (err: Error): void => {
+    if (aborted || !abort) return;
+    aborted = true;
+    abort(err);
+  };
   let body: BodyPlan | undefined;
   let statusCode = 0;
-  let headers: Headers = {};
+  let head: ResponseHead = NO_HEAD;
   const chunks: Buffer[] = [];
   let length = 0;
   let settled = false;
@@ -154,7 +179,7 @@ export function exchange(
   };
   const cut = (err: Error): void => {
     settle(err);
-    controller?.abort(err);
+    stop(err);
   };
   const onAbort = (): void => {
     const reason = signal!.reason instanceof Error ? signal!.reason : new Error(String(signal!.reason ?? 'aborted'));
@@ -163,31 +188,34 @@ export function exchange(
   signal?.addEventListener('abort', onAbort);
   const registered = inflight.add(cut);
 
+  // undici's own handler form (raw headers): its newer one wraps each request in an adapter that
+  // parses every response header into an object, where a plan reads two (Tenth pass).
   const handler: Dispatcher.DispatchHandler = {
-    onRequestStart(started) {
-      controller = started;
-      if (settled) started.abort(new Error('aborted'));
+    onConnect(abortRequest) {
+      abort = abortRequest;
+      if (settled) stop(new Error('aborted'));
     },
-    onResponseStart(_controller, status, responseHeaders) {
+    onHeaders(status, rawHeaders) {
       statusCode = status;
-      headers = responseHeaders;
+      head = new ResponseHead(rawHeaders as Buffer[]);
       try {
-        body = plan(status, responseHeaders);
+        body = plan(status, head);
       } catch (err) {
         body = { kind: 'skip' };
         cut(err as Error);
       }
+      return true;
     },
-    onResponseData(_controller, chunk) {
-      if (settled || !body) return;
+    onData(chunk) {
+      if (settled || !body) return true;
       if (body.kind === 'text') {
         length += chunk.length;
         if (length > body.max) {
           if (body.lenient) {
-            settle(undefined, { statusCode, headers, text: '' });
-            controller?.abort(new Error('body too large'));
+            settle(undefined, { statusCode, head, text: '' });
+            stop(new Error('body too large'));
           } else cut(new TransportError('oversized', `upstream response exceeds ${body.max} bytes`));
-          return;
+          return true;
         }
         chunks.push(chunk);
       } else if (body.kind === 'sse') {
@@ -196,7 +224,7 @@ export function exchange(
           events = (body.parser ??= new SseParser(body.max)).push(chunk);
         } catch (err) {
           cut(sseOversized(err));
-          return;
+          return true;
         }
         try {
           for (const event of events) body.onEvent(event);
@@ -204,8 +232,9 @@ export function exchange(
           cut(err as Error);
         }
       }
+      return true;
     },
-    onResponseEnd() {
+    onComplete() {
       if (settled) return;
       const text = chunks.length === 0 ? '' : chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
       if (body?.kind === 'text' && body.onText) {
@@ -216,11 +245,11 @@ export function exchange(
           return;
         }
       }
-      settle(undefined, { statusCode, headers, text });
+      settle(undefined, { statusCode, head, text });
     },
-    onResponseError(_controller, err) {
+    onError(err) {
       // An error body that breaks off is as good as none.
-      if (body?.kind === 'text' && body.lenient) settle(undefined, { statusCode, headers, text: '' });
+      if (body?.kind === 'text' && body.lenient) settle(undefined, { statusCode, head, text: '' });
       else settle(err);
     },
   };

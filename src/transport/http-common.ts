@@ -46,14 +46,13 @@ export function sseOversized(cause: unknown): TransportError {
 
 export function contentTypeOf(headers: Record<string, string | string[] | undefined>): string {
   const value = headers['content-type'];
-  const first = Array.isArray(value) ? value[0] : value;
-  if (first === 'application/json' || first === 'text/event-stream') return first;
-  return (first ?? '').split(';')[0]!.trim().toLowerCase();
+  return mediaType(Array.isArray(value) ? value[0] : value);
 }
 
-export function headerValue(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
+/** A Content-Type's media type, lower-case, without parameters ('' when there is none). */
+export function mediaType(value: string | undefined): string {
+  if (value === 'application/json' || value === 'text/event-stream') return value;
+  return (value ?? '').split(';')[0]!.trim().toLowerCase();
 }
 
 /**

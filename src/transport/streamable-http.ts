@@ -6,13 +6,13 @@ import { encodeHeaderValue, isStatelessVersion } from '../mcp/era.js';
 import { mirroredName } from '../mcp/methods.js';
 import { isObject, isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
-import { consumeSse, contentTypeOf, decodeMessages, headerValue, networkError, publicTokenError } from './http-common.js';
+import { consumeSse, contentTypeOf, decodeMessages, mediaType, networkError, publicTokenError } from './http-common.js';
 import { sendByPost, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
 import { SseParser } from '../util/sse.js';
 import { after, asError, later } from '../util/callbacks.js';
 import type { CircuitBreaker } from './circuit.js';
 import { pause, type CancelSignal } from '../util/cancel.js';
-import { BeforeResponseError, exchange, InFlight, NotSentError, type BodyPlan, type ExchangeDone } from './exchange.js';
+import { BeforeResponseError, exchange, InFlight, NotSentError, type BodyPlan, type ExchangeDone, type ResponseHead } from './exchange.js';
 import { parseTraceparent, parseTracestate } from '../util/trace.js';
 import { namesLostSession, type GetStreamSupport } from './get-stream.js';
 
@@ -212,14 +212,14 @@ export class StreamableHttpTransport implements Transport {
       if (!('method' in incoming) && incoming.id === expectId) answered = true;
     };
     // What the body is for, decided by the status and the content type.
-    const plan = (statusCode: number, headers: Record<string, string | string[] | undefined>): BodyPlan => {
+    const plan = (statusCode: number, head: ResponseHead): BodyPlan => {
       judge(statusCode < 500);
-      const sessionId = headerValue(headers, 'mcp-session-id');
+      const sessionId = head.get('mcp-session-id');
       if (sessionId && expectId !== undefined && isRequest(message) && message.method === 'initialize') this.#sessionId = sessionId;
       if (statusCode === 202 || (statusCode === 404 && this.#sessionId !== undefined)) return SKIP;
       // Many servers put a JSON-RPC error with the request's id in an error body; it is relayed.
       if (statusCode < 200 || statusCode >= 300) return ERROR_BODY;
-      const type = contentTypeOf(headers);
+      const type = mediaType(head.get('content-type'));
       // A JSON answer is read where its body ends (exchange.ts), in undici's last callback.
       if (type === 'application/json') {
         return {

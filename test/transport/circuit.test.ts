@@ -125,16 +125,15 @@ describe('CircuitBreaker', () => {
  */
 function scriptedDispatcher(statuses: number[]): { dispatcher: Dispatcher; dispatched: () => number } {
   let count = 0;
-  const controller = { abort: () => {}, pause: () => {}, resume: () => {}, aborted: false, paused: false, reason: null };
+  // The handler's callbacks in the order undici's client calls them (its raw-header form).
   const fake = {
     dispatch(_request: unknown, handler: Dispatcher.DispatchHandler): boolean {
       const status = statuses[count++] ?? 200;
       queueMicrotask(() => {
-        const c = controller as unknown as Dispatcher.DispatchController;
-        handler.onRequestStart?.(c, {});
-        if (status === 0) return handler.onResponseError?.(c, Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
-        handler.onResponseStart?.(c, status, {}, '');
-        handler.onResponseEnd?.(c, {});
+        handler.onConnect?.(() => {});
+        if (status === 0) return handler.onError?.(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+        handler.onHeaders?.(status, [], () => {}, '');
+        handler.onComplete?.([]);
       });
       return true;
     },
