@@ -302,7 +302,7 @@ try {
 
   // 5b. Connected clients: sessions each holding a GET stream (bench/connected.mjs, its own targets).
   if (only.has('connected')) {
-    const connected = await runConnected({ buildDir, sessions: IDLE, quick, say, fmt });
+    const connected = await runConnected({ buildDir, sessions: IDLE, quick, say, fmt, ...(values.profile ? { profile: join(resolve(values.profile), 'connected') } : {}) });
     report.figures.connected = connected;
     check('connected-session-rss', connected.bytesPerSession / 1024, 16, '<=', 'connected');
     check('connected-idle-cpu', connected.idleCpuShare * 100, 1, '<=', 'connected');
