@@ -1,8 +1,9 @@
 // An SSE connection written straight to Node's response and its socket (src/http/sse-sinks.ts,
 // NodeSseSink: how the gateway serves every GET stream), on a real node:http server and raw
 // client sockets: the bytes on the wire are HTTP/1.1 chunks, keep-alives included, and the
-// response ends with its last chunk so the connection serves the next request; an HTTP/1.0
-// client gets the body unframed; a client that does not read meets the bounded queue, never the
+// response ends with its last chunk so the connection serves the next request; a response
+// waiting behind another on a pipelined connection follows it; an HTTP/1.0 client gets the body
+// unframed; a client that does not read meets the bounded queue, never the
 // socket's unbounded buffer; a client that leaves ends the connection.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
@@ -131,6 +132,34 @@ describe('an SSE connection written to Node’s response', () => {
     const text = raw.received.toString('utf8');
     expect(text).not.toMatch(/transfer-encoding/i);
     expect(text.slice(text.indexOf('\r\n\r\n') + 4)).toBe(encodeSseEvent('{"n":1}'));
+  });
+
+  it('waits behind an answer still due on a pipelined connection, then follows it, framed', async () => {
+    let slow!: ServerResponse;
+    let opened!: (connection: SseConnection) => void;
+    const connection = new Promise<SseConnection>((resolve) => (opened = resolve));
+    const server = createServer((req, res) => {
+      if (req.url === '/slow') slow = res;
+      else {
+        const c = new SseConnection();
+        c.writeTo(res);
+        opened(c);
+      }
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    // Two requests in one write: the stream's response has no socket until the first is answered.
+    const raw = await client(port, `GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n${GET()}`);
+    const sse = await connection;
+    sse.write(encodeSseEvent('{"n":1}', 'k.1'));
+    slow.end('ok');
+    sse.write(encodeSseEvent('{"n":2}', 'k.2'));
+    sse.close();
+    const second = (bytes: Buffer): Buffer => bytes.subarray(bytes.indexOf('HTTP/1.1', 1));
+    await raw.until((bytes) => bytes.indexOf('HTTP/1.1', 1) > 0 && dechunk(second(bytes)).ended, 'both answers, the stream to its last chunk');
+    expect(raw.received.toString('latin1')).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\nokHTTP\/1\.1 200 OK\r\n/);
+    expect(dechunk(second(raw.received)).chunks).toEqual([encodeSseEvent('{"n":1}', 'k.1'), encodeSseEvent('{"n":2}', 'k.2')]);
   });
 
   it('ends the connection when the client goes away', async () => {
