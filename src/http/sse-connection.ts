@@ -191,7 +191,9 @@ export class SseConnection implements StreamConnection, KeepAliveTarget, SinkOwn
 
 /**
  * A GET's answer as a Hono route returns it: a stream served by the listener is written to
- * Node's response here, and the adapter told it was; anything else is a Response.
+ * Node's response here, and the adapter told it was (RESPONSE_ALREADY_SENT, the adapter's own
+ * sentinel: a platform Response made when this module loads, before any listener replaces the
+ * global class, as reply.ts's PlatformResponse); anything else is a Response.
  */
 export function streamReply(answer: Response | SseConnection, outgoing: ServerResponse | undefined): Response {
   if (!(answer instanceof SseConnection)) return answer;
