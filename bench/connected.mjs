@@ -7,17 +7,19 @@
 //     settle, as a share of one core (target ≤ 1 %);
 //   - a call's p99 while they are connected, over its p99 with nobody connected, the same calls
 //     from the same client, one at a time (target ≤ 1.5).
-// Standalone: node bench/connected.mjs [--sessions 10000] [--build-dir DIR] [--quick] [--keep-alive MS]
-// (--keep-alive 0: no keep-alive comments, to tell their cost from the rest of idling)
+// Standalone: node bench/connected.mjs [--sessions 10000] [--build-dir DIR] [--quick] [--keep-alive MS] [--profile DIR]
+// (--keep-alive 0: no keep-alive comments, to tell their cost from the rest of idling; --profile:
+// the gateway runs with --cpu-prof into DIR, and DIR/idle-window.json says when it idled, for
+// `node bench/profile-summary.mjs --window DIR/idle-window.json DIR/*.cpuprofile`)
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { build, gatewayConfig, here, root, start } from './parts.mjs';
-import { cpuSeconds, rssBytes, stopGateway } from './proc.mjs';
+import { cpuSeconds, idleShare, machineTicks, rssBytes, stopGateway } from './proc.mjs';
 
 /** The gateway's default keep-alive (sessions.keepAlive); --quick: 2 s, so its idle window is short. */
 const KEEP_ALIVE_MS = 15_000;
@@ -57,7 +59,10 @@ function connectClients(url, count) {
   });
 }
 
-export async function runConnected({ buildDir, sessions, quick = false, keepAlive, say = console.log, fmt = (x, d = 2) => x.toFixed(d) }) {
+/** The monotonic clock in µs, the one V8's CPU profiles are stamped with. */
+const monotonicUs = () => Number(process.hrtime.bigint() / 1_000n);
+
+export async function runConnected({ buildDir, sessions, quick = false, keepAlive, profile, say = console.log, fmt = (x, d = 2) => x.toFixed(d) }) {
   const keepAliveMs = keepAlive ?? (quick ? QUICK_KEEP_ALIVE_MS : KEEP_ALIVE_MS);
   // Keep-alives off (0) still measure over 30 s.
   const windowMs = keepAliveMs > 0 ? keepAliveMs : 15_000;
@@ -67,9 +72,11 @@ export async function runConnected({ buildDir, sessions, quick = false, keepAliv
   const upstreams = { bench: { stdio: { command: process.execPath, args: [join(here, 'upstream-stdio.mjs')] }, sharing: 'shared' } };
   const max = sessions + 1_000;
   await writeFile(file, gatewayConfig(upstreams, { sessions: max }).replace(`maxPerPrincipal: ${max} }`, `maxPerPrincipal: ${max}, keepAlive: ${keepAliveMs}ms }`));
-  const gateway = await start('connected', process.execPath, [join(buildDir, 'main.js'), '--config', file, '--port', '0']);
+  if (profile) await mkdir(profile, { recursive: true });
+  const profiling = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+  const gateway = await start('connected', process.execPath, [...profiling, join(buildDir, 'main.js'), '--config', file, '--port', '0']);
   try {
-    say(`\nConnected clients: ${sessions} sessions, each initialize, initialized, tools/list and a GET stream held (one shared stdio upstream, ${VERSION}):`);
+    say(`\nConnected clients: ${sessions} sessions, each initialize, initialized, tools/list and a GET stream held (one shared stdio upstream, ${VERSION}, keep-alive every ${keepAliveMs / 1_000} s${profile ? ', gateway profiled: its CPU figure is not one to judge' : ''}):`);
     const alone = await callLatencies(gateway.url, CALLS);
     const before = await rssBytes(gateway.pid);
     const clients = await connectClients(gateway.url, sessions);
@@ -79,10 +86,15 @@ export async function runConnected({ buildDir, sessions, quick = false, keepAliv
       const after = await rssBytes(gateway.pid);
       // Two keep-alive periods with every stream open and nothing else happening.
       const cpuBefore = await cpuSeconds(gateway.pid);
+      const machineBefore = await machineTicks();
       const idleStarted = performance.now();
+      const from = monotonicUs();
       await new Promise((resolve) => setTimeout(resolve, 2 * windowMs));
-      const idleShare = (await cpuSeconds(gateway.pid)) - cpuBefore;
+      const idleCpu = (await cpuSeconds(gateway.pid)) - cpuBefore;
       const idleSeconds = (performance.now() - idleStarted) / 1_000;
+      // How busy the machine was meanwhile (other work on a shared machine slows every write).
+      const machineIdle = idleShare(machineBefore, await machineTicks());
+      if (profile) await writeFile(join(profile, 'idle-window.json'), `${JSON.stringify({ from, to: monotonicUs() })}\n`);
       const crowded = await callLatencies(gateway.url, CALLS);
       const figures = {
         sessions,
@@ -91,7 +103,10 @@ export async function runConnected({ buildDir, sessions, quick = false, keepAliv
         rssBefore: before,
         rssAfter: after,
         bytesPerSession: (after - before) / sessions,
-        idleCpuShare: idleShare / idleSeconds,
+        idleCpuShare: idleCpu / idleSeconds,
+        keepAliveMs,
+        machineIdle,
+        loadAverage: loadavg()[0],
         p50Alone: quantile(alone, 0.5),
         p99Alone: quantile(alone, 0.99),
         p50Connected: quantile(crowded, 0.5),
@@ -99,7 +114,7 @@ export async function runConnected({ buildDir, sessions, quick = false, keepAliv
       };
       figures.p99Ratio = figures.p99Connected / figures.p99Alone;
       say(`  RSS per connected session     ${fmt(figures.bytesPerSession / 1024, 1).padStart(7)} KB     (RSS ${fmt(before / 2 ** 20, 0)} → ${fmt(after / 2 ** 20, 0)} MB, ${clients.connected} connected, ${clients.errors} errors${clients.firstError ? `; first: ${clients.firstError}` : ''})`);
-      say(`  CPU while all idle            ${fmt(figures.idleCpuShare * 100, 2).padStart(7)} % of a core over ${fmt(idleSeconds, 0)} s`);
+      say(`  CPU while all idle            ${fmt(figures.idleCpuShare * 100, 2).padStart(7)} % of a core over ${fmt(idleSeconds, 0)} s   (machine ${fmt(machineIdle * 100, 0)} % idle meanwhile, load average ${fmt(figures.loadAverage, 1)})`);
       say(`  call p50 / p99, nobody connected  ${fmt(figures.p50Alone, 3)} / ${fmt(figures.p99Alone, 3)} ms; all connected ${fmt(figures.p50Connected, 3)} / ${fmt(figures.p99Connected, 3)} ms (${CALLS} calls one at a time each)`);
       say('  Targets:');
       say(`    RSS per connected session (KB)   ${fmt(figures.bytesPerSession / 1024, 1)} ≤ 16   ${figures.bytesPerSession / 1024 <= 16 && clients.errors === 0 ? 'met' : 'NOT met'}`);
@@ -116,9 +131,9 @@ export async function runConnected({ buildDir, sessions, quick = false, keepAliv
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values } = parseArgs({ options: { sessions: { type: 'string' }, 'build-dir': { type: 'string' }, quick: { type: 'boolean' }, 'keep-alive': { type: 'string' } } });
+  const { values } = parseArgs({ options: { sessions: { type: 'string' }, 'build-dir': { type: 'string' }, quick: { type: 'boolean' }, 'keep-alive': { type: 'string' }, profile: { type: 'string' } } });
   const buildDir = values['build-dir'] ?? join(root, '.tmp', 'connected-dist');
   if (!values['build-dir']) await build(buildDir);
-  await runConnected({ buildDir, sessions: Number(values.sessions ?? 10_000), quick: values.quick === true, ...(values['keep-alive'] ? { keepAlive: Number(values['keep-alive']) } : {}) });
+  await runConnected({ buildDir, sessions: Number(values.sessions ?? 10_000), quick: values.quick === true, ...(values['keep-alive'] ? { keepAlive: Number(values['keep-alive']) } : {}), ...(values.profile ? { profile: values.profile } : {}) });
   process.exit(0);
 }

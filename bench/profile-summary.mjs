@@ -12,11 +12,16 @@
 //                                        function named NAME spends its self time, 4 frames up)
 //   node bench/profile-summary.mjs --layers FILE.cpuprofile:US [FILE2:US …]  (self time by the
 //                                        layers of a call, one column per profile; Thirteenth pass)
+//   node bench/profile-summary.mjs --window FILE.json FILE.cpuprofile  (only the samples between
+//                                        FILE.json's `from` and `to`, µs of the monotonic clock
+//                                        the profile is stamped with: bench/connected.mjs --profile
+//                                        writes the idle phase's)
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, diff: { type: 'boolean', default: false }, callers: { type: 'string' }, layers: { type: 'boolean', default: false } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, diff: { type: 'boolean', default: false }, callers: { type: 'string' }, layers: { type: 'boolean', default: false }, window: { type: 'string' } } });
+const window = values.window ? JSON.parse(await readFile(values.window, 'utf8')) : undefined;
 const TOP = Number(values.top);
 
 /** Where a frame's code lives: a package, a Node internal, the gateway's file (under dist), or a V8 category. */
@@ -108,8 +113,13 @@ async function load(file) {
     run += profile.timeDeltas[i + 1] ?? 0;
     if (run > longest) [longest, from] = [run, start];
   }
+  // With --window, the samples stamped inside it instead.
+  const stamps = [];
+  for (let i = 0, t = profile.startTime; i < profile.samples.length; i++) stamps.push((t += profile.timeDeltas[i]));
+  const counted = (i) => (window ? stamps[i] >= window.from && stamps[i] <= window.to : i >= from);
   // A sample's time is the gap to the next one (how DevTools attributes it).
-  for (let i = from; i < profile.samples.length; i++) {
+  for (let i = 0; i < profile.samples.length; i++) {
+    if (!counted(i)) continue;
     const dt = profile.timeDeltas[i + 1] ?? 0;
     self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + dt);
   }
@@ -162,7 +172,7 @@ async function summarise({ file, usPerCall }) {
   const share = (us) => `${((100 * us) / busy).toFixed(1).padStart(5)}%${usPerCall ? ` ${((usPerCall * us) / busy).toFixed(2).padStart(6)} µs/call` : ''}`;
   const top = (map, n = TOP) => [...map].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, us]) => `  ${share(us)}  ${k}`);
   const group = (prefix) => [...files].filter(([k]) => k.startsWith(prefix)).reduce((t, [, us]) => t + us, 0);
-  const lines = [`${file}: ${(busy / 1e6).toFixed(2)} s busy, ${(idle / 1e6).toFixed(2)} s idle, after its longest idle stretch`];
+  const lines = [`${file}: ${(busy / 1e6).toFixed(2)} s busy, ${(idle / 1e6).toFixed(2)} s idle, ${window ? 'inside the window' : 'after its longest idle stretch'}`];
   if (values.callers) return [...lines, `${values.callers}, by caller:`, ...top(callers)].join('\n');
   lines.push(`  by kind: gateway code ${share(group('gateway:')).trim()}, node: internals ${share(group('node:')).trim()}, npm packages ${share(group('npm:')).trim()}, native/V8 ${share(group('(')).trim()}`);
   lines.push('self time by file or package:', ...top(files, 20));

@@ -8,7 +8,7 @@ import type { Config } from './config/schema.js';
 import { createApp, type AppEnv, type Readiness } from './http/app.js';
 import { startListener, type Listener } from './http/listener.js';
 import { createMetricsApp } from './http/metrics.js';
-import { KeepAlives } from './http/sse-connection.js';
+import { KeepAlives } from './http/keep-alives.js';
 import { Authenticator } from './auth/authenticator.js';
 import { secretsOf } from './config/secrets.js';
 import { Metrics } from './metrics/metrics.js';

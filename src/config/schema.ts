@@ -340,7 +340,7 @@ const sessions = z.strictObject({
   streamQueueBytes: z.number().int().min(1_024).default(1024 * 1024).describe('What may wait for one SSE connection whose client does not read, in bytes: past it the oldest progress and log notifications are dropped, then the connection is closed (its stream stays resumable).'),
   streamQueueMessages: z.number().int().min(1).default(1_000).describe('The same bound in messages.'),
   /** Interval of keep-alive comments on open SSE streams. */
-  keepAlive: duration.default(15_000).describe('Interval of keep-alive comments on open SSE streams.'),
+  keepAlive: duration.default(15_000).describe("An open SSE stream silent this long gets a keep-alive comment (one timer serves every stream). Keep it well under your load balancer's or proxy's idle timeout (nginx proxy_read_timeout and cloud load balancers: often 60 s); each idle stream costs one small write per interval."),
   /** The reconnect delay suggested to clients in the SSE retry field. */
   retry: duration.default(1_000).describe('The reconnect delay suggested to clients in the SSE retry field.'),
   /** What every replica must see about a session: task state and results (memory: this replica). */

@@ -34,6 +34,7 @@ import { fromIncoming, fromRequest, type HttpInput } from './input.js';
 import { after } from '../util/callbacks.js';
 import type { StreamSettings } from './responder.js';
 import { isWebResponse, ReplySink, toResponse, writeReply, type Reply } from './reply.js';
+import { streamReply } from './sse-connection.js';
 
 export interface Readiness {
   ready: boolean;
@@ -264,7 +265,7 @@ export function createApp(deps: AppDeps): HttpApp {
     app.post(route, async (c) => toResponse(await endpoint.post(c.get('input'), contextOfRoute(c))));
     // Hono serves HEAD through GET handlers and drops the body, which would leave a GET stream
     // attached to the session forever; HEAD is not part of the transport.
-    app.get(route, (c) => (c.get('input').method === 'HEAD' ? methodNotAllowed() : endpoint.get(c.get('input'), contextOfRoute(c))));
+    app.get(route, async (c) => (c.get('input').method === 'HEAD' ? methodNotAllowed() : streamReply(await endpoint.get(c.get('input'), contextOfRoute(c)), c.env?.outgoing)));
     app.delete(route, (c) => endpoint.delete(c.get('input'), contextOfRoute(c)));
     app.all(route, methodNotAllowed);
   }

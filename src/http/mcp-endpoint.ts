@@ -36,6 +36,7 @@ import { refuse, refusals } from './refusals.js';
 import type { HttpInput } from './input.js';
 import { parseEventId } from '../session/streams.js';
 import { boundsFor, connect, respond, type Answers, type StreamSettings } from './responder.js';
+import type { SseConnection } from './sse-connection.js';
 import { resumeFromSharedLog } from './shared-resume.js';
 import { isStatelessRequest, serveStateless, validateStateless } from './stateless/endpoint.js';
 import { StatelessSessions } from './stateless/sessions.js';
@@ -185,7 +186,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
         return refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: validated.id });
       }
     }
-    return serveStateless({ stateless, keepAliveMs: deps.streams.keepAliveMs, bounds: (kind) => boundsFor(deps.streams, kind), ...(deps.tasks ? { tasks: deps.tasks } : {}) }, request, validated, context);
+    return serveStateless({ stateless, keepAlive: deps.streams.keepAlives ?? deps.streams.keepAliveMs, bounds: (kind) => boundsFor(deps.streams, kind), ...(deps.tasks ? { tasks: deps.tasks } : {}) }, request, validated, context);
   }
 
   async function postBatch(request: HttpInput, items: unknown[], context: Caller): Promise<Reply> {
@@ -282,8 +283,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
    * GET opens the standalone stream (one connection at a time; undelivered messages come
    * first), or with Last-Event-ID resumes the stream that event belongs to, replaying what
    * followed it. An id that is malformed, of another session or too old to replay gets 400.
+   * The stream comes as its connection, which the route writes to the client (streamReply).
    */
-  async function get(request: HttpInput, context: Caller): Promise<Response> {
+  async function get(request: HttpInput, context: Caller): Promise<Response | SseConnection> {
     const refused = checkGetHeaders(request);
     if (refused) return refused;
     const session = await lookup(request, context);
@@ -305,13 +307,12 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       // client would then retry with a plain GET, which meets 409 while the GET stream is open.
       if (stream.exhaustedAfter(event.seq)) return new Response(null, { status: 204 });
       const connection = connect(session, stream, deps.streams, event.seq);
-      if (!connection) return refuse(refusals.lastEventIdTooOld);
-      return connection.response;
+      return connection ?? refuse(refusals.lastEventIdTooOld);
     }
     if (session.standalone.attached) {
       return refuse(refusals.streamConflict);
     }
-    return connect(session, session.standalone, deps.streams)!.response;
+    return connect(session, session.standalone, deps.streams)!;
   }
 
   async function remove(request: HttpInput, context: Caller): Promise<Response> {

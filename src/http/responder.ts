@@ -9,7 +9,8 @@ import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.
 import type { RequestChannel } from '../router/router.js';
 import type { DownstreamSession } from '../links/session.js';
 import type { SessionStream } from '../session/streams.js';
-import { SSE_HEADERS, SseConnection, type KeepAlives, type QueueBounds } from './sse-connection.js';
+import { SSE_HEADERS, SseConnection, type QueueBounds } from './sse-connection.js';
+import type { KeepAlives } from './keep-alives.js';
 import { JsonReply, type Reply } from './reply.js';
 
 /** A request still running after this long is answered over SSE, which a client can resume. */

@@ -16,7 +16,7 @@ import { boundsFor, primes, type StreamSettings } from './responder.js';
 const FOLLOW_EVERY_MS = 200;
 
 /** The reply to a resumption of a stream this replica does not know; undefined when no replica wrote it. */
-export async function resumeFromSharedLog(session: DownstreamSession, log: SharedStreamLog, event: { key: string; seq: number }, settings: StreamSettings): Promise<Response | undefined> {
+export async function resumeFromSharedLog(session: DownstreamSession, log: SharedStreamLog, event: { key: string; seq: number }, settings: StreamSettings): Promise<Response | SseConnection | undefined> {
   const written = await log.read(session.id, event.key, event.seq).catch(() => undefined);
   if (!written) return undefined;
   if (written.kind === 'standalone') return continueStandalone(session, event.key, written.events, settings);
@@ -24,16 +24,16 @@ export async function resumeFromSharedLog(session: DownstreamSession, log: Share
   if (written.done && written.events.length === 0) return new Response(null, { status: 204 });
   const connection = new SseConnection({}, settings.keepAlives ?? settings.keepAliveMs, boundsFor(settings, 'request'));
   void follow(session, log, event.key, written, event.seq, connection);
-  return connection.response;
+  return connection;
 }
 
-function continueStandalone(session: DownstreamSession, key: string, events: SharedEvent[], settings: StreamSettings): Response {
+function continueStandalone(session: DownstreamSession, key: string, events: SharedEvent[], settings: StreamSettings): SseConnection {
   const connection = new SseConnection({}, settings.keepAlives ?? settings.keepAliveMs, boundsFor(settings, 'standalone'));
   for (const event of events) connection.write(encodeSseEvent(event.data, `${key}.${event.seq}`));
   const stream = session.standalone;
   stream.attach(connection, primes(session) ? { primeRetryMs: settings.retryMs } : {});
   connection.onclose = () => stream.detach(connection);
-  return connection.response;
+  return connection;
 }
 
 async function follow(session: DownstreamSession, log: SharedStreamLog, key: string, first: SharedStream, after: number, connection: SseConnection): Promise<void> {

@@ -1,19 +1,21 @@
-// One downstream SSE response (a connection of a session stream): a ReadableStream the HTTP
-// adapter pipes to the socket, with keep-alive comments. Knows when the client went away (the
-// adapter cancels the stream) so nothing writes into the void.
+// One downstream SSE response (a connection of a session stream): its keep-alive comments, and
+// what waits for a client that does not read. Its bytes go to a sink (sse-sinks.ts): written
+// straight to Node's response for a stream the listener serves (every GET stream: writeTo), or
+// a web ReadableStream Response (`response`: a POST's answer, in-process requests). Until one of
+// the two is chosen, what is written waits in the queue. The connection knows when the client
+// went away, so nothing writes into the void.
 //
-// What waits for a client that does not read is bounded: the stream hands the adapter one chunk
-// at a time (it asks for the next only when the socket drained), the rest waits in a queue of
-// this connection's, bounded in bytes and messages. Past the bound the oldest progress and log
+// What waits for a client that does not read is bounded: the sink takes what the client can take
+// (the socket's buffer, or the web stream's one chunk), the rest waits in a queue of this
+// connection's, bounded in bytes and messages. Past the bound the oldest progress and log
 // notifications go first (the spec lets a server drop those), and if the queue is still over,
 // the connection is closed: the stream stays resumable from the session's replay log.
+import type { ServerResponse } from 'node:http';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import type { StreamConnection } from '../session/streams.js';
 export { droppableMethod } from '../session/streams.js';
-import { encodeSseComment } from '../util/sse.js';
-
-const encoder = new TextEncoder();
-/** The keep-alive comment, encoded once: ten thousand streams get it every tick. */
-const KEEP_ALIVE = encoder.encode(encodeSseComment('keep-alive'));
+import { KeepAlives, type KeepAliveTarget } from './keep-alives.js';
+import { NodeSseSink, WebSseSink, type SinkOwner, type SseSink } from './sse-sinks.js';
 
 export const SSE_HEADERS = {
   'content-type': 'text/event-stream',
@@ -35,90 +37,57 @@ export interface QueueBounds {
 /** Generous enough for any reading client; the gateway's config sets its own. */
 export const DEFAULT_QUEUE_BOUNDS: QueueBounds = { bytes: 4 * 1024 * 1024, messages: 10_000 };
 
-/**
- * Keep-alive comments for every open SSE connection on one timer, not one per connection: ten
- * thousand idle streams would otherwise be ten thousand timers, each waking the process on its
- * own. A connection written to since the last tick is skipped (it is not idle).
- */
-export class KeepAlives {
-  readonly everyMs: number;
-  readonly #open = new Set<SseConnection>();
-  #timer: NodeJS.Timeout | undefined;
-
-  constructor(everyMs: number) {
-    this.everyMs = everyMs;
-  }
-
-  get size(): number {
-    return this.#open.size;
-  }
-
-  add(connection: SseConnection): void {
-    if (this.everyMs <= 0) return;
-    this.#open.add(connection);
-    if (this.#timer) return;
-    this.#timer = setInterval(() => {
-      for (const open of this.#open) open.keepAlive();
-    }, this.everyMs);
-    this.#timer.unref();
-  }
-
-  delete(connection: SseConnection): void {
-    if (!this.#open.delete(connection) || this.#open.size > 0) return;
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-  }
-}
-
 interface Queued {
-  chunk: Uint8Array;
+  text: string;
+  bytes: number;
   /** The method, for a message that may be dropped. */
   droppable: string | undefined;
 }
 
-export class SseConnection implements StreamConnection {
-  readonly response: Response;
+export class SseConnection implements StreamConnection, KeepAliveTarget, SinkOwner {
+  readonly #headers: Record<string, string>;
   readonly #bounds: QueueBounds;
-  #controller!: ReadableStreamDefaultController<Uint8Array>;
+  readonly #keepAlives: KeepAlives | undefined;
+  #sink: SseSink | undefined;
+  #response: Response | undefined;
+  /** The sink can take more now (none chosen yet: it cannot). */
+  #ready = false;
   #open = true;
-  /** close() was called: the queue drains first, then the stream ends. */
+  /** close() was called: the queue drains first, then the response ends. */
   #closing = false;
-  #queue: Queued[] = [];
+  /** What waits for the client; none most of the time. */
+  #queue: Queued[] | undefined;
   #queuedBytes = 0;
-  #keepAlive: NodeJS.Timeout | undefined;
-  #keepAlives: KeepAlives | undefined;
-  /** Written to since the last keep-alive tick. */
-  #wrote = false;
+  /** @internal (KeepAlives) */
+  lastTick = 0;
+  /** @internal (KeepAlives) */
+  slot = 0;
   /** Called once when the connection ends, whichever side ended it. */
   onclose?: () => void;
 
   /** `keepAlive`: the shared keep-alive timer, or an interval for a timer of this connection's own (0: none). */
   constructor(headers: Record<string, string> = {}, keepAlive: number | KeepAlives = 0, bounds: QueueBounds = DEFAULT_QUEUE_BOUNDS) {
+    this.#headers = Object.keys(headers).length === 0 ? SSE_HEADERS : { ...SSE_HEADERS, ...headers };
     this.#bounds = bounds;
-    // The default strategy holds one chunk: the adapter pulls the next when the socket drained.
-    const body = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        this.#controller = controller;
-      },
-      pull: () => this.#pull(),
-      cancel: () => this.#finish(),
-    });
-    this.response = new Response(body, { status: 200, headers: { ...SSE_HEADERS, ...headers } });
-    if (typeof keepAlive !== 'number') {
-      this.#keepAlives = keepAlive;
-      keepAlive.add(this);
-    } else if (keepAlive > 0) {
-      // A connection with something queued needs no keep-alive: the client is not reading.
-      this.#keepAlive = setInterval(() => this.#queue.length === 0 && this.write(encodeSseComment('keep-alive')), keepAlive);
-      this.#keepAlive.unref();
-    }
+    if (typeof keepAlive !== 'number') this.#keepAlives = keepAlive;
+    else if (keepAlive > 0) this.#keepAlives = new KeepAlives(keepAlive);
   }
 
-  /** A keep-alive tick (KeepAlives): a comment, unless something was written since the last or is queued. */
-  keepAlive(): void {
-    const idle = !this.#wrote && this.#queue.length === 0;
-    this.#wrote = false;
-    if (idle && this.#open && !this.#closing && (this.#controller.desiredSize ?? 0) > 0) this.#enqueue(KEEP_ALIVE);
+  /** The connection as a web Response (its body a ReadableStream). */
+  get response(): Response {
+    if (!this.#sink) {
+      const sink = new WebSseSink(this, this.#headers);
+      this.#response = sink.response;
+      this.#bind(sink);
+    }
+    if (!this.#response) throw new Error('this SSE connection is written to a Node response');
+    return this.#response;
+  }
+
+  /** Writes the connection to Node's response (head now, then events as they come). */
+  writeTo(res: ServerResponse): void {
+    if (this.#sink) throw new Error('this SSE connection is already answered');
+    this.#bind(new NodeSseSink(this, res, this.#headers));
   }
 
   get open(): boolean {
@@ -127,92 +96,108 @@ export class SseConnection implements StreamConnection {
 
   /** Bytes and messages waiting for the client. */
   get queued(): { bytes: number; messages: number } {
-    return { bytes: this.#queuedBytes, messages: this.#queue.length };
+    return { bytes: this.#queuedBytes, messages: this.#queue?.length ?? 0 };
+  }
+
+  /** A keep-alive comment (KeepAlives, when this connection has been silent for the interval), unless the client has not taken what it was sent. */
+  keepAlive(): void {
+    if (this.#ready && this.#queue === undefined && this.#open && !this.#closing) this.#ready = this.#sink!.keepAlive();
   }
 
   /** Ends the response once what is queued was handed over. */
   close(): void {
     if (!this.#open || this.#closing) return;
     this.#closing = true;
-    if (this.#queue.length === 0) this.#end();
+    if (this.#sink && this.#queue === undefined) this.#end();
   }
 
   /** Writes `text`; `droppable` names the method of a notification that may be dropped for a slow reader. */
   write(text: string, droppable?: string): void {
     if (!this.#open || this.#closing) return;
-    this.#wrote = true;
-    const chunk = encoder.encode(text);
-    if (this.#queue.length === 0 && (this.#controller.desiredSize ?? 0) > 0) {
-      this.#enqueue(chunk);
+    if (this.#keepAlives) this.lastTick = this.#keepAlives.now;
+    const bytes = Buffer.byteLength(text);
+    if (this.#ready && this.#queue === undefined) {
+      this.#ready = this.#sink!.write(text, bytes);
       return;
     }
-    this.#queue.push({ chunk, droppable });
-    this.#queuedBytes += chunk.byteLength;
+    (this.#queue ??= []).push({ text, bytes, droppable });
+    this.#queuedBytes += bytes;
     this.#bound();
+  }
+
+  /** @internal (sinks) The client took what it was handed: what waits goes next. */
+  drained(): void {
+    if (!this.#open) return;
+    this.#ready = true;
+    const queue = this.#queue;
+    while (queue && queue.length > 0 && this.#ready && this.#open) {
+      const next = queue.shift()!;
+      this.#queuedBytes -= next.bytes;
+      this.#ready = this.#sink!.write(next.text, next.bytes);
+    }
+    if (queue?.length === 0) this.#queue = undefined;
+    if (this.#closing && this.#queue === undefined && this.#open) this.#end();
+  }
+
+  /** @internal (sinks) The client went away. */
+  gone(): void {
+    this.#finish();
+  }
+
+  #bind(sink: SseSink): void {
+    this.#sink = sink;
+    if (!this.#open) return sink.abort();
+    this.#keepAlives?.add(this);
+    this.drained();
   }
 
   /** Drops the oldest droppable messages while over the bounds; closes when that is not enough. */
   #bound(): void {
+    const queue = this.#queue!;
     const { bytes, messages } = this.#bounds;
     // The newest message alone may exceed the byte bound: a big answer to a reading client.
-    const over = (): boolean => this.#queue.length > messages || (this.#queuedBytes > bytes && this.#queue.length > 1);
+    const over = (): boolean => queue.length > messages || (this.#queuedBytes > bytes && queue.length > 1);
     if (!over()) return;
     let i = 0;
     while (over()) {
-      while (i < this.#queue.length && this.#queue[i]!.droppable === undefined) i++;
-      if (i >= this.#queue.length) return this.#overflow();
-      const [dropped] = this.#queue.splice(i, 1);
-      this.#queuedBytes -= dropped!.chunk.byteLength;
+      while (i < queue.length && queue[i]!.droppable === undefined) i++;
+      if (i >= queue.length) return this.#overflow();
+      const [dropped] = queue.splice(i, 1);
+      this.#queuedBytes -= dropped!.bytes;
       this.#bounds.ondrop?.(dropped!.droppable!);
     }
   }
 
   #overflow(): void {
-    this.#queue = [];
-    this.#queuedBytes = 0;
     this.#bounds.onoverflow?.();
-    try {
-      // Errored, not closed: the adapter drops the socket instead of flushing to a client that does not read.
-      this.#controller.error(new Error('the client did not read its stream'));
-    } catch {
-      // already closed by the adapter
-    }
+    this.#sink?.abort();
     this.#finish();
   }
 
-  #pull(): void {
-    const next = this.#queue.shift();
-    if (next) {
-      this.#queuedBytes -= next.chunk.byteLength;
-      this.#enqueue(next.chunk);
-    }
-    if (this.#closing && this.#queue.length === 0) this.#end();
-  }
-
-  #enqueue(chunk: Uint8Array): void {
-    try {
-      this.#controller.enqueue(chunk);
-    } catch {
-      this.#finish();
-    }
-  }
-
   #end(): void {
-    try {
-      this.#controller.close();
-    } catch {
-      // already errored by the adapter
-    }
+    this.#sink!.end();
     this.#finish();
   }
 
   #finish(): void {
     if (!this.#open) return;
     this.#open = false;
-    this.#queue = [];
+    this.#queue = undefined;
     this.#queuedBytes = 0;
-    clearInterval(this.#keepAlive);
     this.#keepAlives?.delete(this);
     this.onclose?.();
   }
+}
+
+/**
+ * A GET's answer as a Hono route returns it: a stream served by the listener is written to
+ * Node's response here, and the adapter told it was (RESPONSE_ALREADY_SENT, the adapter's own
+ * sentinel: a platform Response made when this module loads, before any listener replaces the
+ * global class, as reply.ts's PlatformResponse); anything else is a Response.
+ */
+export function streamReply(answer: Response | SseConnection, outgoing: ServerResponse | undefined): Response {
+  if (!(answer instanceof SseConnection)) return answer;
+  if (!outgoing) return answer.response;
+  answer.writeTo(outgoing);
+  return RESPONSE_ALREADY_SENT;
 }

@@ -25,6 +25,7 @@ import {
   httpPost as post,
   initializeHttp,
   initializeMessage,
+  openStream,
   POST_HEADERS,
   REQUEST_TIMEOUT_MS,
   type HttpOptions,
@@ -424,6 +425,27 @@ describe('Origin validation', () => {
     const exposed = String(reply.headers['access-control-expose-headers']).split(/,\s*/).map((h) => h.toLowerCase());
     expect(exposed).toEqual(expect.arrayContaining(['mcp-session-id', 'mcp-protocol-version', 'www-authenticate', 'retry-after']));
     await deleteSession(gw.url, String(reply.headers['mcp-session-id']), { headers: { origin: ALLOWED } });
+  });
+
+  // A GET stream is written straight to Node's response (src/http/sse-sinks.ts): the edge's
+  // headers, set on the response before, must still go out with the stream's own head.
+  it('answers a GET stream from an allowed Origin with the SSE head, the CORS headers and the request id', async () => {
+    const init = await post(gw.url, initializeRequest(8), { headers: { origin: ALLOWED } });
+    const session = String(init.headers['mcp-session-id']);
+    const res = await openStream(gw.url, { session, protocolVersion: LATEST, headers: { origin: ALLOWED, 'x-request-id': 'get-stream-1' }, signal: null });
+    try {
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('text/event-stream');
+      expect(res.headers.get('cache-control')).toBe('no-cache, no-transform');
+      expect(res.headers.get('access-control-allow-origin')).toBe(ALLOWED);
+      expect(res.headers.get('x-request-id')).toBe('get-stream-1');
+      // A 2025-11-25 client's stream opens with its priming event.
+      const { value } = await res.body!.getReader().read();
+      expect(new TextDecoder().decode(value)).toMatch(/^id: [0-9a-f]{12}\.0\nretry: \d+\ndata: \n\n/);
+    } finally {
+      await res.body?.cancel().catch(() => {});
+      await deleteSession(gw.url, session, { headers: { origin: ALLOWED } });
+    }
   });
 
   it('answers a preflight from an allowed Origin with 204, the methods and the request headers MCP uses', async () => {

@@ -1,6 +1,8 @@
-// The bounded queue of one SSE connection: what waits for a client that does not read.
+// The bounded queue of one SSE connection (what waits for a client that does not read), and the
+// one keep-alive timer of every connection. Written to Node's response: test/e2e/sse-writer.test.ts.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { KeepAlives, SseConnection } from '../../src/http/sse-connection.js';
+import { KeepAlives } from '../../src/http/keep-alives.js';
+import { SseConnection } from '../../src/http/sse-connection.js';
 
 const decoder = new TextDecoder();
 
@@ -75,7 +77,10 @@ describe('KeepAlives (one timer for every connection)', () => {
     vi.useRealTimers();
   });
 
-  it('writes a comment to each idle connection on one shared tick, skips those written to since, and stops when the last closes', async () => {
+  /** The first chunk each reader gets (each connection's stream holds one chunk at a time). */
+  const next = (readers: ReadableStreamDefaultReader<Uint8Array>[]): Promise<string[]> => Promise.all(readers.map(async (r) => decoder.decode((await r.read()).value)));
+
+  it('writes a comment to each connection silent for the interval, on one timer, and stops when the last closes', async () => {
     vi.useFakeTimers();
     const keepAlives = new KeepAlives(1_000);
     const connections = Array.from({ length: 3 }, () => new SseConnection({}, keepAlives));
@@ -84,15 +89,44 @@ describe('KeepAlives (one timer for every connection)', () => {
     // One interval, whatever the number of connections.
     expect(vi.getTimerCount()).toBe(1);
 
+    vi.advanceTimersByTime(500);
     connections[1]!.write('event;');
-    vi.advanceTimersByTime(1_000);
-    const first = await Promise.all(readers.map(async (r) => decoder.decode((await r.read()).value)));
-    expect(first).toEqual([': keep-alive\n\n', 'event;', ': keep-alive\n\n']);
+    expect(await next(readers.slice(1, 2))).toEqual(['event;']);
+    vi.advanceTimersByTime(500);
+    // The connection written to half an interval ago is not idle yet.
+    expect(await next([readers[0]!, readers[2]!])).toEqual([': keep-alive\n\n', ': keep-alive\n\n']);
+    vi.advanceTimersByTime(500);
+    expect(await next(readers.slice(1, 2))).toEqual([': keep-alive\n\n']);
 
     for (const c of connections) c.close();
-    // The connection written to got no comment on that tick.
-    expect(await readAll(readers[1]!)).toBe('');
+    expect(await Promise.all(readers.map((r) => readAll(r)))).toEqual(['', '', '']);
     expect(keepAlives.size).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('never leaves a connection silent longer than the interval, whenever it was last written to', async () => {
+    // Regression: a shared tick that skipped connections written to since the previous one let a
+    // connection written just after a tick wait for the tick after next: nearly two intervals,
+    // past a proxy's idle timeout set at twice the interval.
+    vi.useFakeTimers();
+    const every = 1_600;
+    const keepAlives = new KeepAlives(every);
+    const connection = new SseConnection({}, keepAlives);
+    const start = Date.now();
+    const bytes: number[] = [start];
+    const piped = connection.response.body!.pipeTo(new WritableStream({ write: () => void bytes.push(Date.now()) }));
+    // Writes just after a tick, mid-tick and just before one.
+    for (const at of [1_601, 2_450, 3_199, 3_201, 7_777]) {
+      await vi.advanceTimersByTimeAsync(start + at - Date.now());
+      connection.write('event;');
+    }
+    await vi.advanceTimersByTimeAsync(start + 20_000 - Date.now());
+    connection.close();
+    await piped;
+    const gaps = bytes.slice(1).map((t, i) => t - bytes[i]!);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(every);
+    // And no more comments than silence calls for: an idle connection gets one per interval.
+    expect(bytes.filter((t) => t > start + 7_777).length).toBe(Math.floor((20_000 - 7_777) / every));
     expect(vi.getTimerCount()).toBe(0);
   });
 });

@@ -23,6 +23,7 @@ import { GATEWAY_NAME, GATEWAY_VERSION } from '../../version.js';
 import type { HttpInput } from '../input.js';
 import { refuse, refusals } from '../refusals.js';
 import { droppableMethod, SseConnection, type QueueBounds } from '../sse-connection.js';
+import type { KeepAlives } from '../keep-alives.js';
 import type { GatewayTasks } from '../../tasks/gateway-tasks.js';
 import { controlOf, outlivesClient, serveTaskMethod, taskIdsOf, watchFor, withTasksExtension } from './tasks.js';
 
@@ -139,7 +140,8 @@ export function discover(session: DownstreamSession, tasks = false): JsonObject 
 
 export interface StatelessEndpointDeps {
   stateless: StatelessSessions;
-  keepAliveMs: number;
+  /** The gateway's one keep-alive timer for every SSE connection (or an interval for one of each's own). */
+  keepAlive: number | KeepAlives;
   /** What may wait for a client that does not read: a request's stream, or a subscriptions/listen one. */
   bounds?: (kind: 'request' | 'standalone') => QueueBounds | undefined;
   /** Tasks the gateway makes of long calls, and serves from its task store. */
@@ -180,7 +182,7 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
     const http: RequestSink = {
       notify(message) {
         if (!connection) {
-          connection = new SseConnection({}, deps.keepAliveMs, deps.bounds?.('request'));
+          connection = new SseConnection({}, deps.keepAlive, deps.bounds?.('request'));
           connection.onclose = () => {
             if (roundTrip.answers(sink) && !outlivesClient(sink)) roundTrip.abandon('the client closed the stream');
           };
@@ -231,7 +233,7 @@ async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: Do
     deps.stateless.release(session);
     return Response.json(asked.refused, { status: statusOf(asked.refused) });
   }
-  const connection = new SseConnection({}, deps.keepAliveMs, deps.bounds?.('standalone'));
+  const connection = new SseConnection({}, deps.keepAlive, deps.bounds?.('standalone'));
   const sink: RequestSink = {
     notify: (message) => connection.write(encodeSseEvent(JSON.stringify(message)), droppableMethod(message)),
     finish(response) {
