@@ -75,9 +75,10 @@ export interface Gateway {
   metricsUrl(): URL | undefined;
   readiness(): Readiness;
   /**
-   * Graceful shutdown: readiness turns false and new sessions are refused at once; requests in
-   * flight get up to shutdown.gracePeriod to finish; then open streams get a retry hint and
-   * close, and everything stops.
+   * Graceful shutdown: readiness turns false at once, and every new request but the probes'
+   * is answered 503 before anything reads it (a load balancer may send it to another replica);
+   * requests in flight get up to shutdown.gracePeriod to finish; then open streams get a retry
+   * hint and close, and everything stops.
    */
   drain(): Promise<void>;
   /** Applies a new config; returns the top-level keys that need a restart to change. */
@@ -233,7 +234,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     return { ready: listening && !draining && (upstreamUp || !pool.probing), listening, draining, upstreamUp };
   };
 
-  const { app, direct } = createApp({
+  const { app, direct, operational } = createApp({
     config,
     events,
     ...(observability.tracing ? { tracing: observability.tracing } : {}),
@@ -308,7 +309,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       await userAuth?.ready();
       if (frontDoor) await credentialStore!.open();
       const { host, path, tls, maxHeaderBytes, keepAliveTimeout: keepAliveTimeoutMs } = config.listen;
-      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, ...(tls ? { tls } : {}) });
+      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, servedWhileDraining: operational, ...(tls ? { tls } : {}) });
       if (config.metrics.enabled && config.metrics.port !== undefined) {
         const { host: adminHost, port: adminPort, path: metricsPath } = config.metrics;
         admin = await startListener({ fetch: createMetricsApp(metricsPath, metrics.registry).fetch, host: adminHost, port: adminPort, path: metricsPath, logger });
@@ -322,13 +323,12 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     },
     async drain() {
       draining = true;
+      // From here no request starts: each new one is answered 503 unread (a balancer may send it
+      // to another replica), so nothing reaches a session or an upstream client this drain closes.
+      main?.drain();
       const grace = config.shutdown.gracePeriod;
       const deadline = Date.now() + grace;
       logger.info('draining', { inflight: sessions.inflight(), gracePeriodMs: grace });
-      while (sessions.inflight() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
-      // From here new connections are refused (a balancer sends them to another replica); what
-      // came in on open ones meanwhile finishes within the same grace period.
-      main?.stopAccepting();
       while ((sessions.inflight() > 0 || (main?.unanswered ?? 0) > 0) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
       const abandoned = sessions.inflight();
       if (abandoned > 0) {
