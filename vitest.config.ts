@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // The benchmark's smoke run is `npm run test:bench` (vitest.bench.config.ts), not `npm test`.
-    exclude: [...configDefaults.exclude, 'test/bench/**', 'test/soak/**'],
+    exclude: [...configDefaults.exclude, 'test/bench/**'],
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -18,6 +18,8 @@ export interface Nginx {
   url: URL;
   /** Requests it answered with `status` for `method` (from its access log); `resuming`: only those with a Last-Event-ID. */
   answered(method: string, status: number, resuming?: boolean): Promise<number>;
+  /** Requests it sent to more than one replica, by what the replicas before the last answered ('503', '502' for a reset, '504'). */
+  resent(): Promise<Record<string, number>>;
   /** Its error log's lines at warn level and above (what it met at the replicas), for a failure's message. */
   problems(): Promise<string[]>;
   close(): Promise<void>;
@@ -31,7 +33,7 @@ pid ${dir}/nginx.pid;
 error_log ${dir}/error.log info;
 events { worker_connections 4096; }
 http {
-  log_format fleet '$request_method $status last-event-id=$http_last_event_id';
+  log_format fleet '$request_method $status upstream=$upstream_status last-event-id=$http_last_event_id';
   access_log ${dir}/access.log fleet;
   client_body_temp_path ${dir}/tmp/body;
   proxy_temp_path ${dir}/tmp/proxy;
@@ -86,6 +88,14 @@ export async function startNginx(dir: string, backends: readonly string[]): Prom
     async answered(method, status, resuming = false) {
       const log = await readFile(join(dir, 'access.log'), 'utf8').catch(() => '');
       return log.split('\n').filter((line) => line.startsWith(`${method} ${status} `) && (!resuming || !line.endsWith('last-event-id=-'))).length;
+    },
+    async resent() {
+      const log = await readFile(join(dir, 'access.log'), 'utf8').catch(() => '');
+      const counts: Record<string, number> = {};
+      for (const [, tried] of log.matchAll(/ upstream=([^ ]+(?:, [^ ]+)+) /g)) {
+        for (const status of tried!.split(', ').slice(0, -1)) counts[status] = (counts[status] ?? 0) + 1;
+      }
+      return counts;
     },
     problems: async () => (await errors()).split('\n').filter((line) => /\[(warn|error|crit|alert|emerg)\]/.test(line)),
     close: () => stopChild(child),
