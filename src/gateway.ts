@@ -1,6 +1,7 @@
 // Builds a whole gateway from a config: every part is made here and passed down, so each test
 // gets a fresh gateway and close() leaves nothing running (no singletons). Also the lifecycle:
 // readiness, graceful drain, and hot reload of a new config.
+import type { IncomingMessage } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
 import type { Hono } from 'hono';
 import { Agent } from 'undici';
@@ -281,6 +282,17 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       : {}),
   });
 
+  /**
+   * While draining: the probes, and a request of a session with a request in flight here (a
+   * cancellation, an answer to the server's question: only this replica can take them). The
+   * drain waits for both; once nothing is in flight, nothing more is served.
+   */
+  function servedWhileDraining(path: string, incoming: IncomingMessage): boolean {
+    if (operational.has(path)) return true;
+    const id = incoming.headers['mcp-session-id'];
+    return typeof id === 'string' && (sessions.get(id)?.inflight ?? 0) > 0;
+  }
+
   async function close(): Promise<void> {
     const listeners = [main, admin];
     main = undefined;
@@ -314,7 +326,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       await userAuth?.ready();
       if (frontDoor) await credentialStore!.open();
       const { host, path, tls, maxHeaderBytes, keepAliveTimeout: keepAliveTimeoutMs } = config.listen;
-      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, servedWhileDraining: operational, ...(tls ? { tls } : {}) });
+      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, servedWhileDraining, ...(tls ? { tls } : {}) });
       if (config.metrics.enabled && config.metrics.port !== undefined) {
         const { host: adminHost, port: adminPort, path: metricsPath } = config.metrics;
         admin = await startListener({ fetch: createMetricsApp(metricsPath, metrics.registry).fetch, host: adminHost, port: adminPort, path: metricsPath, logger });

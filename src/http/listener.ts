@@ -32,16 +32,16 @@ export interface ListenerOptions {
   keepAliveTimeoutMs?: number;
   tls?: TlsFiles;
   logger: Logger;
-  /** Paths still served while draining (health probes, metrics); every other request then gets 503. */
-  servedWhileDraining?: ReadonlySet<string>;
+  /** What is still served while draining (health probes, a session busy here); every other request then gets 503. */
+  servedWhileDraining?: (path: string, incoming: IncomingMessage) => boolean;
 }
 
 export interface Listener {
   url: URL;
   server: ServerType;
   /**
-   * Drains: from now on every new request, but on the paths served while draining, is answered
-   * 503 with Retry-After and Connection: close before anything reads it, so a load balancer
+   * Drains: from now on every new request but those servedWhileDraining names is answered 503
+   * with Retry-After and Connection: close before anything reads its body, so a load balancer
    * may send it to another replica (it was provably not processed). Requests in progress go on,
    * and their responses not yet begun close their connection once sent. Connections are still
    * accepted and idle ones kept until close(): a close never crosses a request a balancer just
@@ -73,12 +73,12 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   function answered(this: ServerResponse): void {
     unanswered.delete(this);
   }
-  const servedWhileDraining = options.servedWhileDraining ?? new Set<string>();
+  const servedWhileDraining = options.servedWhileDraining ?? (() => false);
   let draining = false;
   const listener: RequestListener = (incoming, outgoing) => {
     if (draining) {
       outgoing.shouldKeepAlive = false;
-      if (!servedWhileDraining.has(pathOf(incoming.url))) return refuseDraining(outgoing);
+      if (!servedWhileDraining(pathOf(incoming.url), incoming)) return refuseDraining(outgoing);
     }
     if (incoming.method !== 'GET') {
       unanswered.add(outgoing);

@@ -114,7 +114,7 @@ describe('startListener', () => {
       host: '127.0.0.1',
       port: 0,
       path: '/mcp',
-      servedWhileDraining: new Set(['/readyz']),
+      servedWhileDraining: (path) => path === '/readyz',
       logger: createLogger({ level: 'silent', write: () => {} }),
     });
     const agent = new Agent({ keepAlive: true });
