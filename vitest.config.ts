@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // The benchmark's smoke run is `npm run test:bench` (vitest.bench.config.ts), not `npm test`.
-    exclude: [...configDefaults.exclude, 'test/bench/**', 'test/soak/**'],
+    exclude: [...configDefaults.exclude, 'test/bench/**'],
     pool: 'forks',
     // One worker per core (vitest's default leaves one core idle, and on 2 cores runs the files
     // one by one): most files wait on processes and sockets, so two at a time take far less time.

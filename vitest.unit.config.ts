@@ -8,7 +8,6 @@ export const NOT_PURE_FOLDERS: readonly string[] = [
   'bench', // the benchmark's smoke run (`npm run test:bench`)
   'deploy', // the built image and its healthcheck, run as a process
   'helpers-selftest', // the test helpers' own servers, checked against real clients
-  'soak', // what still fails by chance under load (`npm run test:soak`), kept out of npm test
 ];
 
 export default defineConfig({

@@ -1,6 +1,7 @@
 // Builds a whole gateway from a config: every part is made here and passed down, so each test
 // gets a fresh gateway and close() leaves nothing running (no singletons). Also the lifecycle:
 // readiness, graceful drain, and hot reload of a new config.
+import type { IncomingMessage } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
 import type { Hono } from 'hono';
 import { Agent } from 'undici';
@@ -75,9 +76,10 @@ export interface Gateway {
   metricsUrl(): URL | undefined;
   readiness(): Readiness;
   /**
-   * Graceful shutdown: readiness turns false and new sessions are refused at once; requests in
-   * flight get up to shutdown.gracePeriod to finish; then open streams get a retry hint and
-   * close, and everything stops.
+   * Graceful shutdown: readiness turns false at once, and every new request but the probes'
+   * is answered 503 before anything reads it (a load balancer may send it to another replica);
+   * requests in flight get up to shutdown.gracePeriod to finish; then open streams get a retry
+   * hint and close, and everything stops.
    */
   drain(): Promise<void>;
   /** Applies a new config; returns the top-level keys that need a restart to change. */
@@ -88,6 +90,8 @@ export interface Gateway {
 }
 
 const DRAIN_POLL_MS = 50;
+/** How long an idle connection to an HTTP upstream that gives no Keep-Alive hint is kept. */
+const UPSTREAM_IDLE_MS = 4_000;
 
 function codecFor(config: Config): NamespaceCodec {
   return new NamespaceCodec(
@@ -114,7 +118,10 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   let config = initial;
   options.redactor?.update(secretsOf(config));
   const metrics = new Metrics(Object.keys(config.upstreams), { serve: config.metrics.enabled, mainEndpoint: config.listen.path });
-  const dispatcher = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
+  // An idle upstream connection is closed before the upstream closes it: as long as its
+  // Keep-Alive hint says less 2 s, else 4 s (below the 5 s of servers that give no hint), so no
+  // request is written on a connection the upstream is closing (a POST could not be sent again).
+  const dispatcher = new Agent({ keepAliveTimeout: UPSTREAM_IDLE_MS, keepAliveTimeoutThreshold: 2_000, headersTimeout: 0, bodyTimeout: 0 });
   const pool = new UpstreamPool(config.upstreams, {
     dispatcher,
     logger,
@@ -233,7 +240,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     return { ready: listening && !draining && (upstreamUp || !pool.probing), listening, draining, upstreamUp };
   };
 
-  const { app, direct } = createApp({
+  const { app, direct, operational } = createApp({
     config,
     events,
     ...(observability.tracing ? { tracing: observability.tracing } : {}),
@@ -275,6 +282,17 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       : {}),
   });
 
+  /**
+   * While draining: the probes, and a request of a session with a request in flight here (a
+   * cancellation, an answer to the server's question: only this replica can take them). The
+   * drain waits for both; once nothing is in flight, nothing more is served.
+   */
+  function servedWhileDraining(path: string, incoming: IncomingMessage): boolean {
+    if (operational.has(path)) return true;
+    const id = incoming.headers['mcp-session-id'];
+    return typeof id === 'string' && (sessions.get(id)?.inflight ?? 0) > 0;
+  }
+
   async function close(): Promise<void> {
     const listeners = [main, admin];
     main = undefined;
@@ -308,7 +326,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       await userAuth?.ready();
       if (frontDoor) await credentialStore!.open();
       const { host, path, tls, maxHeaderBytes, keepAliveTimeout: keepAliveTimeoutMs } = config.listen;
-      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, ...(tls ? { tls } : {}) });
+      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, servedWhileDraining, ...(tls ? { tls } : {}) });
       if (config.metrics.enabled && config.metrics.port !== undefined) {
         const { host: adminHost, port: adminPort, path: metricsPath } = config.metrics;
         admin = await startListener({ fetch: createMetricsApp(metricsPath, metrics.registry).fetch, host: adminHost, port: adminPort, path: metricsPath, logger });
@@ -322,13 +340,12 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     },
     async drain() {
       draining = true;
+      // From here no request starts: each new one is answered 503 unread (a balancer may send it
+      // to another replica), so nothing reaches a session or an upstream client this drain closes.
+      main?.drain();
       const grace = config.shutdown.gracePeriod;
       const deadline = Date.now() + grace;
       logger.info('draining', { inflight: sessions.inflight(), gracePeriodMs: grace });
-      while (sessions.inflight() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
-      // From here new connections are refused (a balancer sends them to another replica); what
-      // came in on open ones meanwhile finishes within the same grace period.
-      main?.stopAccepting();
       while ((sessions.inflight() > 0 || (main?.unanswered ?? 0) > 0) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
       const abandoned = sessions.inflight();
       if (abandoned > 0) {

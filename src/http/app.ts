@@ -127,6 +127,8 @@ export interface HttpApp {
    * Response or router on the calls' path); returns false for anything else, which is Hono's.
    */
   direct(incoming: IncomingMessage, outgoing: ServerResponse): boolean;
+  /** The paths of probes and scrapers (/healthz, /readyz, metrics): still served while draining. */
+  operational: ReadonlySet<string>;
 }
 
 export function createApp(deps: AppDeps): HttpApp {
@@ -297,6 +299,7 @@ export function createApp(deps: AppDeps): HttpApp {
   const maxBody = listen.maxBodyBytes;
   return {
     app,
+    operational,
     direct(incoming, outgoing) {
       // A body that is chunked or declared too large is Hono's: its adapter drains or drops
       // what a 413 leaves unread. A declared, acceptable body is always read to its end.

@@ -1,6 +1,7 @@
 // An HTTP or HTTPS listener for a fetch handler. With TLS, the certificate files are watched:
 // a renewed certificate (cert-manager, certbot) is loaded for new connections without a restart,
-// while open connections and sessions carry on.
+// while open connections and sessions carry on. A drain answers new requests 503 before anything
+// reads them (a load balancer may send them to another replica) until close().
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
@@ -9,7 +10,9 @@ import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { getRequestListener, type ServerType } from '@hono/node-server';
+import { failure } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
+import { refusals } from './refusals.js';
 
 export interface TlsFiles {
   cert: string;
@@ -29,16 +32,22 @@ export interface ListenerOptions {
   keepAliveTimeoutMs?: number;
   tls?: TlsFiles;
   logger: Logger;
+  /** What is still served while draining (health probes, a session busy here); every other request then gets 503. */
+  servedWhileDraining?: (path: string, incoming: IncomingMessage) => boolean;
 }
 
 export interface Listener {
   url: URL;
   server: ServerType;
   /**
-   * Stops accepting connections (they are refused: a balancer tries another replica) and closes
-   * idle ones; requests and streams on open connections go on. close() still ends them.
+   * Drains: from now on every new request but those servedWhileDraining names is answered 503
+   * with Retry-After and Connection: close before anything reads its body, so a load balancer
+   * may send it to another replica (it was provably not processed). Requests in progress go on,
+   * and their responses not yet begun close their connection once sent. Connections are still
+   * accepted and idle ones kept until close(): a close never crosses a request a balancer just
+   * sent on a pooled connection.
    */
-  stopAccepting(): void;
+  drain(): void;
   /**
    * Requests other than GET whose response has not ended: a drain waits for them too (one may
    * still be reading its body or taking its session over, before the router counts it).
@@ -60,13 +69,19 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const direct = options.direct;
   const served: RequestListener = direct ? (incoming, outgoing) => direct(incoming, outgoing) || void viaFetch(incoming, outgoing) : viaFetch;
   // GET streams are left out: they end when the drain hangs them up, after it waited.
-  let unanswered = 0;
-  const answered = (): void => {
-    unanswered--;
-  };
+  const unanswered = new Set<ServerResponse>();
+  function answered(this: ServerResponse): void {
+    unanswered.delete(this);
+  }
+  const servedWhileDraining = options.servedWhileDraining ?? (() => false);
+  let draining = false;
   const listener: RequestListener = (incoming, outgoing) => {
+    if (draining) {
+      outgoing.shouldKeepAlive = false;
+      if (!servedWhileDraining(pathOf(incoming.url), incoming)) return refuseDraining(outgoing);
+    }
     if (incoming.method !== 'GET') {
-      unanswered++;
+      unanswered.add(outgoing);
       outgoing.on('close', answered);
     }
     served(incoming, outgoing);
@@ -88,30 +103,38 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   server.on('error', (err) => logger.error('listener error', { err }));
   const stopWatching = tls ? watchCertificates(server as HttpsServer, tls, logger) : () => {};
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  /** Set once the server stopped listening; `whenClosed` settles when its last connection is gone. */
-  let stopped = false;
-  let closed: () => void = () => {};
-  const whenClosed = new Promise<void>((resolve) => (closed = resolve));
   return {
     server,
     url: new URL(`${tls ? 'https' : 'http'}://${shownHost}:${address.port}${path}`),
     get unanswered() {
-      return unanswered;
+      return unanswered.size;
     },
-    stopAccepting() {
-      if (!stopped) server.close(() => closed());
-      stopped = true;
+    drain() {
+      draining = true;
+      for (const outgoing of unanswered) if (!outgoing.headersSent) outgoing.shouldKeepAlive = false;
     },
     close() {
       stopWatching();
       return new Promise<void>((resolve) => {
-        if (stopped) void whenClosed.then(resolve);
-        else server.close(() => resolve());
-        stopped = true;
+        server.close(() => resolve());
         if ('closeAllConnections' in server) server.closeAllConnections();
       });
     },
   };
+}
+
+const DRAINING_BODY = JSON.stringify(failure(null, { code: refusals.shuttingDown.code, message: refusals.shuttingDown.message }));
+
+/** The answer to a request that came while draining: nothing of it was read, so it may be sent elsewhere. */
+function refuseDraining(outgoing: ServerResponse): void {
+  outgoing.writeHead(503, { ...refusals.shuttingDown.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(DRAINING_BODY), connection: 'close' });
+  outgoing.end(DRAINING_BODY);
+}
+
+function pathOf(url: string | undefined): string {
+  const target = url ?? '/';
+  const query = target.indexOf('?');
+  return query === -1 ? target : target.slice(0, query);
 }
 
 /**

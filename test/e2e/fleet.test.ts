@@ -1,8 +1,9 @@
 // A fleet behind a real load balancer: Debian's nginx, round-robin with no affinity, in front of
 // three gateway processes sharing session keys and one redis-server (sessions.store), with
 // server-everything's own HTTP server upstream. The official SDK client's whole flow works
-// through it; a replica killed under load costs only the calls in flight on it. (The rolling
-// restart under load is test/soak/fleet-rolling.test.ts, `npm run test:soak`.)
+// through it; a replica killed under load costs only the calls in flight on it; a rolling
+// restart under load (SIGTERM, drain, a new replica in its place, one at a time: what the Helm
+// chart's rolling update and PodDisruptionBudget do) fails no call.
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -112,6 +113,29 @@ describe('three replicas behind nginx on one redis-server', () => {
     await fleet.startSlot(0);
     await Promise.allSettled(sessions.map(async (c) => (await terminateSession(c), await c.close())));
   }, 180_000);
+
+  it('a rolling restart under load (SIGTERM, drain, a new replica in its place, one at a time) fails no call', async () => {
+    const sessions = await Promise.all(Array.from({ length: LOAD_SESSIONS }, () => fleet.connect()));
+    const load = new Load(sessions, CALLS_PER_SECOND);
+    const gone: string[] = [];
+    for (let slot = 0; slot < 3; slot++) {
+      // A draining replica answers what it has not read with 503 (nginx sends it to the next
+      // one) and finishes what it holds; the new one starts on its port once it has exited.
+      const leaving = fleet.replicas[slot]!;
+      const code = await leaving.stop(30_000);
+      gone.push(...leaving.logs().filter((l) => l.level === 'warn' || l.level === 'error').map((l) => `${leaving.backend}: ${l.msg}`));
+      expect(code, `exit of a draining replica; its last log lines: ${leaving.logs().slice(-5).map((l) => l.msg).join(' | ')}`).toBe(0);
+      await fleet.startSlot(slot);
+      await load.ended(CALLS_PER_SECOND / 2);
+    }
+    const outcomes = await load.stop();
+    const failed = outcomes.filter((o) => o.error !== undefined);
+    const seen = `nginx resent ${JSON.stringify(await fleet.nginx.resent())}; its errors: ${(await fleet.nginx.problems()).filter((l) => !l.includes('(111: Connection refused)')).join('\n')}\nthe replicas' warnings: ${gone.join('\n')}`;
+    expect(failed.map((o) => o.error), seen).toEqual([]);
+    expect(outcomes.length).toBeGreaterThan(CALLS_PER_SECOND);
+    for (const [i, client] of sessions.entries()) expect(textOf(await client.callTool({ name: 'remote__echo', arguments: { message: `after ${i}` } }))).toBe(`Echo: after ${i}`);
+    await Promise.allSettled(sessions.map(async (c) => (await terminateSession(c), await c.close())));
+  }, 240_000);
 });
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {

@@ -1,6 +1,7 @@
 // The listener: the direct handler is tried first and anything it leaves goes to the fetch
-// handler; an error of the server after it started listening is logged and it keeps serving.
-import { request } from 'node:http';
+// handler; an error of the server after it started listening is logged and it keeps serving;
+// draining, it answers new requests 503 unread and closes each connection after its answer.
+import { Agent, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startListener, type Listener } from '../../src/http/listener.js';
 import { isWebResponse, JsonReply, writeReply } from '../../src/http/reply.js';
@@ -92,5 +93,58 @@ describe('startListener', () => {
     const empty = await get('/empty');
     expect(empty).toMatchObject({ status: 202, headers: { 'content-length': '0', 'x-request-id': 'r1' } });
     for (const answer of [json, headed, empty]) expect(answer.headers['transfer-encoding']).toBeUndefined();
+  });
+
+  it('draining: a new request is answered 503 unread (its handler never runs), probes are served, a response not yet begun closes its connection', async () => {
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let started: () => void = () => {};
+    const holding = new Promise<void>((resolve) => (started = resolve));
+    const handled: string[] = [];
+    listener = await startListener({
+      fetch: async (req) => {
+        const path = new URL(req.url).pathname;
+        handled.push(`${req.method} ${path}`);
+        if (path === '/slow') {
+          started();
+          await released;
+        }
+        return new Response(path);
+      },
+      host: '127.0.0.1',
+      port: 0,
+      path: '/mcp',
+      servedWhileDraining: (path) => path === '/readyz',
+      logger: createLogger({ level: 'silent', write: () => {} }),
+    });
+    const agent = new Agent({ keepAlive: true });
+    const send = (method: string, path: string): Promise<{ status: number; connection?: string; retryAfter?: string; body: string }> =>
+      new Promise((resolve, reject) => {
+        request(new URL(path, listener!.url), { method, agent, signal: AbortSignal.timeout(10_000) }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, retryAfter: res.headers['retry-after'], body: Buffer.concat(chunks).toString('utf8') }));
+        })
+          .on('error', reject)
+          .end(method === 'POST' ? '{}' : undefined);
+      });
+    try {
+      expect(await send('POST', '/mcp')).toMatchObject({ status: 200, connection: 'keep-alive' });
+      const slow = send('POST', '/slow');
+      await holding;
+      listener.drain();
+      expect(listener.unanswered).toBe(1);
+      const refused = await send('POST', '/mcp');
+      expect(refused).toMatchObject({ status: 503, connection: 'close', retryAfter: '1' });
+      expect(JSON.parse(refused.body)).toMatchObject({ jsonrpc: '2.0', id: null, error: { message: 'Service Unavailable: the gateway is shutting down' } });
+      expect(await send('GET', '/readyz')).toMatchObject({ status: 200, body: '/readyz', connection: 'close' });
+      release();
+      expect(await slow).toMatchObject({ status: 200, body: '/slow', connection: 'close' });
+      expect(handled).toEqual(['POST /mcp', 'POST /slow', 'GET /readyz']);
+      expect(listener.unanswered).toBe(0);
+    } finally {
+      release();
+      agent.destroy();
+    }
   });
 });

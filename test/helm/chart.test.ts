@@ -88,7 +88,7 @@ describe('Helm chart', () => {
     expect(helpers).toContain('(printf "%ds" (int .Values.drainSeconds))');
   });
 
-  it('runs a fleet as the fleet test does: three replicas, one down at a time, a rolling update that adds before it removes', async () => {
+  it('runs a fleet as the fleet test does: three replicas, one down at a time, a rolling update that adds before it removes, an Ingress that sends a draining replica\'s 503s on', async () => {
     const v = (await values()) as { replicaCount: number; autoscaling: { minReplicas: number }; podDisruptionBudget: { enabled: boolean; minAvailable: number }; config: { sessions: { keys?: unknown } } };
     expect(v.replicaCount).toBe(3);
     expect(v.autoscaling.minReplicas).toBe(3);
@@ -100,6 +100,14 @@ describe('Helm chart', () => {
     expect(deployment).toMatch(/strategy:\s+type: RollingUpdate\s+rollingUpdate: \{ maxSurge: 1, maxUnavailable: 0 \}/);
     const pdb = (await templates()).get('pdb.yaml')!;
     expect(pdb).toContain('minAvailable: {{ .Values.podDisruptionBudget.minAvailable }}');
+    // What a draining replica answered 503 unread goes to the next one, as the fleet test's
+    // nginx and docs/deploy.md's do.
+    const ingress = (await templates()).get('ingress.yaml')!;
+    expect(ingress).toContain('nginx.ingress.kubernetes.io/proxy-next-upstream: "error timeout http_503 non_idempotent"');
+    expect(ingress).toContain('nginx.ingress.kubernetes.io/proxy-request-buffering: "on"');
+    const deploy = await readFile(join(ROOT, 'docs', 'deploy.md'), 'utf8');
+    expect(deploy).toContain('proxy_next_upstream error timeout http_503 non_idempotent;');
+    expect(deploy).toContain('proxy_request_buffering on;');
   });
 
   it('documents every top-level value in the chart README', async () => {

@@ -25,6 +25,8 @@ export interface FlakyStats {
   toolCalls: { traceparent: string | null; tracestate: string | null; authorization: string | null; meta: Record<string, unknown> | null }[];
   /** Sessions it knows now. */
   sessions: number;
+  /** Connections that ended while idle between requests: by its own idle timeout, or the client's. */
+  idleCloses: { byServer: number; byClient: number };
 }
 
 export interface FlakyControl {
@@ -50,8 +52,14 @@ export interface FlakyHttp {
   close(): Promise<void>;
 }
 
-export async function startFlakyHttp(): Promise<FlakyHttp> {
-  const child = spawn(NODE, [join(FIXTURES, 'flaky-http.mjs')], { stdio: 'pipe' });
+export interface FlakyOptions {
+  /** Close a connection idle this long, with no Keep-Alive hint (as uvicorn and Go servers do). */
+  idleCloseMs?: number;
+}
+
+export async function startFlakyHttp(options: FlakyOptions = {}): Promise<FlakyHttp> {
+  const env = options.idleCloseMs === undefined ? process.env : { ...process.env, IDLE_CLOSE_MS: String(options.idleCloseMs) };
+  const child = spawn(NODE, [join(FIXTURES, 'flaky-http.mjs')], { stdio: 'pipe', env });
   try {
     const [, base] = await waitForLine(child, /^listening on (\S+)/);
     return {
