@@ -64,6 +64,8 @@ export interface RouterDeps {
   withheld?: ToolCallDeps['withheld'];
   /** Task handles (src/tasks/): an upstream's tasks as clients see them. */
   taskHandles?: ToolCallDeps['taskHandles'];
+  /** Audit records of tasks (src/tasks/audit.ts). */
+  taskAudit?: ToolCallDeps['taskAudit'];
 }
 
 /** Merged pages a search-mode traversal reads at most (a hostile upstream's cursor loop ends). */
@@ -408,6 +410,7 @@ export class Router {
     if (handle?.kind === 'upstream' && session.access.mayCall(handle.tool, handle.upstream)) {
       await this.#links.ensure(session, handle.upstream);
       const owner = session.upstreams.get(handle.upstream);
+      if (owner && method === 'tasks/cancel') this.#deps.taskAudit?.cancelRequested({ handle: exposed, upstream: handle.upstream, tool: handle.tool, caller: call.context });
       // Sent in the upstream's form of tasks, answered in the client's (tasks/forms.ts).
       if (owner) return taskRequest(method, params, exposed, handle.taskId, formsOf(owner.era, call.context.protocolVersion), (m, p) => forward(call, owner, m, declaringFor(owner.era, p, session.info.clientCapabilities)), call.signal);
     }
@@ -416,6 +419,7 @@ export class Router {
     const client = split && session.upstreams.get(split.upstream);
     const hub = split && this.#links.hubOf(session, split.upstream);
     if (!split || !client || (hub && !hub.owns(split.taskId, session))) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
+    if (method === 'tasks/cancel') this.#deps.taskAudit?.cancelRequested({ handle: exposed, upstream: client.name, tool: '', caller: call.context });
     const result = await forward(call, client, method, { ...params, taskId: split.taskId });
     if (method === 'tasks/result') return exposeToolResult(mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id)), codec, client.name);
     return typeof result.taskId === 'string' ? { ...result, taskId: codec.exposeTaskId(client.name, result.taskId) } : result;

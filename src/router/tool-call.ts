@@ -20,6 +20,7 @@ import { checkParamHeaders, paramHeaderValues } from '../mcp/param-headers.js';
 import { exposeToolResult } from '../names/content.js';
 import type { ToolFacts } from './tool-facts.js';
 import type { SessionLinks } from '../links/links.js';
+import type { TaskAudit } from '../tasks/audit.js';
 import type { TaskHandles } from '../tasks/handles.js';
 import { isTaskResult } from '../tasks/wire.js';
 import { outgoingCall, taskOutcome, type TaskCall } from '../tasks/call-tasks.js';
@@ -37,6 +38,8 @@ export interface ToolCallDeps {
   withheld?: (upstream: string, name: string) => Error | undefined;
   /** Seals an upstream's tasks (the Tasks extension) as handles any replica opens. */
   taskHandles?: TaskHandles;
+  /** Audit records of the tasks upstreams make (src/tasks/audit.ts). */
+  taskAudit?: TaskAudit;
 }
 
 /** _meta key carrying the retry delay of a limit's isError result. */
@@ -235,7 +238,9 @@ class ToolCall {
     if (tasked) return this.#then(tasked, (result) => this.#finish(exposeToolResult(result, this.#deps.catalog.codec, upstream)));
     if (taskId === undefined) return this.#finish(outcome instanceof Error ? outcome : exposeToolResult(outcome, this.#deps.catalog.codec, upstream));
     this.#deps.links.ownTask(this.#call.session, upstream, taskId);
-    this.#finish(withCreatedTaskId(outcome as JsonObject, this.#deps.catalog.codec.exposeTaskId(upstream, taskId)));
+    const exposedId = this.#deps.catalog.codec.exposeTaskId(upstream, taskId);
+    this.#deps.taskAudit?.created({ handle: exposedId, upstream, tool: this.#exposed, caller: this.#call.context });
+    this.#finish(withCreatedTaskId(outcome as JsonObject, exposedId));
   }
 
   /** The call as tasks see it (tasks/call-tasks.ts). */
@@ -246,6 +251,8 @@ class ToolCall {
     const token = metaOf(this.#params)?.progressToken;
     return {
       handles: this.#deps.taskHandles!,
+      ...(this.#deps.taskAudit ? { audit: this.#deps.taskAudit } : {}),
+      caller: context,
       upstream: client.name,
       era: client.era,
       capabilities: client.capabilities,

@@ -4,8 +4,9 @@
 // sessions.taskAfter and the client's own request timeout, so A answers with a task and runs
 // the call on. Two gateways share one redis-server (sessions.store) and sessions.keys: the task
 // is polled and finished on B, cancelled on B in a second run (the upstream sees the cancel),
-// and another principal's or a tampered handle is an unknown task on either.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+// and another principal's or a tampered handle is an unknown task on either. Each replica
+// writes audit records of the tasks it makes, cancels or finds lost.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,9 +35,12 @@ let render: ChildProcessWithoutNullStreams;
 let renderUrl: string;
 let a: TestGateway;
 let b: TestGateway;
+/** Where each replica writes its audit records. */
+let auditDir: string;
 
-function gatewayConfig(): Record<string, unknown> {
+function gatewayConfig(auditFile?: string): Record<string, unknown> {
   return {
+    ...(auditFile ? { audit: { sink: { file: { path: join(auditDir, auditFile) } } } } : {}),
     auth: { apiKeys: [{ id: 'alice', hash: hashApiKey(ALICE) }, { id: 'bob', hash: hashApiKey(BOB) }] },
     sessions: { keys: KEYS, store: { redis: { url: redis.url, prefix: `${redis.prefix}sess:` } }, taskAfter: '300ms' },
     upstreams: { probe: { stdio: { command: NODE, args: [join(FIXTURES, 'lazy-probe-server.mjs')] } }, render: { http: { url: renderUrl } } },
@@ -45,10 +49,11 @@ function gatewayConfig(): Record<string, unknown> {
 
 beforeAll(async () => {
   redis = await startRedis();
+  auditDir = await mkdtemp(join(tmpdir(), 'switchyard-tasks-audit-'));
   render = spawn(NODE, [join(FIXTURES, 'tasks-server.mjs')], { stdio: 'pipe', env: { ...process.env, MODE: 'always' } });
   renderUrl = (await waitForLine(render, /^listening on (\S+)/))[1]!;
-  a = await startGateway(gatewayConfig());
-  b = await startGateway(gatewayConfig());
+  a = await startGateway(gatewayConfig('a.jsonl'));
+  b = await startGateway(gatewayConfig('b.jsonl'));
 });
 
 afterAll(async () => {
@@ -56,7 +61,22 @@ afterAll(async () => {
   await b?.close();
   await redis?.close();
   if (render) await stopChild(render);
+  if (auditDir) await rm(auditDir, { recursive: true, force: true });
 });
+
+/** The audit records a replica wrote of one task, once `until` holds of them. */
+async function taskRecords(file: string, taskId: string, until: (records: Record<string, unknown>[]) => boolean): Promise<Record<string, unknown>[]> {
+  return poll(
+    async () => {
+      const text = await readFile(join(auditDir, file), 'utf8').catch(() => '');
+      const records = text.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>).filter((r) => r.task === taskId);
+      return until(records) ? records : undefined;
+    },
+    `the audit records of ${file}`,
+    5_000,
+    50,
+  );
+}
 
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 
@@ -139,6 +159,16 @@ describe('a long call becomes a task the gateway makes', () => {
       100,
     );
     expect(count).toBe('1');
+    // A made it and saw it end; B was asked to cancel it: each says so, naming the task by its handle.
+    const named = { principal: 'apikey:alice', upstream: 'probe', name: 'probe__slow', task: taskId, decision: 'allow' };
+    const onA = await taskRecords('a.jsonl', taskId, (records) => records.some((r) => r.event === 'task.ended'));
+    expect(onA.map((r) => [r.event, r.outcome])).toEqual([
+      ['task.created', 'ok'],
+      ['task.ended', 'cancelled'],
+    ]);
+    for (const record of onA) expect(record).toMatchObject(named);
+    const onB = await taskRecords('b.jsonl', taskId, (records) => records.length > 0);
+    expect(onB).toEqual([expect.objectContaining({ event: 'task.cancel_requested', outcome: 'ok', ...named })]);
   });
 
   it('a call answered within taskAfter is a plain result, and a client without the extension never gets a task', async () => {
@@ -215,6 +245,9 @@ describe('a replica that dies', () => {
       expect(ended.statusMessage).toMatch(/replica running this task stopped/);
       // Once ended, it stays so.
       expect(resultOf(await taskRequest(a, 'tasks/get', taskId))).toMatchObject({ status: 'failed' });
+      // B found it lost: one record says so.
+      const lost = await taskRecords('b.jsonl', taskId, (records) => records.length > 0);
+      expect(lost).toEqual([expect.objectContaining({ event: 'task.lost', reason: 'replica_lost', outcome: 'failed', principal: 'apikey:alice', upstream: 'probe', name: 'probe__slow' })]);
     } finally {
       await dying.stop();
       await rm(dir, { recursive: true, force: true });
