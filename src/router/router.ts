@@ -43,6 +43,7 @@ import type { ToolFacts } from './tool-facts.js';
 import { CALL_TOOL, callArguments, SEARCH_TOOL, searchArguments, searchModeTools, searchResult, ToolSearch, type ToolIndex } from './search.js';
 import type { DownstreamSession } from '../links/session.js';
 import { declaringFor, formsOf, taskRequest } from '../tasks/forms.js';
+import { followTask, type TaskFollow } from './task-follow.js';
 
 export type { Caller, RequestChannel, RequestContext } from '../session/context.js';
 
@@ -399,6 +400,16 @@ export class Router {
       return forward(call, target.client, 'completion/complete', { ...params, ref: { ...ref, uri: target.uri } });
     }
     throw new GatewayError('invalid_params', 'ref.type must be ref/prompt or ref/resource');
+  }
+
+  /**
+   * Follows an upstream's task for a subscriptions/listen that named its handle: `onTask` hears
+   * its status notifications under the handle (task-follow.ts). Undefined: not followed.
+   */
+  followTask(session: DownstreamSession, handle: string, context: RequestContext, onTask: (task: JsonObject) => void): Promise<TaskFollow | undefined> {
+    const handles = this.#deps.taskHandles;
+    if (!handles) return Promise.resolve(undefined);
+    return followTask({ links: this.#links, handles, codec: this.#deps.catalog.codec }, session, handle, context, onTask);
   }
 
   /** tasks/get, tasks/cancel and tasks/result reach the upstream that owns the task. */

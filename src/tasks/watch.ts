@@ -1,7 +1,8 @@
 // Task status notifications (SEP-2663 "Task Status Notifications"): a subscriptions/listen that
 // names task ids hears `notifications/tasks` with the whole task whenever one the gateway made
 // changes. The task store is read at the task's polling interval (any replica may be running
-// it); a task is watched until it ends. Handles of an upstream's tasks are not agreed to.
+// it); a task is watched until it ends. Handles of an upstream's tasks are followed elsewhere
+// (src/router/task-follow.ts: the upstream's own status notifications).
 import type { JsonObject } from '../mcp/jsonrpc.js';
 import type { Caller } from '../session/context.js';
 import type { GatewayTasks } from './gateway-tasks.js';

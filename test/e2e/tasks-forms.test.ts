@@ -2,7 +2,8 @@
 // 2025-11-25 client (the SDK v1 client) of a 2026-07-28 upstream that answers with a task (the
 // SEP-2663 fixture), and a 2026-07-28 client (raw JSON-RPC) of a 2025-11-25 upstream whose tool
 // runs only as a task (server-everything's simulate-research-query, taskSupport: required);
-// clients that know no tasks get the result of either.
+// clients that know no tasks get the result of either. The 2025-11-25 upstream's own
+// notifications/tasks/status reach a 2026-07-28 client's listen as notifications/tasks under its handle.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
 import { CallToolResultSchema, CreateTaskResultSchema, GetTaskResultSchema, CancelTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -14,6 +15,8 @@ import { connectClient, startGateway, textOf, upstream, type TestGateway } from 
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { stopChild, waitForLine } from '../helpers/processes.js';
 import { callStateless, sendStateless, statelessMeta, statelessRequest, type Sent } from '../helpers/stateless-wire.js';
+import { postRaw } from '../helpers/raw-http.js';
+import { SseReader } from '../helpers/sse-reader.js';
 
 const ALICE = 'alice-key-0123456789abcdef0123456789';
 const EXT = { 'io.modelcontextprotocol/tasks': {} };
@@ -100,6 +103,25 @@ describe('a 2026-07-28 client of a 2025-11-25 upstream whose tool runs only as a
     }, 'the research task', DEADLINE_MS, 250);
     expect(done).toMatchObject({ resultType: 'complete', taskId, status: 'completed', result: { content: [{ type: 'text' }] } });
     expect(JSON.stringify(done.result)).toContain('gateways');
+  });
+
+  it("its status notifications (notifications/tasks/status) reach the client's listen as notifications/tasks under the handle, the last with the result", async () => {
+    const taskId = resultOf(await callStateless(gw.url, 1, 'everything__simulate-research-query', { topic: 'relays' }, {}, auth, WITH_TASKS)).taskId as string;
+    const controller = new AbortController();
+    try {
+      const listen = statelessRequest('sub-1', 'subscriptions/listen', { notifications: { taskIds: [taskId] } }, WITH_TASKS);
+      const res = await postRaw(gw.url, listen, { protocolVersion: '2026-07-28', headers: { ...auth, 'mcp-method': 'subscriptions/listen' }, signal: controller.signal });
+      const events = new SseReader(res);
+      expect(await events.nextMessage()).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [taskId] } } });
+      const notes = await events.messagesUntil((m) => m.method === 'notifications/tasks' && m.params?.status === 'completed', 'the completed task', DEADLINE_MS);
+      // Each stage the upstream announced, then its end with what tasks/result answered.
+      expect(notes.filter((m) => m.params?.status === 'working').length).toBeGreaterThan(0);
+      expect(notes.every((m) => m.method === 'notifications/tasks' && m.params?.taskId === taskId)).toBe(true);
+      expect(notes.at(-1)).toMatchObject({ params: { taskId, status: 'completed', result: { content: [{ type: 'text' }] }, _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-1' } } });
+      expect(JSON.stringify(notes.at(-1)!.params!.result)).toContain('relays');
+    } finally {
+      controller.abort();
+    }
   });
 
   it('a client that knows no tasks (SDK v1, a plain tools/call) gets the tool result', async () => {
