@@ -44,6 +44,7 @@ import { CALL_TOOL, callArguments, SEARCH_TOOL, searchArguments, searchModeTools
 import type { DownstreamSession } from '../links/session.js';
 import { declaringFor, formsOf, taskRequest } from '../tasks/forms.js';
 import { followTask, type TaskFollow } from './task-follow.js';
+import { TaskInputs } from './task-input.js';
 
 export type { Caller, RequestChannel, RequestContext } from '../session/context.js';
 
@@ -90,6 +91,8 @@ export class Router {
   readonly #links: SessionLinks;
   /** What tools/call needs, built once (not per call). */
   readonly #toolCall: ToolCallDeps;
+  /** The input 2025-11-25 upstreams' tasks wait for, asked of 2026-07-28 clients. */
+  readonly #taskInputs = new TaskInputs();
   /** Search mode's indexes (endpoints[].discovery: search). */
   readonly #search = new ToolSearch();
   /** Which upstream's result carried which bare URI, per session (a bare read goes there). */
@@ -409,7 +412,7 @@ export class Router {
   followTask(session: DownstreamSession, handle: string, context: RequestContext, onTask: (task: JsonObject) => void): Promise<TaskFollow | undefined> {
     const handles = this.#deps.taskHandles;
     if (!handles) return Promise.resolve(undefined);
-    return followTask({ links: this.#links, handles, codec: this.#deps.catalog.codec }, session, handle, context, onTask);
+    return followTask({ links: this.#links, handles, codec: this.#deps.catalog.codec, inputs: this.#taskInputs }, session, handle, context, onTask);
   }
 
   /** tasks/get, tasks/cancel and tasks/result reach the upstream that owns the task. */
@@ -423,7 +426,11 @@ export class Router {
       const owner = session.upstreams.get(handle.upstream);
       if (owner && method === 'tasks/cancel') this.#deps.taskAudit?.cancelRequested({ handle: exposed, upstream: handle.upstream, tool: handle.tool, caller: call.context });
       // Sent in the upstream's form of tasks, answered in the client's (tasks/forms.ts).
-      if (owner) return taskRequest(method, params, exposed, handle.taskId, formsOf(owner.era, call.context.protocolVersion), (m, p) => forward(call, owner, m, declaringFor(owner.era, p, session.info.clientCapabilities)), call.signal);
+      if (owner) {
+        // A 2025-11-25 upstream's task takes input as requests on tasks/result (task-input.ts).
+        const input = owner.era === 'stateless' ? undefined : this.#taskInputs.of(session, owner, handle.taskId, call.context);
+        return taskRequest(method, params, exposed, handle.taskId, formsOf(owner.era, call.context.protocolVersion), (m, p) => forward(call, owner, m, declaringFor(owner.era, p, session.info.clientCapabilities)), call.signal, input);
+      }
     }
     const { codec } = this.#deps.catalog;
     const split = handle ? undefined : codec.splitTaskId(exposed);

@@ -14,6 +14,7 @@ import type { DownstreamSession } from '../links/session.js';
 import type { TaskHandles } from '../tasks/handles.js';
 import { declaringFor, formsOf, taskRequest } from '../tasks/forms.js';
 import { Cancellation } from '../util/cancel.js';
+import type { TaskInputs } from './task-input.js';
 
 /** How long a 2026-07-28 upstream's acknowledgement of the gateway's listen is waited for. */
 const ACK_TIMEOUT_MS = 10_000;
@@ -27,6 +28,8 @@ export interface TaskFollowDeps {
   links: SessionLinks;
   handles: TaskHandles;
   codec: NamespaceCodec;
+  /** A 2025-11-25 upstream's task's input, listed in the notification while it waits for some. */
+  inputs: TaskInputs;
 }
 
 /**
@@ -58,7 +61,7 @@ export async function followTask(deps: TaskFollowDeps, session: DownstreamSessio
   const follower = (message: JsonRpcNotification): void => {
     // The extension's notification is the whole task; 2025-11-25's says only that it changed.
     if (message.method === 'notifications/tasks' && message.params) emit(message.params);
-    else void taskRequest('tasks/get', { taskId: exposed }, exposed, handle.taskId, forms, send, cancel.signal).then(emit, () => {});
+    else void taskRequest('tasks/get', { taskId: exposed }, exposed, handle.taskId, forms, send, cancel.signal, deps.inputs.of(session, owner, handle.taskId, context)).then(emit, () => {});
   };
   const followers = session.taskFollowers.get(id) ?? new Set();
   followers.add(follower);

@@ -21,6 +21,8 @@ import { SseReader } from '../helpers/sse-reader.js';
 const ALICE = 'alice-key-0123456789abcdef0123456789';
 const EXT = { 'io.modelcontextprotocol/tasks': {} };
 const WITH_TASKS = statelessMeta({ extensions: EXT });
+/** A client that can also answer elicitations (its own session, so the upstream is told it can). */
+const ASKING = statelessMeta({ extensions: EXT, elicitation: { form: {} } }, 'asking-client');
 const DEADLINE_MS = 20_000;
 
 let fixture: ChildProcessWithoutNullStreams;
@@ -133,5 +135,42 @@ describe('a 2026-07-28 client of a 2025-11-25 upstream whose tool runs only as a
       const result = await client.request({ method: 'tools/call', params: { name: 'everything__simulate-research-query', arguments: { topic: 'plain' } } }, CallToolResultSchema, { timeout: DEADLINE_MS });
       expect(textOf(result)).toContain('plain');
     });
+  });
+});
+
+describe('a 2026-07-28 client answering the input a 2025-11-25 task asks for', () => {
+  const get = async (taskId: string): Promise<Record<string, unknown>> => resultOf(await sendStateless(gw.url, statelessRequest(2, 'tasks/get', { taskId }, ASKING), { 'mcp-name': taskId, ...auth }));
+  const update = (taskId: string, inputResponses: Record<string, unknown>): Promise<Sent> =>
+    sendStateless(gw.url, statelessRequest(3, 'tasks/update', { taskId, inputResponses }, ASKING), { 'mcp-name': taskId, ...auth });
+
+  it('tasks/get lists the elicitation the task sent (on tasks/result) as inputRequests; tasks/update answers it and the task completes with the answer', async () => {
+    const taskId = resultOf(await callStateless(gw.url, 1, 'everything__simulate-research-query', { topic: 'python', ambiguous: true }, {}, auth, ASKING)).taskId as string;
+    const asking = await poll(
+      async () => {
+        const task = await get(taskId);
+        return task.status === 'input_required' && Object.keys((task.inputRequests as object | undefined) ?? {}).length > 0 ? task : undefined;
+      },
+      'the task to ask for input',
+      DEADLINE_MS,
+      250,
+    );
+    const [key, request] = Object.entries(asking.inputRequests as Record<string, Record<string, unknown>>)[0]!;
+    expect(request).toMatchObject({ method: 'elicitation/create', params: { message: expect.stringContaining('python') } });
+    // The 2025-11-25 related-task metadata is the upstream form's, not the client's.
+    expect(JSON.stringify(request)).not.toContain('related-task');
+    // Keys the task never asked under are acknowledged and ignored.
+    expect(resultOf(await update(taskId, { 'never-asked': { action: 'accept', content: {} } }))).toMatchObject({ resultType: 'complete' });
+    expect(resultOf(await update(taskId, { [key]: { action: 'accept', content: { interpretation: 'snake' } } }))).toMatchObject({ resultType: 'complete' });
+    const done = await poll(
+      async () => {
+        const task = await get(taskId);
+        return ['completed', 'failed', 'cancelled'].includes(task.status as string) ? task : undefined;
+      },
+      'the task to end',
+      DEADLINE_MS,
+      250,
+    );
+    expect(done).toMatchObject({ taskId, status: 'completed', result: { content: [{ type: 'text' }] } });
+    expect(JSON.stringify(done.result)).toContain('Clarification**: snake');
   });
 });
