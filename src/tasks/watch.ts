@@ -18,7 +18,7 @@ export interface TaskWatch {
 }
 
 export async function watchTasks(tasks: GatewayTasks, taskIds: readonly string[], caller: Caller, notify: (task: JsonObject) => void): Promise<TaskWatch> {
-  const { handles, store } = tasks.options;
+  const { handles, store, scope } = tasks.options;
   const principal = caller.principal?.id ?? '';
   const watched = new Map<string, { id: string; seen: string }>();
   for (const handle of new Set(taskIds)) {
@@ -27,6 +27,8 @@ export async function watchTasks(tasks: GatewayTasks, taskIds: readonly string[]
     if (opened?.kind !== 'gateway') continue;
     const found = await store.get(opened.id).catch(() => undefined);
     if (!found || found.task.principal !== principal || found.task.alias !== undefined) continue;
+    // As tasks/get decides it: a team that may not call the task's tool is not told of it.
+    if (found.task.upstream !== '' && !scope.mayCall(caller, found.task.tool, found.task.upstream)) continue;
     watched.set(handle, { id: opened.id, seen: `${found.task.status} ${found.task.lastUpdatedAt}` });
   }
   const agreed = [...watched.keys()];

@@ -20,6 +20,7 @@ import { callStateless, sendStateless, statelessMeta, statelessRequest, type Sen
 import { poll, startCli } from '../helpers/cli.js';
 import { postRaw } from '../helpers/raw-http.js';
 import { SseReader } from '../helpers/sse-reader.js';
+import { scrape } from '../helpers/metrics.js';
 
 const ALICE = 'alice-key-0123456789abcdef0123456789';
 const BOB = 'bob-key-0123456789abcdef0123456789abc';
@@ -41,6 +42,7 @@ let auditDir: string;
 function gatewayConfig(auditFile?: string): Record<string, unknown> {
   return {
     ...(auditFile ? { audit: { sink: { file: { path: join(auditDir, auditFile) } } } } : {}),
+    metrics: { enabled: true },
     auth: { apiKeys: [{ id: 'alice', hash: hashApiKey(ALICE) }, { id: 'bob', hash: hashApiKey(BOB) }] },
     sessions: { keys: KEYS, store: { redis: { url: redis.url, prefix: `${redis.prefix}sess:` } }, taskAfter: '300ms' },
     upstreams: { probe: { stdio: { command: NODE, args: [join(FIXTURES, 'lazy-probe-server.mjs')] } }, render: { http: { url: renderUrl } } },
@@ -171,6 +173,10 @@ describe('a long call becomes a task the gateway makes', () => {
     for (const record of onA) expect(record).toMatchObject(named);
     const onB = await taskRecords('b.jsonl', taskId, (records) => records.length > 0);
     expect(onB).toEqual([expect.objectContaining({ event: 'task.cancel_requested', outcome: 'ok', ...named })]);
+    // A counts the tasks it ran by their end, with how long each took.
+    const metrics = await scrape(new URL('/metrics', a.url));
+    expect(metrics.get('switchyard_tasks{state="cancelled"}')).toBeGreaterThanOrEqual(1);
+    expect(metrics.get('switchyard_task_duration_seconds_count{state="cancelled"}')).toBeGreaterThanOrEqual(1);
   });
 
   it('a call answered within taskAfter is a plain result, and a client without the extension never gets a task', async () => {
@@ -203,6 +209,16 @@ describe('a long call becomes a task the gateway makes', () => {
         expect(resultOf(await taskRequest(b, 'tasks/get', taskId))).toMatchObject({ taskId });
         const refused = await taskRequest(strict, 'tasks/get', taskId);
         expect(refused.body?.error).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
+        expect((await taskRequest(strict, 'tasks/cancel', taskId)).body?.error).toEqual(refused.body?.error);
+      }
+      // Nor hear of them: a listen naming both is agreed neither.
+      const controller = new AbortController();
+      try {
+        const listen = statelessRequest('sub-3', 'subscriptions/listen', { notifications: { taskIds: [own, upstreams] } }, WITH_TASKS);
+        const res = await postRaw(strict.url, listen, { protocolVersion: '2026-07-28', headers: { ...auth(ALICE), 'mcp-method': 'subscriptions/listen' }, signal: controller.signal });
+        expect(await new SseReader(res).nextMessage()).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [] } } });
+      } finally {
+        controller.abort();
       }
     } finally {
       await strict.close();
