@@ -12,6 +12,7 @@ import { requestContext, type RequestChannel, type RequestContext } from '../ses
 import type { SessionLinks } from '../links/links.js';
 import type { DownstreamSession } from '../links/session.js';
 import type { TaskHandles } from '../tasks/handles.js';
+import type { UpstreamClient } from '../upstream/client.js';
 import { declaringFor, formsOf, taskRequest } from '../tasks/forms.js';
 import { Cancellation } from '../util/cancel.js';
 import type { TaskInputs } from './task-input.js';
@@ -82,7 +83,7 @@ export async function followTask(deps: TaskFollowDeps, session: DownstreamSessio
 }
 
 /** Asks a 2026-07-28 upstream to tell of the task on a listen of the gateway's; whether it agreed. */
-function listenUpstream(session: DownstreamSession, owner: NonNullable<ReturnType<DownstreamSession['upstreams']['get']>>, taskId: string, id: string, context: RequestContext, cancel: Cancellation): Promise<boolean> {
+function listenUpstream(session: DownstreamSession, owner: UpstreamClient, taskId: string, id: string, context: RequestContext, cancel: Cancellation): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => resolve(false), ACK_TIMEOUT_MS);
     timer.unref();

@@ -1,8 +1,8 @@
 // Tasks the gateway makes (SEP-2663 "the server decides when a result is a task"): a 2026-07-28
 // client that declared io.modelcontextprotocol/tasks calls a plain slow tool (no tasks of its
-// own: the lazy-probe fixture's `slow`, 100 ms a step) through gateway A; the call outlives
-// sessions.taskAfter and the client's own request timeout, so A answers with a task and runs
-// the call on. Two gateways share one redis-server (sessions.store) and sessions.keys: the task
+// own: the lazy-probe fixture's `slow`, 100 ms a step; 90 s in the first case) through gateway
+// A; the call outlives sessions.taskAfter and the client's own request timeout, so A answers
+// with a task and runs the call on. Two gateways share one redis-server (sessions.store) and sessions.keys: the task
 // is polled and finished on B, cancelled on B in a second run (the upstream sees the cancel),
 // and another principal's or a tampered handle is an unknown task on either. Each replica
 // writes audit records of the tasks it makes, cancels or finds lost.
@@ -82,9 +82,13 @@ async function taskRecords(file: string, taskId: string, until: (records: Record
 
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 
-/** tools/call probe__slow of `steps` tenths of a second, answered within the client's own timeout. */
-async function startSlow(gw: TestGateway, steps: number): Promise<Sent> {
-  return callStateless(gw.url, 1, 'probe__slow', { steps }, {}, auth(ALICE), WITH_TASKS);
+/**
+ * tools/call probe__slow of `steps` tenths of a second, answered within the client's own
+ * timeout. With a progress token, the upstream's progress becomes the task's status message and
+ * restarts the upstream's idle deadline (timeoutMs, 60 s), as for any call.
+ */
+async function startSlow(gw: TestGateway, steps: number, progressToken?: string): Promise<Sent> {
+  return callStateless(gw.url, 1, 'probe__slow', { steps }, {}, auth(ALICE), progressToken === undefined ? WITH_TASKS : { ...WITH_TASKS, progressToken });
 }
 
 function taskRequest(gw: TestGateway, method: string, taskId: string, key = ALICE, meta = WITH_TASKS, extra: Record<string, unknown> = {}): Promise<Sent> {
@@ -96,7 +100,7 @@ function resultOf(sent: Sent): Record<string, unknown> {
   return sent.body!.result as Record<string, unknown>;
 }
 
-async function finalState(gw: TestGateway, taskId: string, deadlineMs = 20_000): Promise<Record<string, unknown>> {
+async function finalState(gw: TestGateway, taskId: string, deadlineMs = 20_000, everyMs = 100): Promise<Record<string, unknown>> {
   return poll(
     async () => {
       const task = resultOf(await taskRequest(gw, 'tasks/get', taskId));
@@ -104,14 +108,14 @@ async function finalState(gw: TestGateway, taskId: string, deadlineMs = 20_000):
     },
     'the task to end',
     deadlineMs,
-    100,
+    everyMs,
   );
 }
 
 describe('a long call becomes a task the gateway makes', () => {
-  it('is answered with a task before the client gives up, and finishes on another replica', async () => {
+  it('a 90-second call is answered with a task before the client gives up, polled and finished on another replica', async () => {
     const created = await Promise.race([
-      startSlow(a, 30),
+      startSlow(a, 900, 'long-call'),
       new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within the client timeout')), CLIENT_TIMEOUT_MS)),
     ]);
     const task = resultOf(created);
@@ -119,13 +123,19 @@ describe('a long call becomes a task the gateway makes', () => {
     const taskId = task.taskId as string;
     expect(taskId).not.toContain('probe');
 
-    // Durably created: B finds it at once, still working (the call has ~2.7 s to go).
+    // Durably created: B finds it at once, still working (the call has ~90 s to go).
     const polled = resultOf(await taskRequest(b, 'tasks/get', taskId));
     expect(polled).toMatchObject({ resultType: 'complete', taskId, status: 'working' });
 
-    const done = await finalState(b, taskId);
+    // Polled on B at the task's own interval until it ends; the call's progress is its status message meanwhile.
+    const working = await poll(async () => {
+      const task = resultOf(await taskRequest(b, 'tasks/get', taskId));
+      return typeof task.statusMessage === 'string' ? task : undefined;
+    }, 'a status message', 10_000, 250);
+    expect(working).toMatchObject({ status: 'working', statusMessage: expect.stringMatching(/^\d+ of 900$/) });
+    const done = await finalState(b, taskId, 150_000, polled.pollIntervalMs as number);
     expect(done).toMatchObject({ status: 'completed', taskId, result: { content: [{ type: 'text', text: 'done' }] } });
-  });
+  }, 180_000);
 
   it('another principal, a tampered handle and a client without the extension get nothing', async () => {
     const taskId = resultOf(await startSlow(a, 20)).taskId as string;
