@@ -101,7 +101,7 @@ export class Router {
   constructor(deps: RouterDeps) {
     this.#deps = deps;
     this.#links = deps.links;
-    this.#toolCall = deps;
+    this.#toolCall = { ...deps, followTask: (session, handle, context, onTask) => this.followTask(session, handle, context, onTask) };
   }
 
   /**

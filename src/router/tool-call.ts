@@ -5,6 +5,7 @@
 import { clientSupports } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, metaOf, notification, type JsonObject } from '../mcp/jsonrpc.js';
+import type { RequestContext } from '../session/context.js';
 import { createdTaskId, withCreatedTaskId } from '../mcp/tasks.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { describeLimit, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
@@ -24,6 +25,7 @@ import type { TaskAudit } from '../tasks/audit.js';
 import type { TaskHandles } from '../tasks/handles.js';
 import { isTaskResult } from '../tasks/wire.js';
 import { outgoingCall, taskOutcome, type TaskCall } from '../tasks/call-tasks.js';
+import { extensionToLegacy } from '../tasks/forms.js';
 
 export interface ToolCallDeps {
   catalog: Catalog;
@@ -40,11 +42,15 @@ export interface ToolCallDeps {
   taskHandles?: TaskHandles;
   /** Audit records of the tasks upstreams make (src/tasks/audit.ts). */
   taskAudit?: TaskAudit;
+  /** Follows an upstream's task from its own status notifications (task-follow.ts). */
+  followTask?: (session: Call['session'], handle: string, context: RequestContext, onTask: (task: JsonObject) => void) => Promise<unknown>;
 }
 
 /** _meta key carrying the retry delay of a limit's isError result. */
 export const RETRY_AFTER_META = 'switchyard/retryAfterMs';
 const CONFIRM_TIMEOUT_MS = 10 * 60_000;
+/** Upstreams' tasks one session follows at once for its GET stream. */
+const MAX_FOLLOWED = 100;
 
 export function principalKey(call: Call): string {
   return call.context.principal?.id ?? 'anonymous';
@@ -271,6 +277,13 @@ class ToolCall {
       maxTotalMs: this.#deps.pool.config(client.name)?.maxTotalTimeoutMs ?? 600_000,
       off: this.#deps.pool.config(client.name)?.tasks === 'off',
       own: (taskId) => this.#deps.links.ownTask(call.session, client.name, taskId),
+      // A 2025-11-25 client hears a 2026-07-28 upstream's task change as notifications/tasks/status
+      // on its GET stream (tasks.mdx "Task Notifications"), from the upstream's own notifications.
+      follow: (handle) => {
+        const { session } = call;
+        if (!this.#deps.followTask || session.taskFollowers.size >= MAX_FOLLOWED) return;
+        void this.#deps.followTask(session, handle, context, (task) => session.deliver(notification('notifications/tasks/status', extensionToLegacy(task)))).catch(() => {});
+      },
     };
   }
 

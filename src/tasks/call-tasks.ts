@@ -44,6 +44,8 @@ export interface TaskCall {
   off: boolean;
   /** Records a task of a 2025-11-25 upstream as the session's (its upstream session is kept while it may run). */
   own(taskId: string): void;
+  /** Tells a 2025-11-25 client of a 2026-07-28 upstream's task as it changes (by its handle). */
+  follow?(handle: string): void;
 }
 
 const clientForm = (call: TaskCall): TaskForm => (isStatelessVersion(call.protocolVersion) ? 'extension' : 'legacy');
@@ -80,6 +82,7 @@ function exposed(call: TaskCall, created: JsonObject): JsonObject {
   const taskId = call.handles.seal({ kind: 'upstream', upstream: call.upstream, taskId: created.taskId as string, tool: call.tool, principal: call.principal });
   call.audit?.created({ handle: taskId, upstream: call.upstream, tool: call.tool, caller: call.caller });
   const task = { ...created, taskId };
+  if (clientForm(call) === 'legacy' && upstreamForm(call) === 'extension') call.follow?.(taskId);
   return clientForm(call) === 'legacy' ? { task: extensionToLegacy(task) } : task;
 }
 

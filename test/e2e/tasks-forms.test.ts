@@ -11,7 +11,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { poll } from '../helpers/cli.js';
-import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
+import { connectClient, recordNotifications, startGateway, textOf, upstream, type NotificationLog, type TestGateway } from '../helpers/gateway.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { stopChild, waitForLine } from '../helpers/processes.js';
 import { callStateless, sendStateless, statelessMeta, statelessRequest, type Sent } from '../helpers/stateless-wire.js';
@@ -46,7 +46,7 @@ afterAll(async () => {
 });
 
 const auth = { authorization: `Bearer ${ALICE}` };
-const stats = async (): Promise<{ taskCancels: number }> => (await (await fetch(new URL('/stats', fixtureBase))).json()) as { taskCancels: number };
+const stats = async (): Promise<{ taskCancels: number; listens: number }> => (await (await fetch(new URL('/stats', fixtureBase))).json()) as { taskCancels: number; listens: number };
 
 async function withClient<T>(body: (client: Client) => Promise<T>): Promise<T> {
   const client = await connectClient(gw.url, {}, undefined, auth);
@@ -90,6 +90,28 @@ describe('a 2025-11-25 client of a 2026-07-28 upstream answering a task', () => 
       expect(cancelled).toMatchObject({ taskId: long.task.taskId, status: 'cancelled' });
       expect((await stats()).taskCancels).toBe(before + 1);
     });
+  });
+});
+
+describe("a 2025-11-25 client of a 2026-07-28 upstream's task, listening on its GET stream", () => {
+  it("hears the upstream's own status notifications as notifications/tasks/status under its task id", async () => {
+    const before = await stats();
+    let log: NotificationLog | undefined;
+    const client = await connectClient(gw.url, {}, (c) => (log = recordNotifications(c)), auth);
+    try {
+      const created = await client.request({ method: 'tools/call', params: { name: 'render__render', arguments: { ms: 1_500 }, task: {} } }, CreateTaskResultSchema);
+      const taskId = created.task.taskId;
+      const completed = await log!.waitFor((n) => n.method === 'notifications/tasks/status' && n.params?.taskId === taskId && n.params.status === 'completed', 'a completed status notification', DEADLINE_MS);
+      // The 2025-11-25 Task: ttl and pollInterval, no result (tasks/result has it).
+      expect(completed.params).toMatchObject({ taskId, status: 'completed', ttl: 60_000, pollInterval: 100 });
+      expect(completed.params).not.toHaveProperty('result');
+      const statuses = log!.all.filter((n) => n.method === 'notifications/tasks/status');
+      expect(statuses.every((n) => n.params?.taskId === taskId)).toBe(true);
+      // Told by the upstream itself: the gateway asked it once, on a listen of its own.
+      expect((await stats()).listens).toBe(before.listens + 1);
+    } finally {
+      await client.close();
+    }
   });
 });
 
