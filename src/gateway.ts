@@ -209,9 +209,10 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     ...(personal ? { personal } : {}),
     ...(exchange ? { exchange: exchange.exchanger } : {}),
   });
-  const tasks = createTasks(config, { catalog, policy: () => policy, current: () => config, metrics, logger });
+  const tasks = createTasks(config, { catalog, policy: () => policy, current: () => config, metrics, logger, events });
   const router = new Router({
     taskHandles: tasks.handles,
+    taskAudit: tasks.audit,
     pool,
     links,
     catalog,

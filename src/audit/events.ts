@@ -1,11 +1,11 @@
 // Security events outside the call path, for the parts that decide them: a sign-in, a token the
 // front door issued, refused or exchanged, a pin approved, a request refused at the edge, a
-// config reload. Each becomes an audit record and, when tracing is on, a span of its own (in
+// config reload, a task's life. Each becomes an audit record and, when tracing is on, a span of its own (in
 // the caller's trace when it names one).
 import { SpanStatusCode, type Attributes } from '@opentelemetry/api';
 import type { Tracing } from '../telemetry/tracing.js';
 import type { AuditLog } from './audit.js';
-import type { AuditEntry, AuditEvent } from './record.js';
+import type { AuditEntry, AuditEvent, TaskAuditEvent } from './record.js';
 
 /** What a part reports of a security event (the record's fields; `event` and `decision` are set by the method). */
 export type SecurityFacts = Omit<AuditEntry, 'event' | 'decision' | 'traceId'> & {
@@ -56,6 +56,11 @@ export class SecurityEvents {
   /** A config reload, applied or rejected. */
   configReload(facts: SecurityFacts): void {
     this.#emit('config.reload', facts.outcome === 'applied' ? 'allow' : 'deny', facts);
+  }
+
+  /** A task made, ended (outcome: its status), asked to cancel, or lost with the replica running it. */
+  task(event: TaskAuditEvent, facts: SecurityFacts): void {
+    this.#emit(event, 'allow', facts);
   }
 
   #emit(event: AuditEvent, decision: 'allow' | 'deny', facts: SecurityFacts): void {

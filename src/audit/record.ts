@@ -15,9 +15,28 @@ export type AuditEvent =
   | 'token.refused'
   | 'token.exchange'
   | 'pin.approved'
-  | 'config.reload';
+  | 'config.reload'
+  | TaskAuditEvent;
 
-export const AUDIT_EVENTS: readonly AuditEvent[] = ['tool.call', 'prompt.get', 'resource.read', 'request.refused', 'sign_in', 'token.issued', 'token.refused', 'token.exchange', 'pin.approved', 'config.reload'];
+/** A task's life (the gateway's own tasks, and an upstream's carried under a handle). */
+export type TaskAuditEvent = 'task.created' | 'task.ended' | 'task.cancel_requested' | 'task.lost';
+
+export const AUDIT_EVENTS: readonly AuditEvent[] = [
+  'tool.call',
+  'prompt.get',
+  'resource.read',
+  'request.refused',
+  'sign_in',
+  'token.issued',
+  'token.refused',
+  'token.exchange',
+  'pin.approved',
+  'config.reload',
+  'task.created',
+  'task.ended',
+  'task.cancel_requested',
+  'task.lost',
+];
 
 /** Allowed, or refused by the gateway (policy, a rate limit, a bad credential). */
 export type AuditDecision = 'allow' | 'deny';
@@ -38,6 +57,8 @@ export interface AuditEntry {
   name?: string | undefined;
   /** The same at the upstream. */
   upstreamName?: string | undefined;
+  /** The task, by the handle its client knows it by (never the upstream's own id). */
+  task?: string | undefined;
   decision: AuditDecision;
   /** Why it was refused: policy, rate_limit, or a credential's fault. */
   reason?: string | undefined;
@@ -51,7 +72,7 @@ export interface AuditEntry {
 }
 
 /** The record as written: the entry's fields in this order. */
-const FIELDS = ['requestId', 'traceId', 'principal', 'team', 'clientId', 'endpoint', 'upstream', 'name', 'upstreamName', 'decision', 'reason', 'outcome', 'errorKind', 'durationMs'] as const;
+const FIELDS = ['requestId', 'traceId', 'principal', 'team', 'clientId', 'endpoint', 'upstream', 'name', 'upstreamName', 'task', 'decision', 'reason', 'outcome', 'errorKind', 'durationMs'] as const;
 
 /** Arguments are cut to this many bytes of JSON (audit.arguments). */
 export const ARGUMENTS_LIMIT = 4096;

@@ -60,6 +60,11 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
     // Updates about resources the session's teams cannot see never reach it.
     const uri = forwarded?.method === 'notifications/resources/updated' ? forwarded.params?.uri : undefined;
     if (typeof uri === 'string' && !session.access.canSee('resource', uri, client.name)) forwarded = undefined;
+    // A task's status is heard by who follows it here (a listen that named its handle).
+    const taskId = forwarded?.method.startsWith('notifications/tasks') ? forwarded.params?.taskId : undefined;
+    if (typeof taskId === 'string') for (const follower of session.taskFollowers.get(taskId) ?? []) follower(forwarded!);
+    // The extension's own notifications belong to the listen request of the gateway's that asked for them.
+    if (context === undefined && (message.method === 'notifications/tasks' || message.method === 'notifications/subscriptions/acknowledged')) forwarded = undefined;
     metrics.notifications.inc({ method: metrics.notification(message.method), outcome: forwarded && !session.closed ? 'forwarded' : 'dropped' });
     if (forwarded) send(forwarded, context);
     else deps.logger.debug('upstream notification not forwarded', { upstream: client.name, method: message.method });
@@ -213,8 +218,14 @@ export function rewriteNotification(upstream: string, message: JsonRpcNotificati
       return notification(message.method, mapRelatedTask({ ...params, logger }, (id) => codec.exposeTaskId(upstream, id)));
     }
     case 'notifications/tasks/status':
+    case 'notifications/tasks':
       if (typeof params.taskId !== 'string') return undefined;
       return notification(message.method, { ...params, taskId: codec.exposeTaskId(upstream, params.taskId) });
+    case 'notifications/subscriptions/acknowledged': {
+      // Only the task ids a listen of the gateway's was agreed to (SEP-2663), as the gateway names them.
+      const taskIds = isObject(params.notifications) && Array.isArray(params.notifications.taskIds) ? params.notifications.taskIds.filter((id): id is string => typeof id === 'string') : [];
+      return notification(message.method, { notifications: { taskIds: taskIds.map((id) => codec.exposeTaskId(upstream, id)) } });
+    }
     default:
       return undefined;
   }

@@ -43,6 +43,8 @@ import type { ToolFacts } from './tool-facts.js';
 import { CALL_TOOL, callArguments, SEARCH_TOOL, searchArguments, searchModeTools, searchResult, ToolSearch, type ToolIndex } from './search.js';
 import type { DownstreamSession } from '../links/session.js';
 import { declaringFor, formsOf, taskRequest } from '../tasks/forms.js';
+import { followTask, type TaskFollow } from './task-follow.js';
+import { TaskInputs } from './task-input.js';
 
 export type { Caller, RequestChannel, RequestContext } from '../session/context.js';
 
@@ -64,6 +66,8 @@ export interface RouterDeps {
   withheld?: ToolCallDeps['withheld'];
   /** Task handles (src/tasks/): an upstream's tasks as clients see them. */
   taskHandles?: ToolCallDeps['taskHandles'];
+  /** Audit records of tasks (src/tasks/audit.ts). */
+  taskAudit?: ToolCallDeps['taskAudit'];
 }
 
 /** Merged pages a search-mode traversal reads at most (a hostile upstream's cursor loop ends). */
@@ -87,6 +91,8 @@ export class Router {
   readonly #links: SessionLinks;
   /** What tools/call needs, built once (not per call). */
   readonly #toolCall: ToolCallDeps;
+  /** The input 2025-11-25 upstreams' tasks wait for, asked of 2026-07-28 clients. */
+  readonly #taskInputs = new TaskInputs();
   /** Search mode's indexes (endpoints[].discovery: search). */
   readonly #search = new ToolSearch();
   /** Which upstream's result carried which bare URI, per session (a bare read goes there). */
@@ -95,7 +101,7 @@ export class Router {
   constructor(deps: RouterDeps) {
     this.#deps = deps;
     this.#links = deps.links;
-    this.#toolCall = deps;
+    this.#toolCall = { ...deps, followTask: (session, handle, context, onTask) => this.followTask(session, handle, context, onTask) };
   }
 
   /**
@@ -399,6 +405,16 @@ export class Router {
     throw new GatewayError('invalid_params', 'ref.type must be ref/prompt or ref/resource');
   }
 
+  /**
+   * Follows an upstream's task for a subscriptions/listen that named its handle: `onTask` hears
+   * its status notifications under the handle (task-follow.ts). Undefined: not followed.
+   */
+  followTask(session: DownstreamSession, handle: string, context: RequestContext, onTask: (task: JsonObject) => void): Promise<TaskFollow | undefined> {
+    const handles = this.#deps.taskHandles;
+    if (!handles) return Promise.resolve(undefined);
+    return followTask({ links: this.#links, handles, codec: this.#deps.catalog.codec, inputs: this.#taskInputs }, session, handle, context, onTask);
+  }
+
   /** tasks/get, tasks/cancel and tasks/result reach the upstream that owns the task. */
   async #task(call: Call, method: string, params: JsonObject): Promise<JsonObject> {
     const { session } = call;
@@ -408,14 +424,20 @@ export class Router {
     if (handle?.kind === 'upstream' && session.access.mayCall(handle.tool, handle.upstream)) {
       await this.#links.ensure(session, handle.upstream);
       const owner = session.upstreams.get(handle.upstream);
+      if (owner && method === 'tasks/cancel') this.#deps.taskAudit?.cancelRequested({ handle: exposed, upstream: handle.upstream, tool: handle.tool, caller: call.context });
       // Sent in the upstream's form of tasks, answered in the client's (tasks/forms.ts).
-      if (owner) return taskRequest(method, params, exposed, handle.taskId, formsOf(owner.era, call.context.protocolVersion), (m, p) => forward(call, owner, m, declaringFor(owner.era, p, session.info.clientCapabilities)), call.signal);
+      if (owner) {
+        // A 2025-11-25 upstream's task takes input as requests on tasks/result (task-input.ts).
+        const input = owner.era === 'stateless' ? undefined : this.#taskInputs.of(session, owner, handle.taskId, call.context);
+        return taskRequest(method, params, exposed, handle.taskId, formsOf(owner.era, call.context.protocolVersion), (m, p) => forward(call, owner, m, declaringFor(owner.era, p, session.info.clientCapabilities)), call.signal, input);
+      }
     }
     const { codec } = this.#deps.catalog;
     const split = handle ? undefined : codec.splitTaskId(exposed);
     const client = split && session.upstreams.get(split.upstream);
     const hub = split && this.#links.hubOf(session, split.upstream);
     if (!split || !client || (hub && !hub.owns(split.taskId, session))) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
+    if (method === 'tasks/cancel') this.#deps.taskAudit?.cancelRequested({ handle: exposed, upstream: client.name, tool: '', caller: call.context });
     const result = await forward(call, client, method, { ...params, taskId: split.taskId });
     if (method === 'tasks/result') return exposeToolResult(mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id)), codec, client.name);
     return typeof result.taskId === 'string' ? { ...result, taskId: codec.exposeTaskId(client.name, result.taskId) } : result;

@@ -5,6 +5,7 @@
 import { clientSupports } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, metaOf, notification, type JsonObject } from '../mcp/jsonrpc.js';
+import type { RequestContext } from '../session/context.js';
 import { createdTaskId, withCreatedTaskId } from '../mcp/tasks.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { describeLimit, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
@@ -20,9 +21,11 @@ import { checkParamHeaders, paramHeaderValues } from '../mcp/param-headers.js';
 import { exposeToolResult } from '../names/content.js';
 import type { ToolFacts } from './tool-facts.js';
 import type { SessionLinks } from '../links/links.js';
+import type { TaskAudit } from '../tasks/audit.js';
 import type { TaskHandles } from '../tasks/handles.js';
 import { isTaskResult } from '../tasks/wire.js';
 import { outgoingCall, taskOutcome, type TaskCall } from '../tasks/call-tasks.js';
+import { extensionToLegacy } from '../tasks/forms.js';
 
 export interface ToolCallDeps {
   catalog: Catalog;
@@ -37,11 +40,17 @@ export interface ToolCallDeps {
   withheld?: (upstream: string, name: string) => Error | undefined;
   /** Seals an upstream's tasks (the Tasks extension) as handles any replica opens. */
   taskHandles?: TaskHandles;
+  /** Audit records of the tasks upstreams make (src/tasks/audit.ts). */
+  taskAudit?: TaskAudit;
+  /** Follows an upstream's task from its own status notifications (task-follow.ts). */
+  followTask?: (session: Call['session'], handle: string, context: RequestContext, onTask: (task: JsonObject) => void) => Promise<unknown>;
 }
 
 /** _meta key carrying the retry delay of a limit's isError result. */
 export const RETRY_AFTER_META = 'switchyard/retryAfterMs';
 const CONFIRM_TIMEOUT_MS = 10 * 60_000;
+/** Upstreams' tasks one session follows at once for its GET stream. */
+const MAX_FOLLOWED = 100;
 
 export function principalKey(call: Call): string {
   return call.context.principal?.id ?? 'anonymous';
@@ -235,7 +244,9 @@ class ToolCall {
     if (tasked) return this.#then(tasked, (result) => this.#finish(exposeToolResult(result, this.#deps.catalog.codec, upstream)));
     if (taskId === undefined) return this.#finish(outcome instanceof Error ? outcome : exposeToolResult(outcome, this.#deps.catalog.codec, upstream));
     this.#deps.links.ownTask(this.#call.session, upstream, taskId);
-    this.#finish(withCreatedTaskId(outcome as JsonObject, this.#deps.catalog.codec.exposeTaskId(upstream, taskId)));
+    const exposedId = this.#deps.catalog.codec.exposeTaskId(upstream, taskId);
+    this.#deps.taskAudit?.created({ handle: exposedId, upstream, tool: this.#exposed, caller: this.#call.context });
+    this.#finish(withCreatedTaskId(outcome as JsonObject, exposedId));
   }
 
   /** The call as tasks see it (tasks/call-tasks.ts). */
@@ -246,6 +257,8 @@ class ToolCall {
     const token = metaOf(this.#params)?.progressToken;
     return {
       handles: this.#deps.taskHandles!,
+      ...(this.#deps.taskAudit ? { audit: this.#deps.taskAudit } : {}),
+      caller: context,
       upstream: client.name,
       era: client.era,
       capabilities: client.capabilities,
@@ -264,6 +277,13 @@ class ToolCall {
       maxTotalMs: this.#deps.pool.config(client.name)?.maxTotalTimeoutMs ?? 600_000,
       off: this.#deps.pool.config(client.name)?.tasks === 'off',
       own: (taskId) => this.#deps.links.ownTask(call.session, client.name, taskId),
+      // A 2025-11-25 client hears a 2026-07-28 upstream's task change as notifications/tasks/status
+      // on its GET stream (tasks.mdx "Task Notifications"), from the upstream's own notifications.
+      follow: (handle) => {
+        const { session } = call;
+        if (!this.#deps.followTask || session.taskFollowers.size >= MAX_FOLLOWED) return;
+        void this.#deps.followTask(session, handle, context, (task) => session.deliver(notification('notifications/tasks/status', extensionToLegacy(task)))).catch(() => {});
+      },
     };
   }
 

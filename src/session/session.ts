@@ -3,7 +3,7 @@
 // cancellation finds them), the gateway's own requests to the client (server-initiated ones it
 // relays), and the session's SSE streams. It knows upstream sessions only as things it closes:
 // the router gives it the client type (`C`).
-import type { JsonObject, JsonRpcId, JsonRpcMessage, ProgressToken } from '../mcp/jsonrpc.js';
+import type { JsonObject, JsonRpcId, JsonRpcMessage, JsonRpcNotification, ProgressToken } from '../mcp/jsonrpc.js';
 import { PendingRequests, type Deadlines } from '../mcp/pending.js';
 import type { SessionVersion } from '../mcp/versions.js';
 import type { StatelessVersion } from '../mcp/era.js';
@@ -99,6 +99,12 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
   readonly clientRequests = new PendingRequests<ClientRequest>();
   /** Tasks the client created for an upstream's requests: client task id → upstream name. */
   readonly clientTasks = new Map<string, string>();
+  /**
+   * Followers of an upstream's task (a subscriptions/listen that named its handle), by the
+   * task's gateway-wide id (`<upstream>:<its id>`): each hears the task's status notifications
+   * from this session's own upstream session.
+   */
+  readonly taskFollowers = new Map<string, Set<(message: JsonRpcNotification) => void>>();
   /** The level the client set with logging/setLevel: renewed after a restart. */
   logLevel: string | undefined;
   readonly #inflight = new Map<JsonRpcId, Cancellation>();

@@ -9,12 +9,17 @@ import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { declaringTasks, driveTask, needsTasks } from './drive.js';
 import { extensionToLegacy, legacyAsExtension, type TaskForm } from './forms.js';
+import type { Caller } from '../session/context.js';
+import type { TaskAudit } from './audit.js';
 import type { TaskHandles } from './handles.js';
 import { declaresTasks, isTaskResult } from './wire.js';
 
 /** What the tool-call step knows of a call, for tasks. */
 export interface TaskCall {
   handles: TaskHandles;
+  /** Records the tasks made (an upstream's, under the handle the client gets). */
+  audit?: TaskAudit;
+  caller: Caller;
   upstream: string;
   /** The upstream session's era ('stateless': 2026-07-28) and capabilities. */
   era: string | undefined;
@@ -39,6 +44,8 @@ export interface TaskCall {
   off: boolean;
   /** Records a task of a 2025-11-25 upstream as the session's (its upstream session is kept while it may run). */
   own(taskId: string): void;
+  /** Tells a 2025-11-25 client of a 2026-07-28 upstream's task as it changes (by its handle). */
+  follow?(handle: string): void;
 }
 
 const clientForm = (call: TaskCall): TaskForm => (isStatelessVersion(call.protocolVersion) ? 'extension' : 'legacy');
@@ -73,7 +80,9 @@ export function outgoingCall(call: TaskCall, params: JsonObject): JsonObject {
 function exposed(call: TaskCall, created: JsonObject): JsonObject {
   if (upstreamForm(call) === 'legacy') call.own(created.taskId as string);
   const taskId = call.handles.seal({ kind: 'upstream', upstream: call.upstream, taskId: created.taskId as string, tool: call.tool, principal: call.principal });
+  call.audit?.created({ handle: taskId, upstream: call.upstream, tool: call.tool, caller: call.caller });
   const task = { ...created, taskId };
+  if (clientForm(call) === 'legacy' && upstreamForm(call) === 'extension') call.follow?.(taskId);
   return clientForm(call) === 'legacy' ? { task: extensionToLegacy(task) } : task;
 }
 

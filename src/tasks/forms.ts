@@ -36,11 +36,22 @@ export function extensionToLegacy(task: JsonObject): JsonObject {
 }
 
 /**
+ * The input a 2025-11-25 upstream's task waits for, in the extension's terms: the requests it
+ * sent (related to the task, on tasks/result) keyed as `inputRequests`, and their answers from
+ * `inputResponses` (src/router/task-input.ts holds them).
+ */
+export interface TaskInput {
+  requests(): Promise<JsonObject>;
+  answer(inputResponses: JsonObject): void;
+}
+
+/**
  * Requests about a 2025-11-25 upstream's task, answered as the extension answers them: the
  * call made with a `task` parameter; tasks/get with the result (or error) of tasks/result once
- * the task ended; tasks/cancel acknowledged.
+ * the task ended, and with the requests it waits on (`input`) while `input_required`;
+ * tasks/update answering those; tasks/cancel acknowledged.
  */
-export function legacyAsExtension(send: Send): Send {
+export function legacyAsExtension(send: Send, input?: TaskInput): Send {
   return async (method, params) => {
     switch (method) {
       case 'tools/call': {
@@ -49,6 +60,7 @@ export function legacyAsExtension(send: Send): Send {
       }
       case 'tasks/get': {
         const task: JsonObject = { resultType: 'complete', ...legacyToExtension(await send(method, params)) };
+        if (task.status === 'input_required' && input) return { ...task, inputRequests: await input.requests() };
         if (task.status !== 'completed' && task.status !== 'failed') return task;
         try {
           const { _meta: _m, ...result } = await send('tasks/result', { taskId: params.taskId as string });
@@ -60,6 +72,12 @@ export function legacyAsExtension(send: Send): Send {
       }
       case 'tasks/cancel':
         await send(method, params);
+        return { resultType: 'complete' };
+      case 'tasks/update':
+        if (!input) throw new GatewayError('invalid_params', `${method} is not served for this task (its upstream speaks 2025-11-25 tasks)`);
+        if (!isObject(params.inputResponses)) throw new GatewayError('invalid_params', 'tasks/update needs inputResponses');
+        // Keys of requests not outstanding are ignored (SEP-2663 "Task Update Requests").
+        input.answer(params.inputResponses);
         return { resultType: 'complete' };
       default:
         throw new GatewayError('invalid_params', `${method} is not served for this task (its upstream speaks 2025-11-25 tasks)`);
@@ -106,10 +124,10 @@ export function extensionAsLegacy(send: Send, signal: CancelSignal): Send {
 }
 
 /** A request about a task, sent in the upstream's form and answered in the client's (under the handle the client knows). */
-export async function taskRequest(method: string, params: JsonObject, handle: string, upstreamTaskId: string, forms: { upstream: TaskForm; client: TaskForm }, send: Send, signal: CancelSignal): Promise<JsonObject> {
+export async function taskRequest(method: string, params: JsonObject, handle: string, upstreamTaskId: string, forms: { upstream: TaskForm; client: TaskForm }, send: Send, signal: CancelSignal, input?: TaskInput): Promise<JsonObject> {
   const own = { ...params, taskId: upstreamTaskId };
   let view = send;
-  if (forms.upstream === 'legacy' && forms.client === 'extension') view = legacyAsExtension(send);
+  if (forms.upstream === 'legacy' && forms.client === 'extension') view = legacyAsExtension(send, input);
   else if (forms.upstream === 'extension' && forms.client === 'legacy') view = extensionAsLegacy(send, signal);
   const result = await view(method, own);
   return typeof result.taskId === 'string' ? { ...result, taskId: handle } : result;

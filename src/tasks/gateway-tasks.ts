@@ -13,6 +13,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { RequestSink } from '../mcp/pending.js';
 import type { Caller } from '../session/context.js';
 import type { Logger } from '../util/log.js';
+import type { AuditedTask, TaskAudit } from './audit.js';
 import type { TaskHandles } from './handles.js';
 import { TERMINAL, type StoredTask, type TaskStatus, type TaskStore } from './store.js';
 import { createTaskResult, declaresTasks, detailedTask } from './wire.js';
@@ -61,6 +62,8 @@ export interface GatewayTasksOptions {
   scope: TaskScope;
   metrics: Metrics;
   logger: Logger;
+  /** Audit records of each task's life. */
+  audit: TaskAudit;
   /** sessions.taskTtl, sessions.taskAfter, sessions.inputTimeout. */
   ttlMs: number;
   afterMs: number;
@@ -177,13 +180,13 @@ export class GatewayTasks {
     // The call was answered with the upstream's own task after all: that one is asked.
     if (task.alias !== undefined) return { forward: task.alias };
     const local = this.#running.get(id);
-    if (!local && found.leaseExpired && !TERMINAL.has(task.status)) task = await this.#abandoned(task);
-    this.#audit(method, task, caller);
+    if (!local && found.leaseExpired && !TERMINAL.has(task.status)) task = await this.#abandoned(task, handle, caller);
     switch (method) {
       case 'tasks/get':
         return detailedTask(local?.snapshot ?? task, handle);
       case 'tasks/cancel':
         if (TERMINAL.has(task.status)) return {};
+        this.#options.audit.cancelRequested({ handle, upstream: task.upstream, tool: task.tool, caller });
         if (local) local.cancel('tasks/cancel');
         else await store.request(id, { cancel: true });
         return {};
@@ -201,23 +204,20 @@ export class GatewayTasks {
   }
 
   /** The replica running the task stopped renewing it: the task ends failed, with why. */
-  async #abandoned(task: StoredTask): Promise<StoredTask> {
+  async #abandoned(task: StoredTask, handle: string, caller: Caller): Promise<StoredTask> {
     const message = 'The gateway replica running this task stopped before the task ended';
     const failed: StoredTask = { ...task, status: 'failed', statusMessage: message, error: failure(message, 'replica_lost') as unknown as JsonObject, lastUpdatedAt: new Date().toISOString() };
     if (await this.#options.store.failIfAbandoned(failed)) {
-      this.#options.logger.warn('task', { event: 'replica_lost', task: task.id, upstream: task.upstream, tool: task.tool });
+      // Also a log line: a replica that died with work in hand is the operators' to look into.
+      this.#options.logger.warn('a task ended failed: the replica running it stopped renewing it', { upstream: task.upstream, tool: task.tool });
+      this.#options.audit.lost({ handle, upstream: task.upstream, tool: task.tool, caller, createdAt: task.createdAt });
       return failed;
     }
     return (await this.#options.store.get(task.id))?.task ?? failed;
   }
 
-  /** One structured line per task event (who, which task, which tool): the audit trail. */
-  #audit(event: string, task: StoredTask, caller: Caller | undefined): void {
-    this.#options.logger.info('task', { event, task: task.id, status: task.status, upstream: task.upstream, tool: task.tool, principal: caller?.principal?.id ?? (task.principal || undefined) });
-  }
-
-  audit(event: string, task: StoredTask, caller: Caller | undefined): void {
-    this.#audit(event, task, caller);
+  get audit(): TaskAudit {
+    return this.#options.audit;
   }
 
   /** A task handed over to the upstream's own: no longer counted here. */
@@ -263,6 +263,8 @@ class RunningTask implements TaskingSink {
   #created = 0;
   /** The requestState of the input the call waits for. */
   #requestState: string | undefined;
+  /** The handle the client was given. */
+  #handle = '';
 
   constructor(tasks: GatewayTasks, request: TaskableRequest, caller: Caller, target: { upstream: string; exposed: string }, sink: RequestSink, control: () => CallControl, afterMs: number) {
     this.#tasks = tasks;
@@ -355,9 +357,9 @@ class RunningTask implements TaskingSink {
     this.#state = 'task';
     tasks.hold(this);
     tasks.count(undefined, 'working', this.#created);
-    tasks.audit('created', task, this.#caller);
-    const handle = tasks.handles.seal({ kind: 'gateway', id: this.id, principal: task.principal });
-    this.#sink.finish({ jsonrpc: '2.0', id: this.#request.id, result: createTaskResult(task, handle) });
+    this.#handle = tasks.handles.seal({ kind: 'gateway', id: this.id, principal: task.principal });
+    tasks.audit.created(this.#audited(task));
+    this.#sink.finish({ jsonrpc: '2.0', id: this.#request.id, result: createTaskResult(task, this.#handle) });
     const early = this.#early;
     this.#early = undefined;
     if (early) await this.#record(early);
@@ -387,7 +389,6 @@ class RunningTask implements TaskingSink {
       this.#tasks.uncount(this.#task.status);
       this.#task = { ...this.#task, alias: result.taskId, lastUpdatedAt: at };
       this.#dirty = true;
-      this.#tasks.audit('handed_over', this.#task, undefined);
       return this.flush();
     }
     const size = Buffer.byteLength(JSON.stringify(result));
@@ -410,8 +411,12 @@ class RunningTask implements TaskingSink {
   async #end(next: StoredTask): Promise<void> {
     clearTimeout(this.#inputTimer);
     this.#move(next);
-    this.#tasks.audit(next.status, next, undefined);
+    if (next.status === 'completed' || next.status === 'failed' || next.status === 'cancelled') this.#tasks.audit.ended(this.#audited(next), next.status, next.error);
     await this.flush();
+  }
+
+  #audited(task: StoredTask): AuditedTask {
+    return { handle: this.#handle, upstream: task.upstream, tool: task.tool, caller: this.#caller, createdAt: task.createdAt };
   }
 
   /** Writes the task's state when it changed; a terminal task leaves the replica's care once written. */

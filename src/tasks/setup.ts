@@ -1,10 +1,12 @@
 // Builds the gateway's tasks from the config: the task store (`sessions.store`), handles sealed
-// with `sessions.keys`, and the scope (names, policy, `upstreams.<name>.tasks`) read at each use.
+// with `sessions.keys`, their audit records, and the scope (names, policy, `upstreams.<name>.tasks`) read at each use.
+import type { SecurityEvents } from '../audit/events.js';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Catalog } from '../names/lists.js';
 import type { Policy } from '../policy/policy.js';
 import type { Logger } from '../util/log.js';
+import { TaskAudit } from './audit.js';
 import { GatewayTasks, type TaskBounds } from './gateway-tasks.js';
 import { TaskHandles } from './handles.js';
 import { RedisTaskStore } from './redis.js';
@@ -17,6 +19,8 @@ export interface TasksSetup {
   current: () => Config;
   metrics: Metrics;
   logger: Logger;
+  /** Where task records go (the audit log, spans), when configured. */
+  events?: SecurityEvents;
   bounds?: Partial<TaskBounds>;
 }
 
@@ -32,6 +36,7 @@ export function createTasks(config: Config, setup: TasksSetup): GatewayTasks {
     handles: new TaskHandles(config.sessions.keys),
     metrics: setup.metrics,
     logger: setup.logger,
+    audit: new TaskAudit(setup.events, (caller) => policy().access(caller.principal, caller.endpoint).teams, config.listen.path),
     ttlMs: config.sessions.taskTtl,
     afterMs: config.sessions.taskAfter,
     inputTimeoutMs: config.sessions.inputTimeout,

@@ -1,7 +1,8 @@
 // Task status notifications (SEP-2663 "Task Status Notifications"): a subscriptions/listen that
 // names task ids hears `notifications/tasks` with the whole task whenever one the gateway made
 // changes. The task store is read at the task's polling interval (any replica may be running
-// it); a task is watched until it ends. Handles of an upstream's tasks are not agreed to.
+// it); a task is watched until it ends. Handles of an upstream's tasks are followed elsewhere
+// (src/router/task-follow.ts: the upstream's own status notifications).
 import type { JsonObject } from '../mcp/jsonrpc.js';
 import type { Caller } from '../session/context.js';
 import type { GatewayTasks } from './gateway-tasks.js';
@@ -17,7 +18,7 @@ export interface TaskWatch {
 }
 
 export async function watchTasks(tasks: GatewayTasks, taskIds: readonly string[], caller: Caller, notify: (task: JsonObject) => void): Promise<TaskWatch> {
-  const { handles, store } = tasks.options;
+  const { handles, store, scope } = tasks.options;
   const principal = caller.principal?.id ?? '';
   const watched = new Map<string, { id: string; seen: string }>();
   for (const handle of new Set(taskIds)) {
@@ -26,6 +27,8 @@ export async function watchTasks(tasks: GatewayTasks, taskIds: readonly string[]
     if (opened?.kind !== 'gateway') continue;
     const found = await store.get(opened.id).catch(() => undefined);
     if (!found || found.task.principal !== principal || found.task.alias !== undefined) continue;
+    // As tasks/get decides it: a team that may not call the task's tool is not told of it.
+    if (found.task.upstream !== '' && !scope.mayCall(caller, found.task.tool, found.task.upstream)) continue;
     watched.set(handle, { id: opened.id, seen: `${found.task.status} ${found.task.lastUpdatedAt}` });
   }
   const agreed = [...watched.keys()];

@@ -45,6 +45,10 @@ const ENTRIES: AuditEntry[] = [
   { event: 'token.exchange', principal: 'https://login.example.com/|alice', upstream: 'tickets', decision: 'allow', outcome: 'ok' },
   { event: 'pin.approved', principal: 'https://login.example.com/|bob', upstream: 'tickets', name: 'search', decision: 'allow', outcome: 'ok', detail: { kind: 'tool', digest: 'sha256:9f2c' } },
   { event: 'config.reload', decision: 'allow', outcome: 'applied', detail: { added: ['tickets'], changed: [], removed: [], needRestart: [] } },
+  { event: 'task.created', requestId: 'req-8', principal: 'apikey:ci', team: 'ci', endpoint: '/mcp', upstream: 'render', name: 'render__video', task: 'tsk_AbC123', decision: 'allow', outcome: 'ok' },
+  { event: 'task.cancel_requested', requestId: 'req-9', principal: 'apikey:ci', team: 'ci', endpoint: '/mcp', upstream: 'render', name: 'render__video', task: 'tsk_AbC123', decision: 'allow', outcome: 'ok' },
+  { event: 'task.ended', requestId: 'req-8', principal: 'apikey:ci', team: 'ci', endpoint: '/mcp', upstream: 'render', name: 'render__video', task: 'tsk_AbC123', decision: 'allow', outcome: 'failed', errorKind: 'task_result_too_large', durationMs: 93000 },
+  { event: 'task.lost', requestId: 'req-10', principal: 'apikey:ci', team: 'ci', endpoint: '/mcp', upstream: 'render', name: 'render__video', task: 'tsk_XyZ789', decision: 'allow', reason: 'replica_lost', outcome: 'failed' },
 ];
 
 /** A stream that hands every chunk to `chunks` at once (or never settles a write: stalled). */

@@ -1,5 +1,5 @@
 // The security events other parts report (sign-ins, the front door's tokens, token exchange,
-// pin approvals, refusals at the edge, reloads): each is one audit record with its decision,
+// pin approvals, refusals at the edge, reloads, a task's life): each is one audit record with its decision,
 // and a span of its own, in the caller's trace when it names one.
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { SpanStatusCode } from '@opentelemetry/api';
@@ -42,6 +42,7 @@ describe('security events', () => {
     events.pinApproved({ principal: 'bob', upstream: 'tickets', name: 'search', outcome: 'ok' });
     events.requestRefused({ requestId: 'r1', outcome: 'refused', reason: 'rate_limit' });
     events.configReload({ outcome: 'rejected' });
+    events.task('task.created', { principal: 'alice', upstream: 'render', name: 'render__video', task: 'handle-1', outcome: 'ok' });
     const written = await records();
     expect(written.map((r) => [r.event, r.decision, r.outcome])).toEqual([
       ['sign_in', 'allow', 'ok'],
@@ -52,9 +53,11 @@ describe('security events', () => {
       ['pin.approved', 'allow', 'ok'],
       ['request.refused', 'deny', 'refused'],
       ['config.reload', 'deny', 'rejected'],
+      ['task.created', 'allow', 'ok'],
     ]);
+    expect(written.at(-1)).toMatchObject({ upstream: 'render', name: 'render__video', task: 'handle-1' });
     const all = await spans();
-    expect(all.map((s) => s.name)).toEqual(['switchyard sign_in', 'switchyard sign_in', 'switchyard token.issued', 'switchyard token.refused', 'switchyard token.exchange', 'switchyard pin.approved', 'switchyard request.refused', 'switchyard config.reload']);
+    expect(all.map((s) => s.name)).toEqual(['switchyard sign_in', 'switchyard sign_in', 'switchyard token.issued', 'switchyard token.refused', 'switchyard token.exchange', 'switchyard pin.approved', 'switchyard request.refused', 'switchyard config.reload', 'switchyard task.created']);
     // Each record carries its span's trace id; the token was issued in the caller's trace.
     written.forEach((record, i) => expect(record.traceId).toBe(all[i]!.spanContext().traceId));
     expect(all[2]!.spanContext().traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');

@@ -3,7 +3,8 @@
 // the letter (test/fixtures/tasks-server.mjs): one that always answers with a task, one that
 // answers short calls at once. The client sees sealed handles, never the upstream's ids; tasks/get,
 // tasks/update and tasks/cancel reach the owning upstream with Mcp-Name set to its own task id;
-// two upstreams issuing the same id never collide; another principal's handle is unknown.
+// two upstreams issuing the same id never collide; another principal's handle is unknown; a
+// subscriptions/listen naming a handle hears the upstream's own notifications/tasks under it.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +14,8 @@ import { connectClient, startGateway, type TestGateway } from '../helpers/gatewa
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { stopChild, waitForLine } from '../helpers/processes.js';
 import { callStateless, sendStateless, statelessMeta, statelessRequest, type Sent } from '../helpers/stateless-wire.js';
+import { postRaw } from '../helpers/raw-http.js';
+import { SseReader } from '../helpers/sse-reader.js';
 
 const ALICE = 'alice-key-0123456789abcdef0123456789';
 const BOB = 'bob-key-0123456789abcdef0123456789abc';
@@ -21,7 +24,7 @@ const WITH_TASKS = statelessMeta({ extensions: EXT, elicitation: { form: {} } })
 
 interface Fixture {
   url: string;
-  stats(): Promise<Record<string, unknown> & { nameHeaders: (string | null)[]; taskCancels: number; updates: number }>;
+  stats(): Promise<Record<string, unknown> & { nameHeaders: (string | null)[]; taskCancels: number; updates: number; listens: number; listenedTaskIds: string[]; statusSent: number }>;
   child: ChildProcessWithoutNullStreams;
 }
 
@@ -133,10 +136,48 @@ describe('the Tasks extension through the gateway', () => {
     const handle = resultOf(await call('always__render', { ms: 100 })).taskId as string;
     const bob = await task('tasks/get', handle, {}, BOB);
     expect(bob.body?.error).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
-    const tampered = await task('tasks/get', `${handle.slice(0, -1)}${handle.endsWith('A') ? 'B' : 'A'}`);
+    // A character in the middle, changed whatever it was (one at the end may carry only padding bits).
+    const at = Math.floor(handle.length / 2);
+    const tampered = await task('tasks/get', handle.slice(0, at) + (handle[at] === 'A' ? 'B' : 'A') + handle.slice(at + 1));
     expect(tampered.body?.error).toEqual(bob.body?.error);
     expect((await task('tasks/cancel', handle, {}, BOB)).body?.error).toEqual(bob.body?.error);
     expect(await settled(handle)).toMatchObject({ status: 'completed' });
+  });
+});
+
+/** A subscriptions/listen of `key` naming `taskIds`, read as it comes. */
+async function listenFor(taskIds: string[], key: string, signal: AbortSignal): Promise<SseReader> {
+  const request = statelessRequest(`sub-${key.slice(0, 3)}`, 'subscriptions/listen', { notifications: { taskIds } }, WITH_TASKS);
+  const res = await postRaw(gw.url, request, { protocolVersion: '2026-07-28', headers: { ...auth(key), 'mcp-method': 'subscriptions/listen' }, signal });
+  expect(res.status).toBe(200);
+  return new SseReader(res);
+}
+
+describe("an upstream's own task status notifications", () => {
+  it('reach the listen that named the handle, under the handle, to the end; another principal naming it is not agreed to', async () => {
+    const handle = resultOf(await call('always__render', { ms: 1_500 })).taskId as string;
+    const before = await always.stats();
+    const controller = new AbortController();
+    try {
+      // Bob names alice's handle: nothing is agreed, and the upstream is never asked.
+      const bob = await listenFor([handle], BOB, controller.signal);
+      expect(await bob.nextMessage()).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [] } } });
+      const alice = await listenFor([handle, 'not-a-task'], ALICE, controller.signal);
+      expect(await alice.nextMessage()).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [handle] } } });
+      const notes = await alice.messagesUntil((m) => m.method === 'notifications/tasks' && m.params?.status === 'completed', 'the completed task', 15_000);
+      expect(notes.at(-1)).toMatchObject({
+        method: 'notifications/tasks',
+        params: { taskId: handle, status: 'completed', result: { content: [{ type: 'text', text: 'rendered in 1500 ms' }] }, _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-ali' } },
+      });
+      expect(notes.every((m) => m.params?.taskId === handle)).toBe(true);
+      // The upstream was asked once (alice's), for its own id, and told the end itself.
+      const after = await always.stats();
+      expect(after.listens).toBe(before.listens + 1);
+      expect(after.listenedTaskIds.slice(before.listenedTaskIds.length)).toEqual([expect.stringMatching(/^task-\d+$/)]);
+      expect(after.statusSent).toBeGreaterThan(before.statusSent);
+    } finally {
+      controller.abort();
+    }
   });
 });
 

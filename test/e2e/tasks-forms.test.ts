@@ -2,7 +2,8 @@
 // 2025-11-25 client (the SDK v1 client) of a 2026-07-28 upstream that answers with a task (the
 // SEP-2663 fixture), and a 2026-07-28 client (raw JSON-RPC) of a 2025-11-25 upstream whose tool
 // runs only as a task (server-everything's simulate-research-query, taskSupport: required);
-// clients that know no tasks get the result of either.
+// clients that know no tasks get the result of either. The 2025-11-25 upstream's own
+// notifications/tasks/status reach a 2026-07-28 client's listen as notifications/tasks under its handle.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
 import { CallToolResultSchema, CreateTaskResultSchema, GetTaskResultSchema, CancelTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -10,14 +11,18 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { poll } from '../helpers/cli.js';
-import { connectClient, startGateway, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
+import { connectClient, recordNotifications, startGateway, textOf, upstream, type NotificationLog, type TestGateway } from '../helpers/gateway.js';
 import { FIXTURES, NODE } from '../helpers/paths.js';
 import { stopChild, waitForLine } from '../helpers/processes.js';
 import { callStateless, sendStateless, statelessMeta, statelessRequest, type Sent } from '../helpers/stateless-wire.js';
+import { postRaw } from '../helpers/raw-http.js';
+import { SseReader } from '../helpers/sse-reader.js';
 
 const ALICE = 'alice-key-0123456789abcdef0123456789';
 const EXT = { 'io.modelcontextprotocol/tasks': {} };
 const WITH_TASKS = statelessMeta({ extensions: EXT });
+/** A client that can also answer elicitations (its own session, so the upstream is told it can). */
+const ASKING = statelessMeta({ extensions: EXT, elicitation: { form: {} } }, 'asking-client');
 const DEADLINE_MS = 20_000;
 
 let fixture: ChildProcessWithoutNullStreams;
@@ -41,7 +46,7 @@ afterAll(async () => {
 });
 
 const auth = { authorization: `Bearer ${ALICE}` };
-const stats = async (): Promise<{ taskCancels: number }> => (await (await fetch(new URL('/stats', fixtureBase))).json()) as { taskCancels: number };
+const stats = async (): Promise<{ taskCancels: number; listens: number }> => (await (await fetch(new URL('/stats', fixtureBase))).json()) as { taskCancels: number; listens: number };
 
 async function withClient<T>(body: (client: Client) => Promise<T>): Promise<T> {
   const client = await connectClient(gw.url, {}, undefined, auth);
@@ -88,6 +93,28 @@ describe('a 2025-11-25 client of a 2026-07-28 upstream answering a task', () => 
   });
 });
 
+describe("a 2025-11-25 client of a 2026-07-28 upstream's task, listening on its GET stream", () => {
+  it("hears the upstream's own status notifications as notifications/tasks/status under its task id", async () => {
+    const before = await stats();
+    let log: NotificationLog | undefined;
+    const client = await connectClient(gw.url, {}, (c) => (log = recordNotifications(c)), auth);
+    try {
+      const created = await client.request({ method: 'tools/call', params: { name: 'render__render', arguments: { ms: 1_500 }, task: {} } }, CreateTaskResultSchema);
+      const taskId = created.task.taskId;
+      const completed = await log!.waitFor((n) => n.method === 'notifications/tasks/status' && n.params?.taskId === taskId && n.params.status === 'completed', 'a completed status notification', DEADLINE_MS);
+      // The 2025-11-25 Task: ttl and pollInterval, no result (tasks/result has it).
+      expect(completed.params).toMatchObject({ taskId, status: 'completed', ttl: 60_000, pollInterval: 100 });
+      expect(completed.params).not.toHaveProperty('result');
+      const statuses = log!.all.filter((n) => n.method === 'notifications/tasks/status');
+      expect(statuses.every((n) => n.params?.taskId === taskId)).toBe(true);
+      // Told by the upstream itself: the gateway asked it once, on a listen of its own.
+      expect((await stats()).listens).toBe(before.listens + 1);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe('a 2026-07-28 client of a 2025-11-25 upstream whose tool runs only as a task', () => {
   it('gets an extension task under a handle; tasks/get carries the result once it ended', async () => {
     const created = resultOf(await callStateless(gw.url, 1, 'everything__simulate-research-query', { topic: 'gateways' }, {}, auth, WITH_TASKS));
@@ -102,6 +129,25 @@ describe('a 2026-07-28 client of a 2025-11-25 upstream whose tool runs only as a
     expect(JSON.stringify(done.result)).toContain('gateways');
   });
 
+  it("its status notifications (notifications/tasks/status) reach the client's listen as notifications/tasks under the handle, the last with the result", async () => {
+    const taskId = resultOf(await callStateless(gw.url, 1, 'everything__simulate-research-query', { topic: 'relays' }, {}, auth, WITH_TASKS)).taskId as string;
+    const controller = new AbortController();
+    try {
+      const listen = statelessRequest('sub-1', 'subscriptions/listen', { notifications: { taskIds: [taskId] } }, WITH_TASKS);
+      const res = await postRaw(gw.url, listen, { protocolVersion: '2026-07-28', headers: { ...auth, 'mcp-method': 'subscriptions/listen' }, signal: controller.signal });
+      const events = new SseReader(res);
+      expect(await events.nextMessage()).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [taskId] } } });
+      const notes = await events.messagesUntil((m) => m.method === 'notifications/tasks' && m.params?.status === 'completed', 'the completed task', DEADLINE_MS);
+      // Each stage the upstream announced, then its end with what tasks/result answered.
+      expect(notes.filter((m) => m.params?.status === 'working').length).toBeGreaterThan(0);
+      expect(notes.every((m) => m.method === 'notifications/tasks' && m.params?.taskId === taskId)).toBe(true);
+      expect(notes.at(-1)).toMatchObject({ params: { taskId, status: 'completed', result: { content: [{ type: 'text' }] }, _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-1' } } });
+      expect(JSON.stringify(notes.at(-1)!.params!.result)).toContain('relays');
+    } finally {
+      controller.abort();
+    }
+  });
+
   it('a client that knows no tasks (SDK v1, a plain tools/call) gets the tool result', async () => {
     await withClient(async (client) => {
       // The list says "required", as the upstream does (lists are the upstream's): the SDK's
@@ -111,5 +157,42 @@ describe('a 2026-07-28 client of a 2025-11-25 upstream whose tool runs only as a
       const result = await client.request({ method: 'tools/call', params: { name: 'everything__simulate-research-query', arguments: { topic: 'plain' } } }, CallToolResultSchema, { timeout: DEADLINE_MS });
       expect(textOf(result)).toContain('plain');
     });
+  });
+});
+
+describe('a 2026-07-28 client answering the input a 2025-11-25 task asks for', () => {
+  const get = async (taskId: string): Promise<Record<string, unknown>> => resultOf(await sendStateless(gw.url, statelessRequest(2, 'tasks/get', { taskId }, ASKING), { 'mcp-name': taskId, ...auth }));
+  const update = (taskId: string, inputResponses: Record<string, unknown>): Promise<Sent> =>
+    sendStateless(gw.url, statelessRequest(3, 'tasks/update', { taskId, inputResponses }, ASKING), { 'mcp-name': taskId, ...auth });
+
+  it('tasks/get lists the elicitation the task sent (on tasks/result) as inputRequests; tasks/update answers it and the task completes with the answer', async () => {
+    const taskId = resultOf(await callStateless(gw.url, 1, 'everything__simulate-research-query', { topic: 'python', ambiguous: true }, {}, auth, ASKING)).taskId as string;
+    const asking = await poll(
+      async () => {
+        const task = await get(taskId);
+        return task.status === 'input_required' && Object.keys((task.inputRequests as object | undefined) ?? {}).length > 0 ? task : undefined;
+      },
+      'the task to ask for input',
+      DEADLINE_MS,
+      250,
+    );
+    const [key, request] = Object.entries(asking.inputRequests as Record<string, Record<string, unknown>>)[0]!;
+    expect(request).toMatchObject({ method: 'elicitation/create', params: { message: expect.stringContaining('python') } });
+    // The 2025-11-25 related-task metadata is the upstream form's, not the client's.
+    expect(JSON.stringify(request)).not.toContain('related-task');
+    // Keys the task never asked under are acknowledged and ignored.
+    expect(resultOf(await update(taskId, { 'never-asked': { action: 'accept', content: {} } }))).toMatchObject({ resultType: 'complete' });
+    expect(resultOf(await update(taskId, { [key]: { action: 'accept', content: { interpretation: 'snake' } } }))).toMatchObject({ resultType: 'complete' });
+    const done = await poll(
+      async () => {
+        const task = await get(taskId);
+        return ['completed', 'failed', 'cancelled'].includes(task.status as string) ? task : undefined;
+      },
+      'the task to end',
+      DEADLINE_MS,
+      250,
+    );
+    expect(done).toMatchObject({ taskId, status: 'completed', result: { content: [{ type: 'text' }] } });
+    expect(JSON.stringify(done.result)).toContain('Clarification**: snake');
   });
 });

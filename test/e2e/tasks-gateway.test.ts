@@ -1,11 +1,12 @@
 // Tasks the gateway makes (SEP-2663 "the server decides when a result is a task"): a 2026-07-28
 // client that declared io.modelcontextprotocol/tasks calls a plain slow tool (no tasks of its
-// own: the lazy-probe fixture's `slow`, 100 ms a step) through gateway A; the call outlives
-// sessions.taskAfter and the client's own request timeout, so A answers with a task and runs
-// the call on. Two gateways share one redis-server (sessions.store) and sessions.keys: the task
+// own: the lazy-probe fixture's `slow`, 100 ms a step; 90 s in the first case) through gateway
+// A; the call outlives sessions.taskAfter and the client's own request timeout, so A answers
+// with a task and runs the call on. Two gateways share one redis-server (sessions.store) and sessions.keys: the task
 // is polled and finished on B, cancelled on B in a second run (the upstream sees the cancel),
-// and another principal's or a tampered handle is an unknown task on either.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+// and another principal's or a tampered handle is an unknown task on either. Each replica
+// writes audit records of the tasks it makes, cancels or finds lost.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +20,7 @@ import { callStateless, sendStateless, statelessMeta, statelessRequest, type Sen
 import { poll, startCli } from '../helpers/cli.js';
 import { postRaw } from '../helpers/raw-http.js';
 import { SseReader } from '../helpers/sse-reader.js';
+import { scrape } from '../helpers/metrics.js';
 
 const ALICE = 'alice-key-0123456789abcdef0123456789';
 const BOB = 'bob-key-0123456789abcdef0123456789abc';
@@ -34,9 +36,13 @@ let render: ChildProcessWithoutNullStreams;
 let renderUrl: string;
 let a: TestGateway;
 let b: TestGateway;
+/** Where each replica writes its audit records. */
+let auditDir: string;
 
-function gatewayConfig(): Record<string, unknown> {
+function gatewayConfig(auditFile?: string): Record<string, unknown> {
   return {
+    ...(auditFile ? { audit: { sink: { file: { path: join(auditDir, auditFile) } } } } : {}),
+    metrics: { enabled: true },
     auth: { apiKeys: [{ id: 'alice', hash: hashApiKey(ALICE) }, { id: 'bob', hash: hashApiKey(BOB) }] },
     sessions: { keys: KEYS, store: { redis: { url: redis.url, prefix: `${redis.prefix}sess:` } }, taskAfter: '300ms' },
     upstreams: { probe: { stdio: { command: NODE, args: [join(FIXTURES, 'lazy-probe-server.mjs')] } }, render: { http: { url: renderUrl } } },
@@ -45,10 +51,11 @@ function gatewayConfig(): Record<string, unknown> {
 
 beforeAll(async () => {
   redis = await startRedis();
+  auditDir = await mkdtemp(join(tmpdir(), 'switchyard-tasks-audit-'));
   render = spawn(NODE, [join(FIXTURES, 'tasks-server.mjs')], { stdio: 'pipe', env: { ...process.env, MODE: 'always' } });
   renderUrl = (await waitForLine(render, /^listening on (\S+)/))[1]!;
-  a = await startGateway(gatewayConfig());
-  b = await startGateway(gatewayConfig());
+  a = await startGateway(gatewayConfig('a.jsonl'));
+  b = await startGateway(gatewayConfig('b.jsonl'));
 });
 
 afterAll(async () => {
@@ -56,13 +63,32 @@ afterAll(async () => {
   await b?.close();
   await redis?.close();
   if (render) await stopChild(render);
+  if (auditDir) await rm(auditDir, { recursive: true, force: true });
 });
+
+/** The audit records a replica wrote of one task, once `until` holds of them. */
+async function taskRecords(file: string, taskId: string, until: (records: Record<string, unknown>[]) => boolean): Promise<Record<string, unknown>[]> {
+  return poll(
+    async () => {
+      const text = await readFile(join(auditDir, file), 'utf8').catch(() => '');
+      const records = text.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>).filter((r) => r.task === taskId);
+      return until(records) ? records : undefined;
+    },
+    `the audit records of ${file}`,
+    5_000,
+    50,
+  );
+}
 
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 
-/** tools/call probe__slow of `steps` tenths of a second, answered within the client's own timeout. */
-async function startSlow(gw: TestGateway, steps: number): Promise<Sent> {
-  return callStateless(gw.url, 1, 'probe__slow', { steps }, {}, auth(ALICE), WITH_TASKS);
+/**
+ * tools/call probe__slow of `steps` tenths of a second, answered within the client's own
+ * timeout. With a progress token, the upstream's progress becomes the task's status message and
+ * restarts the upstream's idle deadline (timeoutMs, 60 s), as for any call.
+ */
+async function startSlow(gw: TestGateway, steps: number, progressToken?: string): Promise<Sent> {
+  return callStateless(gw.url, 1, 'probe__slow', { steps }, {}, auth(ALICE), progressToken === undefined ? WITH_TASKS : { ...WITH_TASKS, progressToken });
 }
 
 function taskRequest(gw: TestGateway, method: string, taskId: string, key = ALICE, meta = WITH_TASKS, extra: Record<string, unknown> = {}): Promise<Sent> {
@@ -74,7 +100,7 @@ function resultOf(sent: Sent): Record<string, unknown> {
   return sent.body!.result as Record<string, unknown>;
 }
 
-async function finalState(gw: TestGateway, taskId: string, deadlineMs = 20_000): Promise<Record<string, unknown>> {
+async function finalState(gw: TestGateway, taskId: string, deadlineMs = 20_000, everyMs = 100): Promise<Record<string, unknown>> {
   return poll(
     async () => {
       const task = resultOf(await taskRequest(gw, 'tasks/get', taskId));
@@ -82,14 +108,14 @@ async function finalState(gw: TestGateway, taskId: string, deadlineMs = 20_000):
     },
     'the task to end',
     deadlineMs,
-    100,
+    everyMs,
   );
 }
 
 describe('a long call becomes a task the gateway makes', () => {
-  it('is answered with a task before the client gives up, and finishes on another replica', async () => {
+  it('a 90-second call is answered with a task before the client gives up, polled and finished on another replica', async () => {
     const created = await Promise.race([
-      startSlow(a, 30),
+      startSlow(a, 900, 'long-call'),
       new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within the client timeout')), CLIENT_TIMEOUT_MS)),
     ]);
     const task = resultOf(created);
@@ -97,20 +123,28 @@ describe('a long call becomes a task the gateway makes', () => {
     const taskId = task.taskId as string;
     expect(taskId).not.toContain('probe');
 
-    // Durably created: B finds it at once, still working (the call has ~2.7 s to go).
+    // Durably created: B finds it at once, still working (the call has ~90 s to go).
     const polled = resultOf(await taskRequest(b, 'tasks/get', taskId));
     expect(polled).toMatchObject({ resultType: 'complete', taskId, status: 'working' });
 
-    const done = await finalState(b, taskId);
+    // Polled on B at the task's own interval until it ends; the call's progress is its status message meanwhile.
+    const working = await poll(async () => {
+      const task = resultOf(await taskRequest(b, 'tasks/get', taskId));
+      return typeof task.statusMessage === 'string' ? task : undefined;
+    }, 'a status message', 10_000, 250);
+    expect(working).toMatchObject({ status: 'working', statusMessage: expect.stringMatching(/^\d+ of 900$/) });
+    const done = await finalState(b, taskId, 150_000, polled.pollIntervalMs as number);
     expect(done).toMatchObject({ status: 'completed', taskId, result: { content: [{ type: 'text', text: 'done' }] } });
-  });
+  }, 180_000);
 
   it('another principal, a tampered handle and a client without the extension get nothing', async () => {
     const taskId = resultOf(await startSlow(a, 20)).taskId as string;
     for (const gw of [a, b]) {
       const other = await taskRequest(gw, 'tasks/get', taskId, BOB);
       expect(other.body?.error).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
-      const flipped = taskId.slice(0, -3) + (taskId.endsWith('A') ? 'B' : 'A') + taskId.slice(-2);
+      // A character in the middle, changed whatever it was (one at the end may carry only padding bits).
+      const at = Math.floor(taskId.length / 2);
+      const flipped = taskId.slice(0, at) + (taskId[at] === 'A' ? 'B' : 'A') + taskId.slice(at + 1);
       const tampered = await taskRequest(gw, 'tasks/get', flipped);
       expect(tampered.body?.error).toEqual(other.body?.error);
       const cancelByBob = await taskRequest(gw, 'tasks/cancel', taskId, BOB);
@@ -139,6 +173,20 @@ describe('a long call becomes a task the gateway makes', () => {
       100,
     );
     expect(count).toBe('1');
+    // A made it and saw it end; B was asked to cancel it: each says so, naming the task by its handle.
+    const named = { principal: 'apikey:alice', upstream: 'probe', name: 'probe__slow', task: taskId, decision: 'allow' };
+    const onA = await taskRecords('a.jsonl', taskId, (records) => records.some((r) => r.event === 'task.ended'));
+    expect(onA.map((r) => [r.event, r.outcome])).toEqual([
+      ['task.created', 'ok'],
+      ['task.ended', 'cancelled'],
+    ]);
+    for (const record of onA) expect(record).toMatchObject(named);
+    const onB = await taskRecords('b.jsonl', taskId, (records) => records.length > 0);
+    expect(onB).toEqual([expect.objectContaining({ event: 'task.cancel_requested', outcome: 'ok', ...named })]);
+    // A counts the tasks it ran by their end, with how long each took.
+    const metrics = await scrape(new URL('/metrics', a.url));
+    expect(metrics.get('switchyard_tasks{state="cancelled"}')).toBeGreaterThanOrEqual(1);
+    expect(metrics.get('switchyard_task_duration_seconds_count{state="cancelled"}')).toBeGreaterThanOrEqual(1);
   });
 
   it('a call answered within taskAfter is a plain result, and a client without the extension never gets a task', async () => {
@@ -171,6 +219,16 @@ describe('a long call becomes a task the gateway makes', () => {
         expect(resultOf(await taskRequest(b, 'tasks/get', taskId))).toMatchObject({ taskId });
         const refused = await taskRequest(strict, 'tasks/get', taskId);
         expect(refused.body?.error).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
+        expect((await taskRequest(strict, 'tasks/cancel', taskId)).body?.error).toEqual(refused.body?.error);
+      }
+      // Nor hear of them: a listen naming both is agreed neither.
+      const controller = new AbortController();
+      try {
+        const listen = statelessRequest('sub-3', 'subscriptions/listen', { notifications: { taskIds: [own, upstreams] } }, WITH_TASKS);
+        const res = await postRaw(strict.url, listen, { protocolVersion: '2026-07-28', headers: { ...auth(ALICE), 'mcp-method': 'subscriptions/listen' }, signal: controller.signal });
+        expect(await new SseReader(res).nextMessage()).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [] } } });
+      } finally {
+        controller.abort();
       }
     } finally {
       await strict.close();
@@ -215,6 +273,9 @@ describe('a replica that dies', () => {
       expect(ended.statusMessage).toMatch(/replica running this task stopped/);
       // Once ended, it stays so.
       expect(resultOf(await taskRequest(a, 'tasks/get', taskId))).toMatchObject({ status: 'failed' });
+      // B found it lost: one record says so.
+      const lost = await taskRecords('b.jsonl', taskId, (records) => records.length > 0);
+      expect(lost).toEqual([expect.objectContaining({ event: 'task.lost', reason: 'replica_lost', outcome: 'failed', principal: 'apikey:alice', upstream: 'probe', name: 'probe__slow' })]);
     } finally {
       await dying.stop();
       await rm(dir, { recursive: true, force: true });

@@ -1,12 +1,16 @@
 // The tasks the gateway makes, alone (memory store, no sockets): a call outliving taskAfter is
 // answered with a task and recorded to its end; the bounds (result size, tasks per principal)
-// end in a clear error; a cancel reaches the call; metrics count each state.
+// end in a clear error; a cancel reaches the call; metrics count each state; each task's life
+// is audit records naming it by its handle (a replica lost with it: task.lost).
 import { describe, expect, it } from 'vitest';
+import { AuditLog, type WritableLike } from '../../src/audit/audit.js';
+import { SecurityEvents } from '../../src/audit/events.js';
 import type { JsonObject, JsonRpcResponse } from '../../src/mcp/jsonrpc.js';
 import type { RequestSink } from '../../src/mcp/pending.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import type { Caller } from '../../src/session/context.js';
 import { GatewayTasks, type CallControl, type TaskBounds, type TaskingSink } from '../../src/tasks/gateway-tasks.js';
+import { TaskAudit } from '../../src/tasks/audit.js';
 import { TaskHandles } from '../../src/tasks/handles.js';
 import { MemoryTaskStore } from '../../src/tasks/store.js';
 import { createLogger } from '../../src/util/log.js';
@@ -14,20 +18,29 @@ import { createLogger } from '../../src/util/log.js';
 const EXT = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
 const alice: Caller = { requestId: 'r', principal: { id: 'apikey:alice', kind: 'apikey', scopes: [], claims: {} } };
 
-function setup(bounds: Partial<TaskBounds> = {}) {
+function setup(bounds: Partial<TaskBounds> = {}, store = new MemoryTaskStore()) {
   const metrics = new Metrics(['u']);
+  const chunks: string[] = [];
+  const out: WritableLike = { write: (chunk, done) => (chunks.push(chunk), done(), true) };
+  const log = new AuditLog({ sink: 'stdout', arguments: false }, { metrics, stdout: out, resolvePath: (p) => p, env: {}, serviceVersion: 'test' });
   const tasks = new GatewayTasks({
-    store: new MemoryTaskStore(),
+    store,
     handles: new TaskHandles(['k'.repeat(40)]),
     metrics,
     logger: createLogger({ level: 'error', write: () => {} }),
+    audit: new TaskAudit(new SecurityEvents(log, undefined), () => ['render-team'], '/mcp'),
     ttlMs: 60_000,
     afterMs: 0,
     inputTimeoutMs: 60_000,
     bounds,
     scope: { resolve: (_caller, name) => ({ upstream: 'u', exposed: name }), mayCall: () => true, off: () => false },
   });
-  return { tasks, metrics };
+  /** The audit records written so far (the log is closed to flush them). */
+  const records = async (): Promise<Record<string, unknown>[]> => {
+    await log.close();
+    return chunks.join('').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+  };
+  return { tasks, metrics, records };
 }
 
 /** A sink that resolves with its answer. */
@@ -124,5 +137,53 @@ describe('tasks the gateway makes', () => {
     const { tasks } = setup();
     const { sink } = answered();
     expect(tasks.adopt({ ...request, clientCapabilities: {} }, alice, sink, control())).toBe(sink);
+  });
+
+  it("a task's life is audit records: made, cancel asked, ended, each naming the handle, upstream, tool, principal and team", async () => {
+    const { tasks, records } = setup();
+    const { sink, response } = answered();
+    tasks.adopt(request, alice, sink, control());
+    const taskId = ((await response) as { result: JsonObject }).result.taskId as string;
+    await tasks.serve('tasks/get', { taskId }, alice);
+    await tasks.serve('tasks/cancel', { taskId }, alice);
+    await until(tasks, taskId, 'cancelled');
+    const named = { principal: 'apikey:alice', team: 'render-team', endpoint: '/mcp', upstream: 'u', name: 'u__t', task: taskId, decision: 'allow' };
+    const written = await records();
+    // tasks/get is polling, not an event: no record.
+    expect(written.map((r) => [r.event, r.outcome])).toEqual([
+      ['task.created', 'ok'],
+      ['task.cancel_requested', 'ok'],
+      ['task.ended', 'cancelled'],
+    ]);
+    for (const record of written) expect(record).toMatchObject({ schema: 'switchyard.audit/1', requestId: 'r', ...named });
+    expect(typeof written[2]!.durationMs).toBe('number');
+    await tasks.close();
+  });
+
+  it('a failed task is audited with what failed it', async () => {
+    const { tasks, records } = setup({ maxResultBytes: 100 });
+    const { sink, response } = answered();
+    const call = tasks.adopt(request, alice, sink, control());
+    const taskId = ((await response) as { result: JsonObject }).result.taskId as string;
+    call.finish({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'x'.repeat(500) }] } });
+    await until(tasks, taskId, 'failed');
+    expect((await records()).at(-1)).toMatchObject({ event: 'task.ended', outcome: 'failed', errorKind: 'task_result_too_large', task: taskId });
+    await tasks.close();
+  });
+
+  it('a task whose replica stopped renewing it ends failed on the next tasks/get, audited as task.lost', async () => {
+    let now = Date.now();
+    const store = new MemoryTaskStore(() => now);
+    const a = setup({}, store);
+    const b = setup({}, store);
+    const { sink, response } = answered();
+    a.tasks.adopt(request, alice, sink, control());
+    const taskId = ((await response) as { result: JsonObject }).result.taskId as string;
+    // Replica A is gone: its lease runs out, and replica B is asked.
+    now += 10_000;
+    expect(await b.tasks.serve('tasks/get', { taskId }, alice)).toMatchObject({ status: 'failed', error: { data: { reason: 'replica_lost' } } });
+    expect(await b.records()).toEqual([expect.objectContaining({ event: 'task.lost', outcome: 'failed', reason: 'replica_lost', task: taskId, principal: 'apikey:alice', team: 'render-team', upstream: 'u', name: 'u__t' })]);
+    await b.tasks.close();
+    await a.tasks.close();
   });
 });

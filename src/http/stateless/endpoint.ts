@@ -11,7 +11,7 @@
 import { ALL_VERSIONS, META, StatelessErrorCode, decodeHeaderValue, isStatelessVersion, requestMetaOf } from '../../mcp/era.js';
 import { ErrorCode, statelessError, toJsonRpcError } from '../../mcp/errors.js';
 import { existsIn, hasMcpName, isCacheable, mirroredName } from '../../mcp/methods.js';
-import { failure, isObject, isRequest, metaOf, type JsonObject, type JsonRpcMessage, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
+import { failure, isObject, isRequest, metaOf, type JsonObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
 import { isSupportedVersion } from '../../mcp/versions.js';
 import type { RequestSink } from '../../mcp/pending.js';
 import type { Caller } from '../../session/context.js';
@@ -248,7 +248,16 @@ async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: Do
     deps.stateless.release(session);
     throw err;
   }
-  const watch = await watchFor(deps.tasks, asked.taskIds, caller, request.id, (message) => sink.notify(message));
+  // What a watched task says before the acknowledgement is written waits for it.
+  let early: JsonRpcNotification[] | undefined = [];
+  const told = (message: JsonRpcNotification): void => (early ? void early.push(message) : sink.notify(message));
+  let watch: Awaited<ReturnType<typeof watchFor>>;
+  try {
+    watch = await watchFor(deps.tasks, asked.taskIds, caller, request.id, told, (handle, onTask) => deps.stateless.followTask(session, handle, caller, onTask));
+  } catch (err) {
+    subscription.close();
+    throw err;
+  }
   const agreed = watch ? { ...subscription.agreed, taskIds: watch.agreed } : subscription.agreed;
   const close = (): void => {
     watch?.close();
@@ -257,5 +266,8 @@ async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: Do
   connection.onclose = close;
   input.onGone(close);
   sink.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META.subscriptionId]: request.id }, notifications: agreed } });
+  const waiting = early;
+  early = undefined;
+  for (const message of waiting) sink.notify(message);
   return connection.response;
 }

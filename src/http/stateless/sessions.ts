@@ -30,6 +30,7 @@ import type { Delivery, SessionInfo } from '../../session/session.js';
 import { requestContext, type Caller, type RequestChannel } from '../../session/context.js';
 import { answerFromClient } from '../../links/relay.js';
 import type { Router } from '../../router/router.js';
+import type { TaskFollow } from '../../router/task-follow.js';
 import type { SessionLinks } from '../../links/links.js';
 import type { DownstreamSession, SessionStore } from '../../links/session.js';
 import type { Logger } from '../../util/log.js';
@@ -304,6 +305,11 @@ export class StatelessSessions {
     const request: JsonRpcRequest = { jsonrpc: '2.0', id: `s-${++this.#nextId}`, method, params: { uri } };
     const response = await this.#deps.router.answer(session, request, this.#internal(session, caller));
     return response !== undefined && 'result' in response;
+  }
+
+  /** Follows an upstream's task a listen of `session` named (src/router/task-follow.ts). */
+  followTask(session: DownstreamSession, handle: string, caller: Caller, onTask: (task: JsonObject) => void): Promise<TaskFollow | undefined> {
+    return this.#deps.router.followTask(session, handle, this.#internal(session, caller), onTask);
   }
 
   /** The context of a request the gateway makes in the session on the client's behalf. */

@@ -9,6 +9,7 @@ import type { Caller } from '../../session/context.js';
 import type { CallControl, GatewayTasks, TaskingSink } from '../../tasks/gateway-tasks.js';
 import { declaresTasks, TASK_METHODS, TASKS_EXTENSION } from '../../tasks/wire.js';
 import { watchTasks, type TaskWatch } from '../../tasks/watch.js';
+import type { TaskFollow } from '../../router/task-follow.js';
 import type { RoundTrip, StatelessRequest } from './round-trip.js';
 import type { StatelessSessions } from './sessions.js';
 
@@ -103,9 +104,32 @@ export function taskIdsOf(request: StatelessRequest, filter: JsonObject): { refu
   return { rest, taskIds: (taskIds as unknown[]).filter((id): id is string => typeof id === 'string') };
 }
 
-/** Watches the agreed task ids, each change a `notifications/tasks` on the listen stream. */
-export function watchFor(tasks: GatewayTasks | undefined, taskIds: string[] | undefined, caller: Caller, subscriptionId: unknown, notify: (message: JsonRpcNotification) => void): Promise<TaskWatch | undefined> {
-  if (taskIds === undefined) return Promise.resolve(undefined);
-  if (!tasks) return Promise.resolve({ agreed: [], close: () => {} });
-  return watchTasks(tasks, taskIds, caller, (task) => notify({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...task, _meta: { [META.subscriptionId]: subscriptionId } } }));
+/** Task ids one listen may watch at once (the gateway's and upstreams'). */
+const MAX_WATCHED = 100;
+
+/**
+ * Watches the agreed task ids, each change a `notifications/tasks` on the listen stream: the
+ * gateway's own tasks from the task store (watch.ts), an upstream's from its own status
+ * notifications (`follow`, src/router/task-follow.ts).
+ */
+export async function watchFor(
+  tasks: GatewayTasks | undefined,
+  taskIds: string[] | undefined,
+  caller: Caller,
+  subscriptionId: unknown,
+  notify: (message: JsonRpcNotification) => void,
+  follow: (handle: string, onTask: (task: JsonObject) => void) => Promise<TaskFollow | undefined>,
+): Promise<TaskWatch | undefined> {
+  if (taskIds === undefined) return undefined;
+  const send = (task: JsonObject): void => notify({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...task, _meta: { [META.subscriptionId]: subscriptionId } } });
+  const own: TaskWatch = tasks ? await watchTasks(tasks, taskIds, caller, send) : { agreed: [], close: () => {} };
+  const others = [...new Set(taskIds)].filter((id) => !own.agreed.includes(id)).slice(0, Math.max(0, MAX_WATCHED - own.agreed.length));
+  const follows = await Promise.all(others.map((id) => follow(id, send).catch(() => undefined)));
+  return {
+    agreed: [...own.agreed, ...others.filter((_, i) => follows[i] !== undefined)],
+    close() {
+      own.close();
+      for (const followed of follows) followed?.close();
+    },
+  };
 }
