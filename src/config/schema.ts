@@ -82,7 +82,7 @@ const upstream = z
     /** Name prefix; defaults to the upstream's name. "" exposes names unchanged. */
     prefix: z.union([z.literal(''), z.string().regex(UPSTREAM_NAME, 'must match [a-z0-9][a-z0-9-]{0,31}')]).optional().describe('Name prefix; defaults to the upstream\'s name. "" exposes names unchanged (at most one upstream may be unprefixed).'),
     /** Per-request timeout towards this upstream; progress from the upstream restarts it. */
-    timeoutMs: z.number().int().positive().default(60_000).describe('Per-request timeout towards this upstream, in ms; progress from the upstream restarts it.'),
+    timeoutMs: z.number().int().positive().default(60_000).describe("Per-request timeout towards this upstream, in ms; progress from the upstream restarts it. A call the gateway may make a task of (sessions.taskAfter) is bound by maxTotalTimeoutMs only."),
     /** The most any one request may take, however much progress arrives. */
     maxTotalTimeoutMs: z.number().int().positive().default(600_000).describe('The most any one request may take, in ms, however much progress arrives.'),
     /** How long a session's initialize waits for this upstream before leaving it out. */

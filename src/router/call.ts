@@ -41,6 +41,7 @@ export function forward(call: Call, client: UpstreamClient, method: string, para
   // A 2026-07-28 client answers a 2026-07-28 upstream's input_required itself (mrtr.mdx).
   if (client.era === 'stateless' && isStatelessVersion(context.protocolVersion)) options.passInput = true;
   if (headers) options.headers = headers;
+  if (channel.lasting) options.timeoutMs = Infinity;
   if (client.streamsAnswers) channel.stream?.();
   // Traced: a CLIENT span whose context the upstream gets; else the caller's trace continued.
   const hop = call.trace?.upstream(client.name, method, params);

@@ -32,6 +32,12 @@ export interface RequestChannel {
    * answers so, and a client gets what it would get from the upstream directly.
    */
   stream?(): void;
+  /**
+   * The gateway may answer this request with a task of its own and run it on (a 2026-07-28
+   * tools/call of a client that declared the tasks extension): nobody waits on the upstream's
+   * silence, so only its maxTotalTimeoutMs bounds the call, not its timeoutMs.
+   */
+  readonly lasting?: boolean;
 }
 
 export interface RequestContext extends Caller {

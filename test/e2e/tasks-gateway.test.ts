@@ -84,8 +84,7 @@ const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 
 /**
  * tools/call probe__slow of `steps` tenths of a second, answered within the client's own
- * timeout. With a progress token, the upstream's progress becomes the task's status message and
- * restarts the upstream's idle deadline (timeoutMs, 60 s), as for any call.
+ * timeout. With a progress token, the upstream's progress becomes the task's status message.
  */
 async function startSlow(gw: TestGateway, steps: number, progressToken?: string): Promise<Sent> {
   return callStateless(gw.url, 1, 'probe__slow', { steps }, {}, auth(ALICE), progressToken === undefined ? WITH_TASKS : { ...WITH_TASKS, progressToken });
@@ -136,6 +135,21 @@ describe('a long call becomes a task the gateway makes', () => {
     const done = await finalState(b, taskId, 150_000, polled.pollIntervalMs as number);
     expect(done).toMatchObject({ status: 'completed', taskId, result: { content: [{ type: 'text', text: 'done' }] } });
   }, 180_000);
+
+  it("a silent call outlives the upstream's timeoutMs once it may be a task; a plain call still does not", async () => {
+    // The upstream's idle deadline is 1 s; the call sends no progress (no progressToken) for 2.5 s.
+    const base = gatewayConfig();
+    const strict = await startGateway({ ...base, upstreams: { probe: { stdio: { command: NODE, args: [join(FIXTURES, 'lazy-probe-server.mjs')] }, timeoutMs: 1_000 } } });
+    try {
+      const taskId = resultOf(await startSlow(strict, 25)).taskId as string;
+      expect(await finalState(strict, taskId)).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'done' }] } });
+      // Without the extension nobody but the client waits: the deadline ends the call.
+      const plain = await callStateless(strict.url, 5, 'probe__slow', { steps: 25 }, {}, auth(ALICE), statelessMeta({}));
+      expect(plain.body?.error).toMatchObject({ message: expect.stringMatching(/did not answer tools\/call within \d+ ms/) });
+    } finally {
+      await strict.close();
+    }
+  });
 
   it('another principal, a tampered handle and a client without the extension get nothing', async () => {
     const taskId = resultOf(await startSlow(a, 20)).taskId as string;

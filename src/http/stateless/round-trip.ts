@@ -113,6 +113,11 @@ export class RoundTrip implements RequestChannel {
     return this.#handle;
   }
 
+  /** Whether the gateway may make a task of this call (its sink is a TaskingSink): see RequestChannel. */
+  get lasting(): boolean {
+    return this.#sink !== undefined && 'tasked' in this.#sink;
+  }
+
   /** Whether `sink` still waits for this round trip's answer. */
   answers(sink: RequestSink): boolean {
     return this.#sink === sink;
