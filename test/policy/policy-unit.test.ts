@@ -2,7 +2,7 @@
 // apply: allow ['*'], deny [], no views): which teams a principal is in, what a team may see
 // (allow and deny globs, `upstream:` rules, deny winning within a team, teams adding up), which
 // upstreams it may see at all (what decides whether an upstream is started for a session), and
-// views. test/e2e/policy.test.ts checks the same rules end to end through a running gateway.
+// views. test/e2e/policy-*.test.ts check the same rules end to end through a running gateway.
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/auth/principal.js';
 import { configSchema } from '../../src/config/schema.js';
