@@ -358,7 +358,7 @@ try {
 
   // 11. Sizing: added p50/p99 at 100 and 1,000 calls/s, CPU per call, the bundled config's memory.
   if (only.has('sizing')) {
-    report.figures.sizing = await runSizing({ targets: { direct, plain, prod }, interleaved, rounds: ROUNDS, duration: DURATION, quick, buildDir, dir, say, fmt, row, median });
+    report.figures.sizing = await runSizing({ targets: { direct, hop, plain, prod }, interleaved, rounds: ROUNDS, duration: DURATION, quick, buildDir, dir, say, fmt, row, median });
   }
 
   if (only.has('inplace')) {

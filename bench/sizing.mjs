@@ -1,11 +1,12 @@
 // The sizing section of `npm run bench` (`--only sizing`; issue "Sized for a company", item 4):
 // the figures a platform engineer plans a deployment from, none judged against a target.
 //   1. Latency added over a direct connection at a fixed offered rate, 100 and 1,000 calls/s:
-//      p50 and p99 of direct, the gateway and the gateway with JWT and metrics (the run's HTTP
-//      targets, interleaved A B C … C B A by the runner's interleaved(), fresh processes each
-//      round); added = the gateway's figure − direct's in the same round, then the median. Beside
-//      it the gateway's CPU per call over the counted calls (loadgen --pid), and so the calls/s a
-//      fully used core serves at that rate.
+//      p50 and p99 of direct, the naive hop, the gateway and the gateway with JWT and metrics
+//      (the run's HTTP targets, interleaved A B C … C B A by the runner's interleaved(), fresh
+//      processes each round); added = a target's figure − direct's in the same round, then the
+//      median. Beside it each one's CPU per call over the counted calls (loadgen --pid), and so
+//      the calls/s a fully used core serves at that rate; the hop's is the control (what a call
+//      costs any Node process at that rate on this machine).
 //   2. Memory with the bundled gateway.yaml: the replica's own RSS at start and after a session,
 //      the RSS (and PSS, which shares the pages common to several children out among them) of
 //      each stdio child it spawned (server-everything, server-memory; found from /proc, children
@@ -141,24 +142,26 @@ async function memoryRun({ buildDir, dir, swapped, sessions }) {
 }
 
 /**
- * The section. `targets`: the run's direct, plain and prod targets (renewable); `interleaved`
+ * The section. `targets`: the run's direct, hop, plain and prod targets (renewable); `interleaved`
  * the runner's; `duration` its seconds per measurement (at least LEAST_CALLS calls are made at
  * each rate); `sessions` the sessions of the memory runs.
  */
 export async function runSizing({ targets, interleaved, rounds, duration, quick, buildDir, dir, say, fmt, row, median }) {
-  const { direct, plain, prod } = targets;
+  const { direct, hop, plain, prod } = targets;
   const figures = { rounds, loadBefore: loadavg(), latency: {}, memory: {} };
   say(`\nSizing (bench/sizing.mjs; figures to plan from, no target judged); load average ${load()} at its start:`);
   say(`Latency at a fixed offered rate (HTTP upstream, 16 sessions, open loop), ${rounds} round(s) on fresh processes, targets interleaved A B C … C B A; added = the gateway's − direct's in the same round, median of the rounds:`);
   for (const rate of RATES) {
     const seconds = quick ? 1 : Math.max(duration, Math.ceil(LEAST_CALLS / rate));
     const argsOf = (t) => ['--sessions', '16', '--concurrency', '16', '--duration', String(seconds), '--tool', t.tool, '--rate', String(rate), ...(t.pid ? ['--pid', String(t.pid)] : [])];
-    const results = await interleaved([direct, plain, prod], argsOf);
+    const results = await interleaved([direct, hop, plain, prod], argsOf);
     say(` ${rate.toLocaleString('en')} calls/s offered, ${seconds} s per measurement (${(rate * seconds).toLocaleString('en')} calls; ms, each round in parentheses):`);
-    for (const t of [direct, plain, prod]) for (const key of ['p50', 'p99']) say(row(`${t.name} ${key}`, results[t.name], key, 3));
+    for (const t of [direct, hop, plain, prod]) for (const key of ['p50', 'p99']) say(row(`${t.name} ${key}`, results[t.name], key, 3));
+    // Below the rate offered: the target fell behind and its calls queued (the machine, or it).
+    say(`  served (calls/s, until the last answer): ${[direct, hop, plain, prod].map((t) => `${t.name} ${fmt(median(results[t.name].map((r) => r.throughput)), 0)}`).join(', ')}`);
     const added = (name, key) => median(results[name].map((r, i) => r[key] - results[direct.name][i][key]));
     const figure = { seconds, results, added: {}, cpuPerCallUs: {} };
-    for (const t of [plain, prod]) {
+    for (const t of [hop, plain, prod]) {
       const cpu = results[t.name].map((r) => (r.cpuSeconds * 1e6) / r.calls);
       figure.added[t.name] = { p50: added(t.name, 'p50'), p99: added(t.name, 'p99') };
       figure.cpuPerCallUs[t.name] = cpu;
