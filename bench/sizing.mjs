@@ -8,12 +8,12 @@
 //      the calls/s a fully used core serves at that rate; the hop's is the control (what a call
 //      costs any Node process at that rate on this machine).
 //   2. Memory with the bundled gateway.yaml: the replica's own RSS at start and after a session,
-//      the RSS (and PSS, which shares the pages common to several children out among them) of
-//      each stdio child it spawned (server-everything, server-memory; found from /proc, children
-//      of the gateway's pid, by their command line), and what a session adds: N sessions each
-//      initialize, initialized, tools/list, then a call to each server. Once as gateway.yaml runs
-//      them (everything a child per session, memory one shared child), once swapped
-//      (everything shared, memory per session), so each server is measured both ways.
+//      the RSS, PSS and USS (smaps_rollup: shared pages divided among their sharers; the pages
+//      it alone maps) of each stdio child it spawned (server-everything, server-memory; found
+//      from /proc, children of the gateway's pid, by their command line), and what a session
+//      adds: N sessions each initialize, initialized, tools/list, then a call to each server.
+//      Once as gateway.yaml runs them (everything a child per session, memory one shared child),
+//      once swapped (everything shared, memory per session), so each server is measured both ways.
 import { readFile, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { isAbsolute, join } from 'node:path';
@@ -37,20 +37,24 @@ const load = () => loadavg().map((x) => x.toFixed(2)).join(', ');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The process's proportional set size in bytes (its shared pages divided among their sharers). */
-async function pssBytes(pid) {
+/**
+ * From /proc/<pid>/smaps_rollup, in bytes: PSS (every page it maps, a shared one divided among
+ * the processes that map it, on the whole machine) and USS (the pages it alone maps: what one
+ * more such process adds, the pages of node's binary and libraries being there already).
+ */
+async function setSizes(pid) {
   const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
-  const match = /^Pss:\s+(\d+) kB/m.exec(rollup);
-  return match ? Number(match[1]) * 1024 : NaN;
+  const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1] ?? NaN) * 1024;
+  return { pss: kb('Pss'), uss: kb('Private_Clean') + kb('Private_Dirty') };
 }
 
-/** The gateway's RSS and each of its children: pid, server (by command line), RSS and PSS. */
+/** The gateway's RSS and each of its children: pid, server (by command line), RSS, PSS and USS. */
 async function snapshot(pid) {
   const children = [];
   for (const child of (await childrenOf(pid)).sort((a, b) => a - b)) {
     const command = (await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' ');
     const server = SERVERS.find((s) => command.includes(s.match))?.name ?? 'other';
-    children.push({ pid: child, server, rss: await rssBytes(child).catch(() => 0), pss: await pssBytes(child) });
+    children.push({ pid: child, server, rss: await rssBytes(child).catch(() => 0), ...(await setSizes(child)) });
   }
   return { gateway: await rssBytes(pid), children };
 }
@@ -131,7 +135,8 @@ async function memoryRun({ buildDir, dir, swapped, sessions }) {
     steps.sessions = await snapshot(g.pid);
     const perSession = Object.fromEntries(SERVERS.map(({ name }) => {
       const [a, b] = [byServer(steps.called, name), byServer(steps.sessions, name)];
-      return [name, { children: (b.length - a.length) / sessions, rss: (sum(b, 'rss') - sum(a, 'rss')) / sessions, pss: (sum(b, 'pss') - sum(a, 'pss')) / sessions }];
+      const per = (key) => (sum(b, key) - sum(a, key)) / sessions;
+      return [name, { children: (b.length - a.length) / sessions, rss: per('rss'), pss: per('pss'), uss: per('uss') }];
     }));
     perSession.gateway = (steps.sessions.gateway - steps.called.gateway) / sessions;
     return { sharing: swapped ? { everything: 'shared', memory: 'per-session' } : { everything: 'per-session', memory: 'shared' }, sessions, steps, perSession };
@@ -172,11 +177,11 @@ export async function runSizing({ targets, interleaved, rounds, duration, quick,
   }
 
   const sessions = quick ? 2 : 10;
-  say(`Memory with the bundled gateway.yaml (its node_modules paths absolute, health probes off, MEMORY_FILE_PATH in the run's temp dir); ${sessions} sessions after the first, each initialize, initialized, tools/list, then ${SERVERS.map((s) => s.call[0]).join(' and ')}; RSS (PSS) in MB, after the children settle:`);
+  say(`Memory with the bundled gateway.yaml (its node_modules paths absolute, health probes off, MEMORY_FILE_PATH in the run's temp dir); ${sessions} sessions after the first, each initialize, initialized, tools/list, then ${SERVERS.map((s) => s.call[0]).join(' and ')}; after the children settle, in MB; a child's RSS (USS: the pages it alone maps, what one more adds):`);
   const mb = (bytes) => fmt(bytes / MB, 1);
   const children = (snap) => SERVERS.map(({ name }) => {
     const own = byServer(snap, name);
-    return `${name} ${own.length}${own.length ? ` (${own.map((c) => `${mb(c.rss)} (${mb(c.pss)})`).join(', ')})` : ''}`;
+    return `${name} ${own.length}${own.length ? ` (${own.map((c) => `${mb(c.rss)} (${mb(c.uss)})`).join(', ')})` : ''}`;
   }).join('; ');
   for (const swapped of [false, true]) {
     const run = await memoryRun({ buildDir, dir, swapped, sessions });
@@ -188,7 +193,7 @@ export async function runSizing({ targets, interleaved, rounds, duration, quick,
       say(`  ${label.padEnd(30)} gateway ${mb(snap.gateway)} MB; children: ${children(snap)}`);
     }
     const per = run.perSession;
-    const each = SERVERS.map(({ name }) => `${name} (${run.sharing[name]}) ${fmt(per[name].children, 1)} children, ${mb(per[name].rss)} MB RSS (${mb(per[name].pss)} PSS)`).join('; ');
+    const each = SERVERS.map(({ name }) => `${name} (${run.sharing[name]}) ${fmt(per[name].children, 1)} children, ${mb(per[name].rss)} MB RSS, ${mb(per[name].pss)} PSS, ${mb(per[name].uss)} USS`).join('; ');
     say(`  per session over the ${sessions}: gateway ${fmt(per.gateway / 1024, 0)} KB (within its heap's ups and downs at this count); ${each}`);
   }
   figures.loadAfter = loadavg();
