@@ -155,7 +155,7 @@ export async function runSizing({ targets, interleaved, rounds, duration, quick,
   const { direct, hop, plain, prod } = targets;
   const figures = { rounds, loadBefore: loadavg(), latency: {}, memory: {} };
   say(`\nSizing (bench/sizing.mjs; figures to plan from, no target judged); load average ${load()} at its start:`);
-  say(`Latency at a fixed offered rate (HTTP upstream, 16 sessions, open loop), ${rounds} round(s) on fresh processes, targets interleaved A B C … C B A; added = the gateway's − direct's in the same round, median of the rounds:`);
+  say(`Latency at a fixed offered rate (HTTP upstream, 16 sessions, open loop), ${rounds} round(s) on fresh processes, targets interleaved A B C … C B A; added = a target's − direct's in the same round, median of the rounds:`);
   for (const rate of RATES) {
     const seconds = quick ? 1 : Math.max(duration, Math.ceil(LEAST_CALLS / rate));
     const argsOf = (t) => ['--sessions', '16', '--concurrency', '16', '--duration', String(seconds), '--tool', t.tool, '--rate', String(rate), ...(t.pid ? ['--pid', String(t.pid)] : [])];
