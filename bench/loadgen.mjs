@@ -4,7 +4,9 @@
 // latency percentiles (ms) and errors. Run in its own process, so it never shares an event
 // loop with what it measures.
 //   node loadgen.mjs --url URL [--sessions 16] [--concurrency 16] [--duration 3] [--rate R]
-//                    [--tool echo] [--token T] [--init-only N]
+//                    [--tool echo] [--token T] [--init-only N] [--pid P]
+//       --pid: also the CPU seconds process P spent over the counted calls (from /proc/<pid>/stat),
+//       as cpuSeconds in the summary.
 //   node loadgen.mjs --alternate TARGETS_JSON [--slices 6] [--slice 0.5] [--warm-up 2] …
 //       TARGETS_JSON: [{ "name", "url", "tool", "token"?, "pid"? }, …]. Closed-loop slices of
 //       --slice seconds, the targets taking turns A B C, C B A, … --slices times each after a
@@ -29,6 +31,7 @@ const { values } = parseArgs({
     slices: { type: 'string', default: '6' },
     slice: { type: 'string', default: '0.5' },
     'warm-up': { type: 'string', default: '2' },
+    pid: { type: 'string' },
   },
 });
 const concurrency = Number(values.concurrency);
@@ -202,6 +205,8 @@ await closedLoop(target, performance.now() + Math.min(1000, durationMs / 3), rec
 latencies.length = 0;
 errors = 0;
 
+const pid = values.pid ? Number(values.pid) : undefined;
+const cpuAtStart = pid ? await cpuSeconds(pid) : 0;
 const start = performance.now();
 const end = start + durationMs;
 if (values.rate) {
@@ -224,6 +229,7 @@ if (values.rate) {
   await closedLoop(target, end, record);
 }
 const seconds = (performance.now() - start) / 1000;
-print(summary(latencies, errors, seconds, { totalCalls: target.calls, ...(firstError ? { firstError } : {}) }));
+const cpu = pid ? { cpuSeconds: (await cpuSeconds(pid)) - cpuAtStart } : {};
+print(summary(latencies, errors, seconds, { totalCalls: target.calls, ...cpu, ...(firstError ? { firstError } : {}) }));
 await target.close();
 process.exit(0);

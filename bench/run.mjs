@@ -24,6 +24,8 @@
 //                                        across upstream shapes, bench/shapes.mjs; 2 rounds of
 //                                        8 turns unless --rounds/--slices say otherwise)
 //                      [--shape-names base,tools-1000,…] (only these shapes)
+//                      [--only sizing]   (opt-in: added p50/p99 at 100 and 1,000 calls/s, CPU per
+//                                        call, the bundled config's memory, bench/sizing.mjs)
 import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -36,6 +38,7 @@ import { runStateless } from './stateless.mjs';
 import { runTracing } from './tracing.mjs';
 import { runConnected } from './connected.mjs';
 import { runShapes, shapeHeading } from './shapes.mjs';
+import { runSizing } from './sizing.mjs';
 import { authServer, build, gatewayConfig, here, loadgen, median, renewable, root, start, stopAll } from './parts.mjs';
 import { cpuSeconds, rssBytes } from './proc.mjs';
 const { values } = parseArgs({
@@ -68,7 +71,7 @@ const IDLE = Number(values.idle ?? (quick ? 200 : 10_000));
 const INITS = quick ? 20 : 300;
 const SECTIONS = ['http', 'latency', 'stdio', 'init', 'idle', 'connected', 'callpath', 'catalog', 'search', 'lazy', 'stateless', 'tracing'];
 /** Sections run only when named: diagnostics, not targets. */
-const OPT_IN = ['inplace', 'shapes'];
+const OPT_IN = ['inplace', 'shapes', 'sizing'];
 const only = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : SECTIONS);
 if (values.shapes) only.add('shapes');
 for (const name of only) if (![...SECTIONS, ...OPT_IN].includes(name)) throw new Error(`--only: unknown section ${name} (one of ${[...SECTIONS, ...OPT_IN].join(', ')})`);
@@ -350,6 +353,11 @@ try {
     report.figures.tracing = await runTracing({ hop, gatewayWith, alternating, pairedRatio, sliceThroughput, sliceCpu, row, say, fmt });
   }
 
+  // 11. Sizing: added p50/p99 at 100 and 1,000 calls/s, CPU per call, the bundled config's memory.
+  if (only.has('sizing')) {
+    report.figures.sizing = await runSizing({ targets: { direct, hop, plain, prod }, interleaved, rounds: ROUNDS, duration: DURATION, quick, buildDir, dir, say, fmt, row, median });
+  }
+
   if (only.has('inplace')) {
     const inplaceDir = `${buildDir}-inplace`;
     await rm(inplaceDir, { recursive: true, force: true });
@@ -475,6 +483,7 @@ try {
   }
   if (report.figures.stateless) say(' stateless: none judged (figures only; bench/README.md, "Stateless clients")');
   if (report.figures.tracing) say(' tracing: none judged (ratios only; bench/README.md, "Tracing")');
+  if (report.figures.sizing) say(' sizing: none judged (figures to plan from; bench/README.md, "Sizing")');
   if (tp) say(`\nDirect reaches ${fmt(median(tp[direct.name].map((r) => r.throughput)), 0)} calls/s; the naive hop ${fmt(pairedRatio(tp, hop.name, direct.name, sliceThroughput))} × direct.`);
   say(`Took ${fmt((performance.now() - started) / 1000, 0)} s.`);
 } catch (err) {

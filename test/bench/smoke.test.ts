@@ -201,6 +201,40 @@ describe('npm run bench', () => {
     });
   }, 180_000);
 
+  it('measures what sizing plans from (--only sizing): added p50 and p99 at 100 and 1,000 calls/s, CPU per call, the bundled stdio children', async () => {
+    await inTempDir(async (dir) => {
+      const report = await runBench(dir, ['--quick', '--only', 'sizing']);
+      expect(Object.keys(report.figures)).toEqual(['sizing']);
+      type Added = Record<string, { p50: number; p99: number }>;
+      type PerServer = { children: number; rss: number; pss: number };
+      type MemoryRun = { sessions: number; steps: Record<string, { gateway: number; children: { server: string; rss: number }[] }>; perSession: Record<'everything' | 'memory', PerServer> & { gateway: number } };
+      const sizing = report.figures.sizing as { latency: Record<string, { added: Added; cpuPerCallUs: Record<string, number[]> }>; memory: Record<'bundled' | 'swapped', MemoryRun> };
+      expect(Object.keys(sizing.latency)).toEqual(['100', '1000']);
+      for (const [rate, { added, cpuPerCallUs }] of Object.entries(sizing.latency)) {
+        expect(Object.keys(added)).toEqual(['naive hop', 'gateway', 'gateway+jwt+metrics']);
+        // An added figure may be negative (a difference of two noisy figures); it must be a figure.
+        for (const [name, { p50, p99 }] of Object.entries(added)) expect(Number.isFinite(p50) && Number.isFinite(p99), `${rate} ${name}`).toBe(true);
+        for (const [name, cpu] of Object.entries(cpuPerCallUs)) expect(cpu.length === 1 && cpu[0]! > 0 && Number.isFinite(cpu[0]), `${rate} ${name} ${cpu}`).toBe(true);
+      }
+      // As bundled, everything gets a child per session and memory one shared child; swapped, the other way round.
+      const { bundled, swapped } = sizing.memory;
+      expect(bundled.perSession.everything.children).toBe(1);
+      expect(bundled.perSession.memory.children).toBe(0);
+      expect(swapped.perSession.everything.children).toBe(0);
+      expect(swapped.perSession.memory.children).toBe(1);
+      for (const run of [bundled, swapped]) {
+        expect(Object.keys(run.steps)).toEqual(['start', 'listed', 'called', 'sessions']);
+        for (const snap of Object.values(run.steps)) {
+          expect(snap.gateway).toBeGreaterThan(0);
+          for (const child of snap.children) expect(['everything', 'memory']).toContain(child.server);
+          for (const child of snap.children) expect(child.rss).toBeGreaterThan(0);
+        }
+      }
+      for (const text of ['100 calls/s offered', '1,000 calls/s offered', 'added by gateway ', 'calls/s per core', 'per session over the 2']) expect(report.summary.some((line) => line.includes(text)), text).toBe(true);
+      expect(report.targets).toEqual([]); // figures to plan from: no target is judged
+    });
+  }, 180_000);
+
   it('times every step of a call in place when asked (--only inplace), the anchors of the build all found', async () => {
     await inTempDir(async (dir) => {
       const report = await runBench(dir, ['--quick', '--only', 'inplace']);
