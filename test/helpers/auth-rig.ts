@@ -4,10 +4,10 @@
 // gateway trusting it.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { JWTPayload } from 'jose';
-import { afterAll, beforeAll, expect } from 'vitest';
+import { expect } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { connectClient, startGateway, terminateSession, upstream, type TestGateway } from './gateway.js';
-import { startAuthServer, type AuthServer } from './oauth.js';
+import { useAuthServer, type AuthServer } from './oauth.js';
 import { postRaw } from './raw-http.js';
 
 export const RESOURCE = 'https://mcp.example.test/mcp';
@@ -85,20 +85,7 @@ export interface AuthRig {
 
 /** Registers the stand-in's hooks (call it at a file's top level) and returns the rig. */
 export function useAuthRig(): AuthRig {
-  let as: AuthServer | undefined;
-
-  beforeAll(async () => {
-    as = await startAuthServer();
-  });
-
-  afterAll(async () => {
-    await as?.close();
-  });
-
-  const authServer = (): AuthServer => {
-    if (as === undefined) throw new Error('the authorization server is used before its beforeAll');
-    return as;
-  };
+  const authServer = useAuthServer();
 
   return {
     authServer,

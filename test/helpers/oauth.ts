@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll } from 'vitest';
 import { exportJWK, exportPKCS8, exportSPKI, generateKeyPair, importPKCS8, SignJWT, type CryptoKey, type JWK, type JWTHeaderParameters, type JWTPayload } from 'jose';
 
 export type SigningAlgorithm = 'RS256' | 'ES256';
@@ -235,4 +236,22 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
     },
   };
   return server;
+}
+
+/**
+ * Starts the stand-in before a file's tests and closes it after them (call it at a file's top
+ * level); the accessor throws when used before its beforeAll.
+ */
+export function useAuthServer(options: AuthServerOptions = {}): () => AuthServer {
+  let as: AuthServer | undefined;
+  beforeAll(async () => {
+    as = await startAuthServer(options);
+  });
+  afterAll(async () => {
+    await as?.close();
+  });
+  return () => {
+    if (as === undefined) throw new Error('the authorization server is used before its beforeAll');
+    return as;
+  };
 }

@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import type { JWTPayload } from 'jose';
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterEach } from 'vitest';
 import { connectClient, endSessions, recordNotifications, type NotificationLog } from './gateway.js';
-import { startAuthServer, type AuthServer } from './oauth.js';
+import { useAuthServer } from './oauth.js';
 import { FIXTURES, NODE } from './paths.js';
 import { useScratch } from './scratch.js';
 
@@ -56,25 +56,12 @@ export const apiKey = (key: string): Record<string, string> => ({ 'x-api-key': k
 
 /** Registers the rig's hooks (call it at a file's top level) and returns its parts. */
 export function usePolicyRig(): PolicyRig {
-  let as: AuthServer | undefined;
+  const server = useAuthServer();
   /** Sessions the current test opened: ended (DELETE) and closed after it, whatever happened. */
   const opened: Client[] = [];
   const dir = useScratch('switchyard-policy-');
 
-  beforeAll(async () => {
-    as = await startAuthServer();
-  });
-
   afterEach(() => endSessions(opened));
-
-  afterAll(async () => {
-    await as?.close();
-  });
-
-  const server = (): AuthServer => {
-    if (as === undefined) throw new Error('the authorization server is used before its beforeAll');
-    return as;
-  };
 
   return {
     dir,
