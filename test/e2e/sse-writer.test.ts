@@ -181,9 +181,8 @@ describe('an SSE connection written to Node’s response', () => {
   describe('a client that does not read', () => {
     const message = (i: number): string => encodeSseEvent(JSON.stringify({ i, pad: 'x'.repeat(1_000) }));
 
-    it('drops the droppable messages past the bound, and holds no more than the bound and the socket’s own high-water mark', async () => {
-      const dropped: string[] = [];
-      const bounds: QueueBounds = { bytes: 64 * 1024, messages: 100, ondrop: (method) => dropped.push(method) };
+    /** A GET stream written straight to its response, under `bounds`, whose client reads nothing. */
+    async function unread(bounds: QueueBounds): Promise<{ res: ServerResponse; sse: SseConnection }> {
       let res!: ServerResponse;
       const { port, connection } = await serve((r) => {
         res = r;
@@ -194,6 +193,13 @@ describe('an SSE connection written to Node’s response', () => {
       const raw = await client(port, GET());
       raw.socket.pause();
       const sse = await connection;
+      return { res, sse };
+    }
+
+    it('drops the droppable messages past the bound, and holds no more than the bound and the socket’s own high-water mark', async () => {
+      const dropped: string[] = [];
+      const bounds: QueueBounds = { bytes: 64 * 1024, messages: 100, ondrop: (method) => dropped.push(method) };
+      const { res, sse } = await unread(bounds);
       // Far more than the kernel's buffers on both ends hold.
       for (let i = 0; i < 40_000 && dropped.length < 1_000; i++) {
         sse.write(message(i), 'notifications/message');
@@ -209,16 +215,7 @@ describe('an SSE connection written to Node’s response', () => {
     it('closes the connection when what waits may not be dropped', async () => {
       let overflows = 0;
       const bounds: QueueBounds = { bytes: 64 * 1024, messages: 100, onoverflow: () => overflows++ };
-      let res!: ServerResponse;
-      const { port, connection } = await serve((r) => {
-        res = r;
-        const c = new SseConnection({}, 0, bounds);
-        c.writeTo(r);
-        return c;
-      });
-      const raw = await client(port, GET());
-      raw.socket.pause();
-      const sse = await connection;
+      const { res, sse } = await unread(bounds);
       const closed = new Promise<void>((resolve) => (sse.onclose = resolve));
       const gone = new Promise<void>((resolve) => res.once('close', resolve));
       for (let i = 0; i < 40_000 && sse.open; i++) {
