@@ -1,14 +1,17 @@
 // A fleet behind a real load balancer: Debian's nginx, round-robin with no affinity, in front of
 // three gateway processes sharing session keys and one redis-server (sessions.store), with
 // server-everything's own HTTP server upstream. The official SDK client's whole flow works
-// through it; a replica killed under load costs only the calls in flight on it; a rolling
-// restart under load (SIGTERM, drain, a new replica in its place, one at a time: what the Helm
-// chart's rolling update and PodDisruptionBudget do) fails no call.
+// through it; a replica killed under load costs only the calls in flight on it (nginx sends no
+// POST a second time); a rolling restart under load fails no call: one at a time, a new replica
+// joins nginx's servers, the old one leaves them, then gets SIGTERM and drains (what the Helm
+// chart's rolling update, Service endpoints and preStop sleep do).
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { poll } from '../helpers/cli.js';
 import { CALLS_PER_SECOND, LOAD_SESSIONS, Load, startFleet, WAIT_MS, type Fleet } from '../helpers/fleet.js';
+import type { ReplicaProcess as Replica } from '../helpers/replica.js';
 import { terminateSession, textOf } from '../helpers/gateway.js';
 import { alive } from '../helpers/processes.js';
 import { LATEST, POST_HEADERS } from '../helpers/raw-http.js';
@@ -114,18 +117,51 @@ describe('three replicas behind nginx on one redis-server', () => {
     await Promise.allSettled(sessions.map(async (c) => (await terminateSession(c), await c.close())));
   }, 180_000);
 
-  it('a rolling restart under load (SIGTERM, drain, a new replica in its place, one at a time) fails no call', async () => {
+  it('a POST a replica took and never answered (it crashed) is not sent to another one: the client gets an error it may retry', async () => {
+    const client = await fleet.connect();
+    const session = (client.transport as StreamableHTTPClientTransport).sessionId!;
+    const [victim, ...others] = fleet.replicas as [Replica, ...Replica[]];
+    const resentBefore = await fleet.nginx.resent();
+    // The victim first, the others only when it failed; stopped, it takes the request (its
+    // kernel accepts the connection) and answers nothing until it is killed.
+    await fleet.nginx.setBackends([victim.backend], others.map((r) => r.backend));
+    try {
+      process.kill(victim.pid, 'SIGSTOP');
+      const answer = fetch(fleet.nginx.url, {
+        method: 'POST',
+        headers: { ...POST_HEADERS, 'mcp-session-id': session, 'mcp-protocol-version': LATEST },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'remote__echo', arguments: { message: 'once' } } }),
+        signal: AbortSignal.timeout(WAIT_MS),
+      });
+      // Sent: it waits unread in a socket of the victim's.
+      await poll(async () => ((await unreadBytes(Number(victim.url.port))) > 0 ? true : undefined), 'the request to wait unread at the stopped replica', WAIT_MS, 10);
+      process.kill(victim.pid, 'SIGKILL');
+      const res = await answer;
+      expect(res.status).toBe(502);
+      await res.body?.cancel();
+      expect(await fleet.nginx.resent()).toEqual(resentBefore);
+    } finally {
+      await victim.kill();
+      await fleet.startSlot(0);
+      await fleet.nginx.setBackends(fleet.replicas.map((r) => r.backend));
+    }
+    expect(textOf(await client.callTool({ name: 'remote__echo', arguments: { message: 'after' } }))).toBe('Echo: after');
+    await terminateSession(client);
+    await client.close();
+  }, 60_000);
+
+  it('a rolling restart under load (a new replica in, the old one out of nginx, then SIGTERM and drain, one at a time) fails no call', async () => {
     const sessions = await Promise.all(Array.from({ length: LOAD_SESSIONS }, () => fleet.connect()));
     const load = new Load(sessions, CALLS_PER_SECOND);
     const gone: string[] = [];
     for (let slot = 0; slot < 3; slot++) {
-      // A draining replica answers what it has not read with 503 (nginx sends it to the next
-      // one) and finishes what it holds; the new one starts on its port once it has exited.
-      const leaving = fleet.replicas[slot]!;
+      // As the chart's rolling update does: the new replica serves before the old one leaves
+      // nginx's servers; once nothing nginx sent it before can still be on its way, SIGTERM: it
+      // finishes what it holds (a straggler would be answered 503 unread) and exits.
+      const leaving = await fleet.replace(slot, (since) => load.settled(since));
       const code = await leaving.stop(30_000);
       gone.push(...leaving.logs().filter((l) => l.level === 'warn' || l.level === 'error').map((l) => `${leaving.backend}: ${l.msg}`));
       expect(code, `exit of a draining replica; its last log lines: ${leaving.logs().slice(-5).map((l) => l.msg).join(' | ')}`).toBe(0);
-      await fleet.startSlot(slot);
       await load.ended(CALLS_PER_SECOND / 2);
     }
     const outcomes = await load.stop();
@@ -137,6 +173,17 @@ describe('three replicas behind nginx on one redis-server', () => {
     await Promise.allSettled(sessions.map(async (c) => (await terminateSession(c), await c.close())));
   }, 240_000);
 });
+
+/** Bytes received and not yet read on the connections of local port `port` (from /proc/net/tcp). */
+async function unreadBytes(port: number): Promise<number> {
+  const table = await readFile('/proc/net/tcp', 'utf8');
+  let unread = 0;
+  for (const line of table.split('\n').slice(1)) {
+    const [, local, , state, queues] = line.trim().split(/\s+/);
+    if (local?.endsWith(`:${port.toString(16).toUpperCase().padStart(4, '0')}`) && state === '01') unread += parseInt(queues!.split(':')[1]!, 16);
+  }
+  return unread;
+}
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -30,6 +30,7 @@ export class Load {
   #running = true;
   #ended = 0;
   #waiters: { count: number; wake: () => void }[] = [];
+  #settling: { at: number; wake: () => void }[] = [];
   readonly #loops: Promise<void>[];
 
   constructor(clients: Client[], perSecond: number) {
@@ -41,6 +42,21 @@ export class Load {
   ended(more: number): Promise<void> {
     const count = this.#ended + more;
     return new Promise((wake) => this.#waiters.push({ count, wake }));
+  }
+
+  /** Resolves once every call started before `at` has ended. */
+  settled(at: number): Promise<void> {
+    return new Promise((wake) => {
+      this.#settling.push({ at, wake });
+      this.#wakeSettled();
+    });
+  }
+
+  #wakeSettled(): void {
+    for (const waiter of this.#settling.filter((w) => !this.outcomes.some((o) => o.startedAt < w.at && o.endedAt === Infinity))) {
+      this.#settling.splice(this.#settling.indexOf(waiter), 1);
+      waiter.wake();
+    }
   }
 
   /** Calls started before `until` and not ended before `from`: those in flight at some point between the two. */
@@ -72,6 +88,7 @@ export class Load {
       this.#ended++;
       for (const waiter of this.#waiters.filter((w) => w.count <= this.#ended)) waiter.wake();
       this.#waiters = this.#waiters.filter((w) => w.count > this.#ended);
+      this.#wakeSettled();
       const wait = startedAt + gapMs - Date.now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     }
@@ -83,8 +100,15 @@ export interface Fleet {
   readonly redis: TestRedis;
   /** The replica in each slot; a restarted one takes its slot's port. */
   readonly replicas: Replica[];
-  /** Starts a replica in `slot` (on the slot's port). */
+  /** Starts a replica in `slot` (on the slot's port, its last one gone). */
   startSlot(slot: number): Promise<void>;
+  /**
+   * Replaces the replica in `slot` as a Kubernetes rolling update does (maxSurge 1): starts a new
+   * one on a port of its own and adds it to nginx's servers (in effect once a request reached
+   * it), then takes the old one out (the endpoints update), awaits `settled` (what nginx may
+   * still have sent it before), and returns it, still running, for its SIGTERM.
+   */
+  replace(slot: number, settled: (since: number) => Promise<void>): Promise<Replica>;
   /** An SDK client through nginx, closed with the fleet. */
   connect(): Promise<Client>;
   close(): Promise<void>;
@@ -109,6 +133,7 @@ export async function startFleet(): Promise<Fleet> {
   const startSlot = async (slot: number): Promise<void> => {
     replicas[slot] = await startReplica(configFile, ports[slot]);
   };
+  const leaving: Replica[] = [];
   for (let slot = 0; slot < 3; slot++) ports.push(await freePort());
   // One after another: three compiling at once on a busy machine take longer than in turn.
   for (let slot = 0; slot < 3; slot++) await startSlot(slot);
@@ -118,6 +143,20 @@ export async function startFleet(): Promise<Fleet> {
     redis,
     replicas,
     startSlot,
+    async replace(slot, settled) {
+      const old = replicas[slot]!;
+      leaving.push(old);
+      const next = await startReplica(configFile, 0);
+      replicas[slot] = next;
+      await nginx.setBackends([...replicas, old].map((r) => r.backend));
+      await nginx.reached(next.backend);
+      await nginx.setBackends(replicas.map((r) => r.backend));
+      // From here no worker of nginx sends it anything new; calls begun before may still be on
+      // their way to it.
+      await settled(Date.now());
+      ports[slot] = Number(next.url.port);
+      return old;
+    },
     connect: async () => {
       const client = await connectClient(nginx.url);
       clients.push(client);
@@ -125,7 +164,7 @@ export async function startFleet(): Promise<Fleet> {
     },
     close: async () => {
       await Promise.allSettled(clients.splice(0).map((c) => c.close()));
-      await Promise.allSettled(replicas.map((r) => r.kill()));
+      await Promise.allSettled([...replicas, ...leaving].map((r) => r.kill()));
       await nginx.close();
       await remote.close();
       await redis.close();
