@@ -90,3 +90,15 @@ export async function instrument(from, to) {
     await writeFile(path, head + text.replaceAll(anchor, replacement));
   }
 }
+
+/** The in-place build's step means since the last signal: line `n` of its file, once written. */
+export async function timersOf(pid, file, n) {
+  process.kill(pid, 'SIGUSR2');
+  const deadline = performance.now() + 10_000;
+  for (;;) {
+    const lines = (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
+    if (lines.length >= n) return JSON.parse(lines[n - 1]);
+    if (performance.now() > deadline) throw new Error(`the in-place build wrote no timings to ${file}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
