@@ -5,4 +5,4 @@
 set -u
 [ -n "${REDIS_URL:-}" ] && exit 0
 command -v redis-server >/dev/null 2>&1 && exit 0
-exec bash "$(dirname "$0")/ensure-system-package.sh" /usr/bin/redis-server redis-server 'the Redis tests (or set REDIS_URL)'
+exec bash "$(dirname "${BASH_SOURCE[0]}")/ensure-system-package.sh" /usr/bin/redis-server redis-server 'the Redis tests (or set REDIS_URL)'
