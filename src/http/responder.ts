@@ -66,47 +66,81 @@ export function respond(
   resolve: (reply: Reply) => void,
   requests: readonly JsonRpcId[] = [],
 ): void {
-  let stream: SessionStream | undefined;
-  let settled = false;
-  const upgrade = (): SessionStream => {
-    if (stream) return stream;
-    const opened = session.openRequestStream(requests);
-    stream = opened;
-    resolve(connect(session, opened, settings)!.response);
+  const responder = new Responder(session, settings, resolve, requests);
+  try {
+    run(responder, responder.answered);
+  } catch (err) {
+    responder.abandon();
+    throw err;
+  }
+}
+
+/**
+ * One POST's way to its reply, and the channel of its requests: JSON when the answers come
+ * first, else its SSE stream. One object per POST (every call's path), its steps methods.
+ */
+class Responder implements RequestChannel {
+  readonly #session: DownstreamSession;
+  readonly #settings: StreamSettings;
+  readonly #resolve: (reply: Reply) => void;
+  readonly #requests: readonly JsonRpcId[];
+  readonly #timer: NodeJS.Timeout;
+  #stream: SessionStream | undefined;
+  #settled = false;
+
+  constructor(session: DownstreamSession, settings: StreamSettings, resolve: (reply: Reply) => void, requests: readonly JsonRpcId[]) {
+    this.#session = session;
+    this.#settings = settings;
+    this.#resolve = resolve;
+    this.#requests = requests;
+    this.#timer = setTimeout(upgradeLate, STREAM_AFTER_MS, this);
+  }
+
+  send(message: JsonRpcMessage): void {
+    // After the answer, related messages (a task's progress) go to the standalone stream.
+    if (this.#settled) this.#session.deliver(message);
+    else this.upgrade().send(message);
+  }
+
+  stream(): void {
+    if (!this.#settled) this.upgrade();
+  }
+
+  /** The POST's SSE stream, opened (and handed to `resolve`) the first time. */
+  upgrade(): SessionStream {
+    if (this.#stream) return this.#stream;
+    const opened = this.#session.openRequestStream(this.#requests);
+    this.#stream = opened;
+    this.#resolve(connect(this.#session, opened, this.#settings)!.response);
     return opened;
-  };
-  const timer = setTimeout(upgrade, STREAM_AFTER_MS);
-  const channel: RequestChannel = {
-    send(message: JsonRpcMessage) {
-      // After the answer, related messages (a task's progress) go to the standalone stream.
-      if (settled) session.deliver(message);
-      else upgrade().send(message);
-    },
-    stream() {
-      if (!settled) upgrade();
-    },
-  };
-  const answered = (results: Answers): void => {
-    settled = true;
-    clearTimeout(timer);
+  }
+
+  /** What the requests came to (the `done` of run). */
+  readonly answered = (results: Answers): void => {
+    this.#settled = true;
+    clearTimeout(this.#timer);
     const answer = Array.isArray(results) ? results.filter((r): r is JsonRpcResponse => r !== undefined) : results;
+    const stream = this.#stream;
     if (stream) {
       for (const response of Array.isArray(answer) ? answer : answer ? [answer] : []) stream.send(response);
       stream.finish();
     } else if (answer === undefined || (Array.isArray(answer) && answer.length === 0)) {
       // Every request was cancelled: no response is due, so the stream ends empty.
-      resolve(new Response(null, { status: 200, headers: SSE_HEADERS }));
+      this.#resolve(new Response(null, { status: 200, headers: SSE_HEADERS }));
     } else {
-      resolve(JsonReply.json(answer));
+      this.#resolve(JsonReply.json(answer));
     }
   };
-  try {
-    run(channel, answered);
-  } catch (err) {
-    // No stream is due later, and one opened already ends here.
-    settled = true;
-    clearTimeout(timer);
-    stream?.finish();
-    throw err;
+
+  /** `run` threw: no stream is due later, and one opened already ends here. */
+  abandon(): void {
+    this.#settled = true;
+    clearTimeout(this.#timer);
+    this.#stream?.finish();
   }
+}
+
+/** The timer's callback (one function for every POST, its responder the argument). */
+function upgradeLate(responder: Responder): void {
+  responder.upgrade();
 }

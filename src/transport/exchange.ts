@@ -52,8 +52,8 @@ export interface ExchangeResult {
 
 /**
  * Exchanges in flight, so their owner can cut them all (a transport closing) without aborting
- * each caller's own cancellation. A list linked through the entries: adding and removing one
- * hashes nothing and allocates only the entry.
+ * each caller's own cancellation. A list linked through the entries (each exchange is its own
+ * entry): adding and removing one hashes and allocates nothing.
  */
 export class InFlight {
   readonly #head: InFlightEntry = { cut: () => {}, prev: undefined, next: undefined };
@@ -64,12 +64,12 @@ export class InFlight {
     this.#report = report;
   }
 
-  add(cut: (err: Error) => void): InFlightEntry {
+  add(entry: InFlightEntry): void {
     const head = this.#head;
-    const entry: InFlightEntry = { cut, prev: head, next: head.next };
+    entry.prev = head;
+    entry.next = head.next;
     if (head.next) head.next.prev = entry;
     head.next = entry;
-    return entry;
   }
 
   delete(entry: InFlightEntry): void {
@@ -84,26 +84,27 @@ export class InFlight {
    * transport in place), as it did when exchanges were promises, before their owners hear of it.
    */
   cutAll(err: Error): void {
-    const cuts: ((err: Error) => void)[] = [];
+    const cut: InFlightEntry[] = [];
     let entry = this.#head.next;
     this.#head.next = undefined;
     while (entry) {
       const next = entry.next;
-      cuts.push(entry.cut);
+      cut.push(entry);
       entry.prev = entry.next = undefined;
       entry = next;
     }
-    if (cuts.length > 0) {
+    if (cut.length > 0) {
       queueMicrotask(() => {
         // One owner's failure must not leave the others uncut.
-        for (const cut of cuts) guarded(this.#report, () => cut(err));
+        for (const each of cut) guarded(this.#report, () => each.cut(err));
       });
     }
   }
 }
 
+/** One exchange in an InFlight list. */
 export interface InFlightEntry {
-  readonly cut: (err: Error) => void;
+  cut(err: Error): void;
   prev: InFlightEntry | undefined;
   next: InFlightEntry | undefined;
 }
@@ -153,113 +154,147 @@ export function exchange(
     later(done, new BeforeResponseError('aborted', { cause: signal.reason }));
     return;
   }
-  let abort: ((err: Error) => void) | undefined;
-  let aborted = false;
-  const stop = (err: Error): void => {
-    if (aborted || !abort) return;
-    aborted = true;
-    abort(err);
-  };
-  let body: BodyPlan | undefined;
-  let statusCode = 0;
-  let head: ResponseHead = NO_HEAD;
-  const chunks: Buffer[] = [];
-  let length = 0;
-  let settled = false;
-  // undici reports some failures (a closed dispatcher) from inside dispatch(): those wait a turn.
-  let dispatched = false;
-  const settle = (err: unknown, result?: ExchangeResult): void => {
-    if (settled) return;
-    settled = true;
-    signal?.removeEventListener('abort', onAbort);
-    inflight.delete(registered);
-    const failure = result ? undefined : body === undefined ? beforeResponse(err) : err;
-    if (dispatched) done(failure, result);
-    else queueMicrotask(() => done(failure, result));
-  };
-  const cut = (err: Error): void => {
-    settle(err);
-    stop(err);
-  };
-  const onAbort = (): void => {
-    const reason = signal!.reason instanceof Error ? signal!.reason : new Error(String(signal!.reason ?? 'aborted'));
-    cut(reason);
-  };
-  signal?.addEventListener('abort', onAbort);
-  const registered = inflight.add(cut);
-
-  // undici's own handler form (raw headers): its newer one wraps each request in an adapter that
-  // parses every response header into an object, where a plan reads two (Tenth pass).
-  const handler: Dispatcher.DispatchHandler = {
-    onConnect(abortRequest) {
-      abort = abortRequest;
-      if (settled) stop(new Error('aborted'));
-    },
-    onHeaders(status, rawHeaders) {
-      statusCode = status;
-      head = new ResponseHead(rawHeaders as Buffer[]);
-      try {
-        body = plan(status, head);
-      } catch (err) {
-        body = { kind: 'skip' };
-        cut(err as Error);
-      }
-      return true;
-    },
-    onData(chunk) {
-      if (settled || !body) return true;
-      if (body.kind === 'text') {
-        length += chunk.length;
-        if (length > body.max) {
-          if (body.lenient) {
-            settle(undefined, { statusCode, head, text: '' });
-            stop(new Error('body too large'));
-          } else cut(new TransportError('oversized', `upstream response exceeds ${body.max} bytes`));
-          return true;
-        }
-        chunks.push(chunk);
-      } else if (body.kind === 'sse') {
-        let events: SseEvent[];
-        try {
-          events = (body.parser ??= new SseParser(body.max)).push(chunk);
-        } catch (err) {
-          cut(sseOversized(err));
-          return true;
-        }
-        try {
-          for (const event of events) body.onEvent(event);
-        } catch (err) {
-          cut(err as Error);
-        }
-      }
-      return true;
-    },
-    onComplete() {
-      if (settled) return;
-      const text = chunks.length === 0 ? '' : chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
-      if (body?.kind === 'text' && body.onText) {
-        try {
-          body.onText(text);
-        } catch (err) {
-          settle(err);
-          return;
-        }
-      }
-      settle(undefined, { statusCode, head, text });
-    },
-    onError(err) {
-      // An error body that breaks off is as good as none.
-      if (body?.kind === 'text' && body.lenient) settle(undefined, { statusCode, head, text: '' });
-      else settle(err);
-    },
-  };
-  try {
-    dispatcher.dispatch(request, handler);
-  } catch (err) {
-    settle(err);
-  }
-  dispatched = true;
+  new Exchange(signal, plan, inflight, done).start(dispatcher, request);
 }
+
+/**
+ * One exchange's state, and undici's handler for it in undici's own form (raw headers: its
+ * newer form wraps each request in an adapter that parses every response header into an
+ * object, where a plan reads two; Thirteenth pass). One object per exchange, its steps methods:
+ * this is every call's path, where a closure per step was what it used to cost.
+ */
+class Exchange implements Dispatcher.DispatchHandler, InFlightEntry {
+  readonly #signal: CancelSignal | undefined;
+  readonly #plan: (statusCode: number, head: ResponseHead) => BodyPlan;
+  readonly #inflight: InFlight;
+  readonly #done: ExchangeDone;
+  /** The signal's listener (the one function an exchange makes). */
+  readonly #onAbort: (() => void) | undefined;
+  #abort: ((err: Error) => void) | undefined;
+  #aborted = false;
+  #body: BodyPlan | undefined;
+  #statusCode = 0;
+  #head: ResponseHead = NO_HEAD;
+  #chunks: Buffer[] | undefined;
+  #length = 0;
+  #settled = false;
+  // undici reports some failures (a closed dispatcher) from inside dispatch(): those wait a turn.
+  #dispatched = false;
+  prev: InFlightEntry | undefined;
+  next: InFlightEntry | undefined;
+
+  constructor(signal: CancelSignal | undefined, plan: (statusCode: number, head: ResponseHead) => BodyPlan, inflight: InFlight, done: ExchangeDone) {
+    this.#signal = signal;
+    this.#plan = plan;
+    this.#inflight = inflight;
+    this.#done = done;
+    this.#onAbort = signal && (() => this.cut(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason ?? 'aborted'))));
+  }
+
+  start(dispatcher: Dispatcher, request: Request): void {
+    if (this.#onAbort) this.#signal!.addEventListener('abort', this.#onAbort);
+    this.#inflight.add(this);
+    try {
+      dispatcher.dispatch(request, this);
+    } catch (err) {
+      this.#settle(err);
+    }
+    this.#dispatched = true;
+  }
+
+  /** Ends the exchange with `err` (the caller's cancellation, the transport closing, a plan's throw). */
+  cut(err: Error): void {
+    this.#settle(err);
+    this.#stop(err);
+  }
+
+  #stop(err: Error): void {
+    if (this.#aborted || !this.#abort) return;
+    this.#aborted = true;
+    this.#abort(err);
+  }
+
+  #settle(err: unknown, result?: ExchangeResult): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    if (this.#onAbort) this.#signal!.removeEventListener('abort', this.#onAbort);
+    this.#inflight.delete(this);
+    const failure = result ? undefined : this.#body === undefined ? beforeResponse(err) : err;
+    if (this.#dispatched) this.#done(failure, result);
+    else queueMicrotask(() => this.#done(failure, result));
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.#abort = abort;
+    if (this.#settled) this.#stop(new Error('aborted'));
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[] | string[] | null): boolean {
+    this.#statusCode = statusCode;
+    this.#head = new ResponseHead((rawHeaders ?? []) as Buffer[]);
+    try {
+      this.#body = this.#plan(statusCode, this.#head);
+    } catch (err) {
+      this.#body = SKIP_BODY;
+      this.cut(err as Error);
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    const body = this.#body;
+    if (this.#settled || !body) return true;
+    if (body.kind === 'text') {
+      this.#length += chunk.length;
+      if (this.#length > body.max) {
+        if (body.lenient) {
+          this.#settle(undefined, { statusCode: this.#statusCode, head: this.#head, text: '' });
+          this.#stop(new Error('body too large'));
+        } else this.cut(new TransportError('oversized', `upstream response exceeds ${body.max} bytes`));
+        return true;
+      }
+      (this.#chunks ??= []).push(chunk);
+    } else if (body.kind === 'sse') {
+      let events: SseEvent[];
+      try {
+        events = (body.parser ??= new SseParser(body.max)).push(chunk);
+      } catch (err) {
+        this.cut(sseOversized(err));
+        return true;
+      }
+      try {
+        for (const event of events) body.onEvent(event);
+      } catch (err) {
+        this.cut(err as Error);
+      }
+    }
+    return true;
+  }
+
+  onComplete(): void {
+    if (this.#settled) return;
+    const chunks = this.#chunks;
+    const text = chunks === undefined ? '' : chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+    const body = this.#body;
+    if (body?.kind === 'text' && body.onText) {
+      try {
+        body.onText(text);
+      } catch (err) {
+        this.#settle(err);
+        return;
+      }
+    }
+    this.#settle(undefined, { statusCode: this.#statusCode, head: this.#head, text });
+  }
+
+  onError(err: Error): void {
+    // An error body that breaks off is as good as none.
+    if (this.#body?.kind === 'text' && this.#body.lenient) this.#settle(undefined, { statusCode: this.#statusCode, head: this.#head, text: '' });
+    else this.#settle(err);
+  }
+}
+
+const SKIP_BODY: BodyPlan = { kind: 'skip' };
 
 function beforeResponse(err: unknown): BeforeResponseError {
   const message = err instanceof Error ? err.message : String(err);

@@ -26,7 +26,7 @@ import {
   type JsonRpcRequest,
   type ProgressToken,
 } from '../mcp/jsonrpc.js';
-import { PendingRequests, promiseOf, type Settled } from '../mcp/pending.js';
+import { PendingRequests, promiseOf, type Deadlines, type Settled } from '../mcp/pending.js';
 import { asError, later } from '../util/callbacks.js';
 import { createdTaskId, isTerminalTaskStatus } from '../mcp/tasks.js';
 import { isStatelessVersion, STATELESS_VERSION } from '../mcp/era.js';
@@ -41,14 +41,30 @@ export type { InitializeResult, RequestOptions, ServerRequestHandler, UpstreamCl
 import { sendThen, TransportError, type MessageExtra, type Transport } from '../transport/types.js';
 import { Cancellation, type CancelSignal } from '../util/cancel.js';
 
-interface Pending {
-  method: string;
-  progressToken: ProgressToken | undefined;
-  onProgress: ((params: JsonObject) => void) | undefined;
-  context: unknown;
+/**
+ * A request sent and not yet answered: what its answer and progress need, and its deadlines
+ * (PendingRequests' Deadlines). One object per request, on every call's path.
+ */
+class Pending implements Deadlines {
   /** Aborts the transport's round trip of a request given up on (timeout, cancel, close). */
-  cancel: Cancellation;
-  detach: () => void;
+  readonly cancel = new Cancellation();
+
+  constructor(
+    readonly method: string,
+    readonly progressToken: ProgressToken | undefined,
+    readonly onProgress: ((params: JsonObject) => void) | undefined,
+    readonly context: unknown,
+    readonly timeoutMs: number,
+    readonly maxTotalMs: number,
+    readonly onTimeout: (elapsedMs: number) => void,
+    /** The caller's signal and this request's listener on it, removed once it is settled. */
+    readonly signal: CancelSignal | undefined,
+    readonly onAbort: () => void,
+  ) {}
+
+  detach(): void {
+    this.signal?.removeEventListener('abort', this.onAbort);
+  }
 }
 
 /** A 2026-07-28 server that has not answered server/discover in this long is of the sessions era (stdio). */
@@ -282,38 +298,23 @@ export class UpstreamClient {
       const reason = signal?.reason;
       this.#cancel(id, typeof reason === 'string' ? reason : reason instanceof Error ? reason.message : 'cancelled', new GatewayError('cancelled', 'request cancelled'));
     };
-    const pending: Pending = {
-      method,
-      progressToken,
-      onProgress: options.onProgress,
-      context: options.context,
-      cancel: new Cancellation(),
-      detach: () => signal?.removeEventListener('abort', onAbort),
+    const onTimeout = (elapsed: number): void => {
+      const err = new GatewayError('upstream_timeout', `upstream ${this.name} did not answer ${method} within ${elapsed} ms`);
+      this.#cancel(id, 'timeout', err);
     };
-    this.#pending.track(
-      id,
-      pending,
-      {
-        timeoutMs: options.timeoutMs ?? this.#options.timeoutMs,
-        maxTotalMs: options.maxTotalMs ?? this.#options.maxTotalTimeoutMs,
-        onTimeout: (elapsed) => {
-          const err = new GatewayError('upstream_timeout', `upstream ${this.name} did not answer ${method} within ${elapsed} ms`);
-          this.#cancel(id, 'timeout', err);
-        },
-      },
-      done,
-    );
+    const timeoutMs = options.timeoutMs ?? this.#options.timeoutMs;
+    const maxTotalMs = options.maxTotalMs ?? this.#options.maxTotalTimeoutMs;
+    const pending = new Pending(method, progressToken, options.onProgress, options.context, timeoutMs, maxTotalMs, onTimeout, signal, onAbort);
+    this.#pending.track(id, pending, pending, done);
     signal?.addEventListener('abort', onAbort, { once: true });
     const message: JsonRpcRequest = outgoing === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params: outgoing };
-    const failed = (err: unknown): void => {
-      this.#settle(id, this.#wrap(err));
+    const sent = (err?: unknown): void => {
+      if (err !== undefined) this.#settle(id, this.#wrap(err));
     };
     try {
-      sendThen(this.#transport, message, options.headers ? { cancel: pending.cancel, headers: options.headers } : { cancel: pending.cancel }, (err) => {
-        if (err !== undefined) failed(err);
-      });
+      sendThen(this.#transport, message, options.headers ? { cancel: pending.cancel, headers: options.headers } : { cancel: pending.cancel }, sent);
     } catch (err) {
-      failed(err);
+      sent(err ?? new Error('send failed'));
     }
   }
 

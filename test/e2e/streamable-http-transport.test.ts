@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JsonRpcMessage } from '../../src/mcp/jsonrpc.js';
-import { BeforeResponseError, exchange, InFlight } from '../../src/transport/exchange.js';
+import { BeforeResponseError, exchange, InFlight, type InFlightEntry } from '../../src/transport/exchange.js';
 import { StreamableHttpTransport } from '../../src/transport/streamable-http.js';
 import { TransportError } from '../../src/transport/types.js';
 import { Cancellation } from '../../src/util/cancel.js';
@@ -310,11 +310,17 @@ describe('StreamableHttpTransport POST', () => {
 describe('InFlight (the exchanges a transport cuts on close)', () => {
   /** The cuts run a turn after cutAll (a renewal puts its new transport in place first). */
   const turn = (): Promise<void> => Promise.resolve();
+  /** An exchange's entry (exchanges are their own), added to `inflight`. */
+  const add = (inflight: InFlight, cut: (err: Error) => void): InFlightEntry => {
+    const entry: InFlightEntry = { cut, prev: undefined, next: undefined };
+    inflight.add(entry);
+    return entry;
+  };
 
   it('cuts what is still in flight, once, and nothing removed before, a turn after cutAll', async () => {
     const inflight = new InFlight();
     const cut: string[] = [];
-    const [a, b, c] = ['a', 'b', 'c'].map((name) => inflight.add(() => cut.push(name)));
+    const [a, b, c] = ['a', 'b', 'c'].map((name) => add(inflight, () => cut.push(name)));
     inflight.delete(b!);
     inflight.delete(b!);
     inflight.cutAll(new Error('closed'));
@@ -332,16 +338,16 @@ describe('InFlight (the exchanges a transport cuts on close)', () => {
   it('keeps working after a cut, when an exchange removes itself while being cut', async () => {
     const inflight = new InFlight();
     const cut: string[] = [];
-    const first = inflight.add(() => {
+    const first = add(inflight, () => {
       cut.push('first');
       inflight.delete(first);
       inflight.delete(second);
     });
-    const second = inflight.add(() => cut.push('second'));
+    const second = add(inflight, () => cut.push('second'));
     inflight.cutAll(new Error('closed'));
     await turn();
     expect(cut.sort()).toEqual(['first', 'second']);
-    inflight.add(() => cut.push('later'));
+    add(inflight, () => cut.push('later'));
     inflight.cutAll(new Error('closed'));
     await turn();
     expect(cut).toEqual(['first', 'second', 'later']);
@@ -351,11 +357,11 @@ describe('InFlight (the exchanges a transport cuts on close)', () => {
     const reported: unknown[] = [];
     const inflight = new InFlight((err) => reported.push(err));
     const cut: string[] = [];
-    inflight.add(() => cut.push('a'));
-    inflight.add(() => {
+    add(inflight, () => cut.push('a'));
+    add(inflight, () => {
       throw new Error('owner failed');
     });
-    inflight.add(() => cut.push('c'));
+    add(inflight, () => cut.push('c'));
     inflight.cutAll(new Error('closed'));
     await turn();
     expect(cut.sort()).toEqual(['a', 'c']);
