@@ -140,7 +140,7 @@ class Unanswered {
     if (head.next) head.next.prev = entry;
     head.next = entry;
     this.size++;
-    outgoing.once('close', () => this.#remove(entry));
+    outgoing.on('close', () => this.#remove(entry));
   }
 
   forEach(each: (outgoing: ServerResponse) => void): void {
