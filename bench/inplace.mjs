@@ -63,7 +63,7 @@ const PATCHES = [
   mark('http/input.js', 'const onEnd = () => {', '__inplaceBody'),
   wrap('http/mcp-endpoint.js', 'JSON.parse client message', 'JSON.parse(text)'),
   wrap('transport/streamable-http.js', 'JSON.stringify upstream request', 'JSON.stringify(message)'),
-  wrap('transport/exchange.js', 'undici dispatch', 'dispatcher.dispatch(request, handler)', { before: until('body end → upstream request', '__inplaceBody') }),
+  wrap('transport/exchange.js', 'undici dispatch', 'dispatcher.dispatch(request, this)', { before: until('body end → upstream request', '__inplaceBody') }),
   mark('transport/exchange.js', 'onComplete() {', '__inplaceAnswer'),
   wrap('transport/http-common.js', 'JSON.parse upstream answer', 'JSON.parse(text)'),
   wrap('http/reply.js', 'JSON.stringify client answer', 'JSON.stringify(value)'),
