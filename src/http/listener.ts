@@ -11,6 +11,7 @@ import { dirname } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { getRequestListener, type ServerType } from '@hono/node-server';
 import { failure } from '../mcp/jsonrpc.js';
+import { LinkedList, type Linked } from '../util/linked-list.js';
 import type { Logger } from '../util/log.js';
 import { refusals } from './refusals.js';
 
@@ -122,44 +123,32 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
 }
 
 /**
- * Responses not yet ended, in a list linked through one small record each, which ending
- * unlinks. Not a Set: its table, replaced as it grows and shrinks, stays in the old generation
- * pointing at the responses it held, and the young-generation collector then keeps each of them
- * (and all they reach: the request, its body, the call's objects) until the next full
- * collection: 3.5 KB per call promoted, GC pauses of 10 µs per call (bench/HISTORY.md,
- * "Fifteenth pass").
+ * Responses not yet ended, each in a list (util/linked-list.ts) until its 'close' unlinks it.
+ * Not a Set: its table, rebuilt as responses come and go, kept answered requests (and all they
+ * reach) alive for the young-generation collector: 3.5 KB per call promoted, GC pauses of 10 µs
+ * per call (bench/HISTORY.md, "Fifteenth pass").
  */
 class Unanswered {
-  readonly #head: UnansweredEntry = { outgoing: undefined, prev: undefined, next: undefined };
-  size = 0;
+  readonly #list = new LinkedList<UnansweredEntry>();
+
+  get size(): number {
+    return this.#list.size;
+  }
 
   /** Counts `outgoing` until its 'close' (its end, or the client gone). */
   add(outgoing: ServerResponse): void {
-    const head = this.#head;
-    const entry: UnansweredEntry = { outgoing, prev: head, next: head.next };
-    if (head.next) head.next.prev = entry;
-    head.next = entry;
-    this.size++;
-    outgoing.on('close', () => this.#remove(entry));
+    const entry: UnansweredEntry = { outgoing, prev: undefined, next: undefined };
+    this.#list.add(entry);
+    outgoing.on('close', () => this.#list.delete(entry));
   }
 
   forEach(each: (outgoing: ServerResponse) => void): void {
-    for (let entry = this.#head.next; entry; entry = entry.next) each(entry.outgoing!);
-  }
-
-  #remove(entry: UnansweredEntry): void {
-    if (!entry.prev) return;
-    entry.prev.next = entry.next;
-    if (entry.next) entry.next.prev = entry.prev;
-    entry.prev = entry.next = entry.outgoing = undefined;
-    this.size--;
+    this.#list.forEach((entry) => each(entry.outgoing));
   }
 }
 
-interface UnansweredEntry {
-  outgoing: ServerResponse | undefined;
-  prev: UnansweredEntry | undefined;
-  next: UnansweredEntry | undefined;
+interface UnansweredEntry extends Linked<UnansweredEntry> {
+  readonly outgoing: ServerResponse;
 }
 
 const DRAINING_BODY = JSON.stringify(failure(null, { code: refusals.shuttingDown.code, message: refusals.shuttingDown.message }));

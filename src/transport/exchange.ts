@@ -8,6 +8,7 @@ import type { CancelSignal } from '../util/cancel.js';
 import { sseOversized } from './http-common.js';
 import { TransportError } from './types.js';
 import { guarded, later, surface } from '../util/callbacks.js';
+import { LinkedList, type Linked } from '../util/linked-list.js';
 
 export type BodyPlan =
   /**
@@ -52,11 +53,10 @@ export interface ExchangeResult {
 
 /**
  * Exchanges in flight, so their owner can cut them all (a transport closing) without aborting
- * each caller's own cancellation. A list linked through the entries (each exchange is its own
- * entry): adding and removing one hashes and allocates nothing.
+ * each caller's own cancellation. Each exchange is its own entry of the list.
  */
 export class InFlight {
-  readonly #head: InFlightEntry = { cut: () => {}, prev: undefined, next: undefined };
+  readonly #list = new LinkedList<InFlightEntry>();
   readonly #report: (err: unknown) => void;
 
   /** `report` hears what a cut throws (by default it is surfaced: the process logs it). */
@@ -65,18 +65,11 @@ export class InFlight {
   }
 
   add(entry: InFlightEntry): void {
-    const head = this.#head;
-    entry.prev = head;
-    entry.next = head.next;
-    if (head.next) head.next.prev = entry;
-    head.next = entry;
+    this.#list.add(entry);
   }
 
   delete(entry: InFlightEntry): void {
-    if (!entry.prev) return;
-    entry.prev.next = entry.next;
-    if (entry.next) entry.next.prev = entry.prev;
-    entry.prev = entry.next = undefined;
+    this.#list.delete(entry);
   }
 
   /**
@@ -84,15 +77,7 @@ export class InFlight {
    * transport in place), as it did when exchanges were promises, before their owners hear of it.
    */
   cutAll(err: Error): void {
-    const cut: InFlightEntry[] = [];
-    let entry = this.#head.next;
-    this.#head.next = undefined;
-    while (entry) {
-      const next = entry.next;
-      cut.push(entry);
-      entry.prev = entry.next = undefined;
-      entry = next;
-    }
+    const cut = this.#list.takeAll();
     if (cut.length > 0) {
       queueMicrotask(() => {
         // One owner's failure must not leave the others uncut.
@@ -103,10 +88,8 @@ export class InFlight {
 }
 
 /** One exchange in an InFlight list. */
-export interface InFlightEntry {
+export interface InFlightEntry extends Linked<InFlightEntry> {
   cut(err: Error): void;
-  prev: InFlightEntry | undefined;
-  next: InFlightEntry | undefined;
 }
 
 /** Thrown (wrapped by the caller) for failures before the response's headers arrived. */
