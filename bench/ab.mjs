@@ -12,6 +12,8 @@
 //   [--rounds 4] [--slices 10] [--slice 0.5] (turns per target and round, seconds each)
 //   [--warm-up 2] (seconds of load per target before each round's turns)
 //   [--build-dir DIR] (where this tree is compiled for targets without @BUILD_DIR; default .tmp/bench-dist)
+//   [--env NAME=VALUE] (repeatable: the bench upstream's shape, e.g. --env GET=1 --env TOOLS=50 for
+//                       the call path's upstream)
 //   [--flags NAME='--node-flag …'] (repeatable: Node/V8 flags for that target's process, e.g.
 //                                  --flags big='--max-semi-space-size=64')
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -22,7 +24,7 @@ import { authServer, build, gatewayConfig, here, loadgen, median, renewable, roo
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { rounds: { type: 'string', default: '4' }, slices: { type: 'string', default: '10' }, slice: { type: 'string', default: '0.5' }, 'warm-up': { type: 'string', default: '2' }, 'build-dir': { type: 'string' }, flags: { type: 'string', multiple: true, default: [] } },
+  options: { rounds: { type: 'string', default: '4' }, slices: { type: 'string', default: '10' }, slice: { type: 'string', default: '0.5' }, 'warm-up': { type: 'string', default: '2' }, 'build-dir': { type: 'string' }, flags: { type: 'string', multiple: true, default: [] }, env: { type: 'string', multiple: true, default: [] } },
 });
 const C = 16;
 const FEATURES = { plain: {}, jwt: { jwt: true }, metrics: { metrics: true }, 'jwt+metrics': { jwt: true, metrics: true } };
@@ -64,7 +66,7 @@ const dir = await mkdtemp(join(tmpdir(), 'switchyard-ab-'));
 let auth;
 try {
   auth = await authServer();
-  const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')]);
+  const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')], Object.fromEntries(values.env.map((pair) => pair.split('='))));
   const targets = [];
   for (const spec of specs) {
     const token = spec.token ? { token: auth.token } : {};
