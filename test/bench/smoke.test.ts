@@ -273,9 +273,9 @@ describe('npm run bench', () => {
     });
   }, 180_000);
 
-  it('compares gateways, the lean forwarder and a hop sent the token in turns with the naive hop (npm run bench:ab), a ratio for each', async () => {
+  it('compares gateways, the lean forwarder and a hop sent the token in turns with the naive hop (npm run bench:ab), a ratio for each, behind the call-path upstream (--env)', async () => {
     await inTempDir(async (dir) => {
-      const args = ['--rounds', '1', '--slices', '1', '--slice', '0.2', '--warm-up', '0.3', '--build-dir', join(dir, 'dist'), '--flags', 'l=--max-semi-space-size=32', 'hop=hop', 'd=direct', 't=hop:token', 'l=lean:LEAN_TIMERS=1', 'g=gateway:jwt+metrics'];
+      const args = ['--rounds', '1', '--slices', '1', '--slice', '0.2', '--warm-up', '0.3', '--build-dir', join(dir, 'dist'), '--flags', 'l=--max-semi-space-size=32', '--env', 'GET=1', '--env', 'TOOLS=50', 'hop=hop', 'd=direct', 't=hop:token', 'l=lean:LEAN_TIMERS=1', 'g=gateway:jwt+metrics'];
       const { status, stdout } = await runScript('bench/ab.mjs', args);
       expect(status).toBe(0);
       const rows = Object.fromEntries(stdout.split('\n').map((line) => line.trim().split(/\s+/)).map((cells) => [cells[0], cells.slice(1)]));
