@@ -3,6 +3,7 @@ import { supportsMethod } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, notification, type JsonObject } from '../mcp/jsonrpc.js';
 import { isStatelessVersion } from '../mcp/era.js';
+import type { SessionLinks } from '../links/links.js';
 import type { DownstreamSession } from '../links/session.js';
 import type { RequestOptions, UpstreamClient } from '../upstream/client.js';
 import { promiseOf, type Settled } from '../mcp/pending.js';
@@ -51,6 +52,16 @@ export function forward(call: Call, client: UpstreamClient, method: string, para
     hop.end(outcome);
     settled(outcome);
   });
+}
+
+/**
+ * Opens `upstream` for the call's session if it is not open yet (links.ensure): undefined when
+ * nothing is to do (every call on an open upstream), else the wait, traced as that upstream's
+ * `initialize` when the call is traced.
+ */
+export function openFor(links: Pick<SessionLinks, 'ensure'>, call: Pick<Call, 'session' | 'trace'>, upstream: string | undefined): Promise<void> | undefined {
+  const wait = links.ensure(call.session, upstream);
+  return wait && call.trace && upstream !== undefined ? call.trace.opening(upstream, wait) : wait;
 }
 
 /**

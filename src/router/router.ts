@@ -23,7 +23,7 @@ import type { UpstreamClient } from '../upstream/client.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../util/log.js';
-import { forward, requireString, toolError, type Call } from './call.js';
+import { forward, openFor, requireString, toolError, type Call } from './call.js';
 import { describeCall, outcomeOf } from './call-log.js';
 import { observeCall, traceRequest, type CallObservers } from './call-observer.js';
 import type { RequestContext } from '../session/context.js';
@@ -213,25 +213,27 @@ export class Router {
    * anything else is answered as unknown (the decision first, so a hidden upstream shows
    * nothing of its state).
    */
-  async #visiblePrompt(session: DownstreamSession, name: string): Promise<{ client: UpstreamClient; name: string }> {
+  async #visiblePrompt(call: Call, name: string): Promise<{ client: UpstreamClient; name: string }> {
+    const { session } = call;
     const unknown = new GatewayError('unknown_name', `Unknown prompt: ${name}`);
     const { catalog } = this.#deps;
     const owner = catalog.codec.splitName(name)?.upstream;
     if (owner === undefined || !session.access.canSee('prompt', name, owner)) throw unknown;
-    await this.#links.ensure(session, owner);
+    await openFor(this.#links, call, owner);
     const target = await catalog.resolveName('prompts', name, session.upstreams);
     if (!target || !(await listed(session, 'prompts', target.client, target.name, catalog))) throw unknown;
     return target;
   }
 
   /** The upstream and original URI of a resource (or template) the session may see. */
-  async #visibleResource(session: DownstreamSession, uri: string): Promise<{ client: UpstreamClient; uri: string }> {
+  async #visibleResource(call: Call, uri: string): Promise<{ client: UpstreamClient; uri: string }> {
+    const { session } = call;
     const unknown = new GatewayError('unknown_name', `Unknown resource: ${uri}`, { data: { uri } });
     const { catalog } = this.#deps;
     const owner = catalog.codec.splitUri(uri)?.upstream;
-    if (owner === undefined) return this.#bareResource(session, uri, unknown);
+    if (owner === undefined) return this.#bareResource(call, uri, unknown);
     if (!session.access.canSee('resource', uri, owner)) throw unknown;
-    await this.#links.ensure(session, owner);
+    await openFor(this.#links, call, owner);
     const target = catalog.resolveUri(uri, session.upstreams);
     if (!target) throw unknown;
     return target;
@@ -243,11 +245,12 @@ export class Router {
    * carried it, else the one upstream the session may see that lists exactly this URI, serves
    * it; answers carry the namespaced form. Else the resource is unknown.
    */
-  async #bareResource(session: DownstreamSession, uri: string, unknown: GatewayError): Promise<{ client: UpstreamClient; uri: string }> {
+  async #bareResource(call: Call, uri: string, unknown: GatewayError): Promise<{ client: UpstreamClient; uri: string }> {
+    const { session } = call;
     const { catalog } = this.#deps;
     const owner = this.#provenance.ownerOf(session, uri, (upstream) => session.access.canSee('resource', catalog.codec.exposeUri(upstream, uri), upstream)) ?? (await this.#links.bareResourceOwner(session, uri));
     if (owner === undefined) throw unknown;
-    await this.#links.ensure(session, owner);
+    await openFor(this.#links, call, owner);
     const target = catalog.resolveUri(catalog.codec.exposeUri(owner, uri), session.upstreams);
     if (!target) throw unknown;
     return target;
@@ -342,7 +345,7 @@ export class Router {
         throw new GatewayError('invalid_request', 'Session already initialized');
       case 'prompts/get': {
         const name = requireString(params, 'name');
-        const target = await this.#visiblePrompt(session, name);
+        const target = await this.#visiblePrompt(call, name);
         const result = await forward(call, target.client, method, { ...params, name: target.name }).catch(async (err: unknown) => {
           throw (await this.#links.consent(session, target.client.name, method)) ?? err;
         });
@@ -357,7 +360,7 @@ export class Router {
       case 'resources/subscribe':
       case 'resources/unsubscribe': {
         const uri = requireString(params, 'uri');
-        const target = await this.#visibleResource(session, uri);
+        const target = await this.#visibleResource(call, uri);
         const hub = method === 'resources/read' ? undefined : this.#links.hubOf(session, target.client.name);
         if (hub) {
           // A shared child: subscriptions are counted across the sessions it serves.
@@ -394,12 +397,12 @@ export class Router {
     if (!isObject(ref)) throw new GatewayError('invalid_params', 'completion/complete needs a ref');
     if (ref.type === 'ref/prompt') {
       const name = requireString(ref, 'name');
-      const target = await this.#visiblePrompt(session, name);
+      const target = await this.#visiblePrompt(call, name);
       return forward(call, target.client, 'completion/complete', { ...params, ref: { ...ref, name: target.name } });
     }
     if (ref.type === 'ref/resource') {
       const uri = requireString(ref, 'uri');
-      const target = await this.#visibleResource(session, uri);
+      const target = await this.#visibleResource(call, uri);
       return forward(call, target.client, 'completion/complete', { ...params, ref: { ...ref, uri: target.uri } });
     }
     throw new GatewayError('invalid_params', 'ref.type must be ref/prompt or ref/resource');
@@ -422,7 +425,7 @@ export class Router {
     // A sealed handle of an upstream's task (tasks/handles.ts): only for its principal, and a team that may call its tool.
     const handle = this.#deps.taskHandles?.open(exposed, call.context.principal?.id ?? '');
     if (handle?.kind === 'upstream' && session.access.mayCall(handle.tool, handle.upstream)) {
-      await this.#links.ensure(session, handle.upstream);
+      await openFor(this.#links, call, handle.upstream);
       const owner = session.upstreams.get(handle.upstream);
       if (owner && method === 'tasks/cancel') this.#deps.taskAudit?.cancelRequested({ handle: exposed, upstream: handle.upstream, tool: handle.tool, caller: call.context });
       // Sent in the upstream's form of tasks, answered in the client's (tasks/forms.ts).

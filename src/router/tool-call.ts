@@ -11,7 +11,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import { describeLimit, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
 import type { Busy, ConcurrencySlots } from '../upstream/concurrency.js';
 import type { UpstreamPool } from '../upstream/pool.js';
-import { forward, requireString, toolError, type Call } from './call.js';
+import { forward, openFor, requireString, toolError, type Call } from './call.js';
 import { refuse, type Refusal } from './call-observer.js';
 import type { Catalog, ListedPage, Target } from '../names/lists.js';
 import type { Settled } from '../mcp/pending.js';
@@ -139,7 +139,7 @@ class ToolCall {
     if (owner === undefined || !access.mayCall(exposed, owner)) throw this.#unknown(owner === undefined ? undefined : 'policy');
     const own = this.#deps.links.personal?.intercept(session, owner, local!);
     if (own) return this.#then(own, this.#finish);
-    this.#then(this.#deps.links.ensure(session, owner), this.#opened);
+    this.#then(openFor(this.#deps.links, this.#call, owner), this.#opened);
   }
 
   #opened(): void {

@@ -122,6 +122,22 @@ export class RequestTrace {
     return new UpstreamTrace(this.#tracing, this.#tracing.startClient(name, attributes, this.span));
   }
 
+  /**
+   * This request waiting for `upstream`'s session to open (a lazy upstream's first use, or one
+   * left out and tried again): a CLIENT span `initialize` of that upstream for the wait, so the
+   * trace of a first call shows where its time went. The wait itself is returned, unchanged.
+   */
+  opening(upstream: string, wait: Promise<void>): Promise<void> {
+    const hop = this.upstream(upstream, 'initialize', {});
+    return wait.then(
+      () => hop.end({}),
+      (err: unknown) => {
+        hop.end(err instanceof Error ? err : new Error(String(err)));
+        throw err;
+      },
+    );
+  }
+
   /** Ends the SERVER span with what the client was answered. */
   end(facts: RequestFacts): void {
     const { span } = this;

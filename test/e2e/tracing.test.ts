@@ -1,7 +1,8 @@
 // One trace from host to upstream: an SDK client's call carrying a traceparent reaches an OTLP
 // receiver as the client's span → the gateway's SERVER span → its CLIENT span → the upstream's
 // own span (an upstream instrumented with the OpenTelemetry SDK, reading `_meta.traceparent`),
-// for a stdio and an HTTP upstream and for both eras, with the MCP semantic conventions.
+// for a stdio and an HTTP upstream and for both eras, with the MCP semantic conventions; a first
+// call's wait for its lazy upstream session to open is a CLIENT span `initialize`.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
 import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
@@ -81,7 +82,7 @@ describe('tracing: one trace from host to upstream', () => {
   async function chain(host: { traceId: string; spanId: string }, tool: string, upstreamService: string): Promise<{ server: ReceivedSpan; client: ReceivedSpan; upstream: ReceivedSpan }> {
     const find = (): { server?: ReceivedSpan; client?: ReceivedSpan; upstream?: ReceivedSpan } => {
       const server = receiver.spans.find((s) => s.service === 'switchyard' && s.kind === SERVER && s.traceId === host.traceId && s.name === `tools/call ${tool}`);
-      const client = server && receiver.spans.find((s) => s.service === 'switchyard' && s.kind === CLIENT && s.parentSpanId === server.spanId);
+      const client = server && receiver.spans.find((s) => s.service === 'switchyard' && s.kind === CLIENT && s.parentSpanId === server.spanId && s.name !== 'initialize');
       const upstream = client && receiver.spans.find((s) => s.service === upstreamService && s.parentSpanId === client.spanId);
       return { server, client, upstream };
     };
@@ -132,13 +133,31 @@ describe('tracing: one trace from host to upstream', () => {
   });
 
   it('initialize is a SERVER span too, under the same parent, naming the session it opened', async () => {
-    await receiver.waitFor(() => receiver.spans.some((s) => s.name === 'initialize' && s.traceId === viaHeader.traceId), 'the initialize span');
-    const init = receiver.spans.find((s) => s.name === 'initialize' && s.traceId === viaHeader.traceId)!;
+    const isInit = (s: ReceivedSpan): boolean => s.name === 'initialize' && s.kind === SERVER && s.traceId === viaHeader.traceId;
+    await receiver.waitFor(() => receiver.spans.some(isInit), 'the initialize span');
+    const init = receiver.spans.find(isInit)!;
     expect(init.kind).toBe(SERVER);
     expect(init.parentSpanId).toBe(viaHeader.spanId);
     expect(init.attributes).toMatchObject({ 'mcp.method.name': 'initialize', 'mcp.protocol.version': expect.any(String), 'jsonrpc.request.id': expect.any(String) });
     const call = receiver.spans.find((s) => s.name === 'tools/call tstdio__echo' && s.traceId === viaHeader.traceId)!;
     expect(init.attributes['mcp.session.id']).toBe(call.attributes['mcp.session.id']);
+  });
+
+  it('a first call waiting for its upstream session to open (a lazy upstream) shows the wait as a CLIENT span initialize; a later call has none', async () => {
+    const openingOf = (server: ReceivedSpan): ReceivedSpan[] => receiver.spans.filter((s) => s.service === 'switchyard' && s.kind === CLIENT && s.parentSpanId === server.spanId && s.name === 'initialize');
+    const overStdio = await chain(viaHeader, 'tstdio__echo', 'traced-stdio');
+    const [stdioOpening, ...more] = openingOf(overStdio.server);
+    expect(more).toEqual([]);
+    expect(stdioOpening?.attributes).toMatchObject({ 'mcp.method.name': 'initialize', 'switchyard.upstream.name': 'tstdio', 'network.transport': 'pipe' });
+    expect(stdioOpening!.status.code).not.toBe(2); // not ERROR
+    // The wait came first, then the call itself went upstream.
+    expect(stdioOpening!.end <= overStdio.client.start).toBe(true);
+    expect(stdioOpening!.start >= overStdio.server.start).toBe(true);
+    const overHttp = await chain(viaMeta, 'thttp__echo', 'traced-http');
+    expect(openingOf(overHttp.server).map((s) => s.attributes)).toEqual([expect.objectContaining({ 'switchyard.upstream.name': 'thttp', 'network.transport': 'tcp', 'server.address': '127.0.0.1' })]);
+    // The next call on the same upstream finds its session open: nothing waited for.
+    const later = await chain(viaMeta, 'thttp__headers', 'traced-http');
+    expect(openingOf(later.server)).toEqual([]);
   });
 
   it('the gateway exports OTLP JSON and the upstream OTLP protobuf, both decoded', () => {

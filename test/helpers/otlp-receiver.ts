@@ -27,6 +27,9 @@ export interface ReceivedSpan {
   name: string;
   /** OTLP's SpanKind: 1 internal, 2 server, 3 client. */
   kind: number;
+  /** When it started and ended, in nanoseconds since the epoch. */
+  start: bigint;
+  end: bigint;
   attributes: Record<string, unknown>;
   events: { name: string; attributes: Record<string, unknown> }[];
   status: { code: number; message?: string };
@@ -104,6 +107,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
                 parentSpanId: hexId(span.parentSpanId, binary),
                 name: String(span.name),
                 kind: Number(span.kind),
+                start: BigInt(String(span.startTimeUnixNano ?? 0)),
+                end: BigInt(String(span.endTimeUnixNano ?? 0)),
                 attributes: attributesOf(span.attributes),
                 events: ((span.events as Json[]) ?? []).map((e) => ({ name: String(e.name), attributes: attributesOf(e.attributes) })),
                 status: { code: Number((span.status as Json | undefined)?.code ?? 0), ...((span.status as Json | undefined)?.message ? { message: String((span.status as Json).message) } : {}) },

@@ -1,11 +1,11 @@
 // Tracing without a gateway or a socket (spans kept in memory): when it is on at all, which
-// parent a request's span takes, the MCP attributes and errors of SERVER and CLIENT spans, the
-// context an upstream request carries, sampling, and payload attributes only when asked for,
-// redacted and cut.
+// parent a request's span takes, the MCP attributes and errors of SERVER and CLIENT spans (an
+// upstream session's opening waited for among them), the context an upstream request carries,
+// sampling, and payload attributes only when asked for, redacted and cut.
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
-import { RpcError } from '../../src/mcp/errors.js';
+import { GatewayError, RpcError } from '../../src/mcp/errors.js';
 import { PAYLOAD_LIMIT, requestAttributes, tracesEndpoint, Tracing, type TracingSettings } from '../../src/telemetry/tracing.js';
 import { Redactor } from '../../src/util/redact.js';
 
@@ -88,6 +88,24 @@ describe('spans of a request', () => {
     expect(kid!.attributes['server.address']).toBeUndefined();
     expect(server.attributes).toMatchObject({ 'error.type': '-32602', 'rpc.response.status_code': '-32602' });
     expect(server.events.map((e) => [e.name, e.attributes])).toEqual([['switchyard.rate_limited', { 'switchyard.retry_after_ms': 100 }]]);
+  });
+
+  it('a wait for an upstream session to open is a CLIENT span initialize of that upstream, failed as the opening failed', async () => {
+    const { tracing, spans } = inMemory();
+    const request = tracing.request('tools/call web__echo', {}, tracing.parentOf({}, {}));
+    await request.opening('web', Promise.resolve());
+    const refused = new GatewayError('upstream_unavailable', 'Upstream kid is unavailable: spawn failed');
+    await expect(request.opening('kid', Promise.reject(refused))).rejects.toBe(refused);
+    request.end({});
+    const all = await spans();
+    const server = all.find((s) => s.kind === SpanKind.SERVER)!;
+    const [web, kid] = all.filter((s) => s.kind === SpanKind.CLIENT);
+    expect(web!.name).toBe('initialize');
+    expect(web!.parentSpanContext?.spanId).toBe(server.spanContext().spanId);
+    expect(web!.attributes).toEqual({ 'mcp.method.name': 'initialize', 'switchyard.upstream.name': 'web', 'server.address': 'mcp.example.com', 'server.port': 443, 'network.transport': 'tcp' });
+    expect(web!.status.code).toBe(SpanStatusCode.UNSET);
+    expect(kid!.attributes).toMatchObject({ 'switchyard.upstream.name': 'kid', 'network.transport': 'pipe', 'error.type': 'upstream_unavailable' });
+    expect(kid!.status).toEqual({ code: SpanStatusCode.ERROR, message: 'Upstream kid is unavailable: spawn failed' });
   });
 
   it('samples parent-based: sampleRatio 0 records no new trace but follows a sampled parent, and propagates either way', async () => {
