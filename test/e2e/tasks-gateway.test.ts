@@ -4,7 +4,8 @@
 // A; the call outlives sessions.taskAfter and the client's own request timeout, so A answers
 // with a task and runs the call on. Two gateways share one redis-server (sessions.store) and sessions.keys: the task
 // is polled and finished on B, cancelled on B in a second run (the upstream sees the cancel),
-// and another principal's or a tampered handle is an unknown task on either. Each replica
+// and another principal's or a tampered handle is an unknown task on either, as is one sealed under
+// a key a replica no longer lists (a rotation keeps the old key listed). Each replica
 // writes audit records of the tasks it makes, cancels or finds lost.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -166,6 +167,33 @@ describe('a long call becomes a task the gateway makes', () => {
       const undeclared = await taskRequest(gw, 'tasks/get', taskId, ALICE, statelessMeta({}));
       expect(undeclared.status).toBe(400);
       expect(undeclared.body?.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { extensions: EXT } } });
+    }
+    expect(await finalState(b, taskId)).toMatchObject({ status: 'completed' });
+  });
+
+  it('after a key rotation: a handle sealed under a key still listed opens, one under a key no longer configured is unknown', async () => {
+    const taskId = resultOf(await startSlow(a, 20)).taskId as string;
+    const newKey = 'task-handle-key-rotated-0123456789abcdef01';
+    const withGatewayKeys = (keys: string[]): Record<string, unknown> => {
+      const config = gatewayConfig();
+      return { ...config, sessions: { ...(config.sessions as object), keys } };
+    };
+    // The new key first (it seals from now on), the old one still listed (it opens what it sealed).
+    const rotated = await startGateway(withGatewayKeys([newKey, ...KEYS]));
+    const retired = await startGateway(withGatewayKeys([newKey]));
+    try {
+      expect(resultOf(await taskRequest(rotated, 'tasks/get', taskId)).taskId).toBe(taskId);
+      const unknown = await taskRequest(retired, 'tasks/get', taskId);
+      expect(unknown.body?.error).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
+      // What the rotated replica seals, a replica without the new key cannot open.
+      const sealedNew = resultOf(await startSlow(rotated, 20)).taskId as string;
+      expect(sealedNew).not.toBe(taskId);
+      expect(resultOf(await taskRequest(retired, 'tasks/get', sealedNew)).taskId).toBe(sealedNew);
+      expect((await taskRequest(a, 'tasks/get', sealedNew)).body?.error).toEqual(unknown.body?.error);
+      expect(await finalState(rotated, sealedNew)).toMatchObject({ status: 'completed' });
+    } finally {
+      await rotated.close();
+      await retired.close();
     }
     expect(await finalState(b, taskId)).toMatchObject({ status: 'completed' });
   });
