@@ -3,13 +3,12 @@
 // a reused code refused, a spent refresh token presented again (the grant revoked), and a tool
 // call with the front door's token carrying the client id. No token or code lands in
 // the file.
-import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBrowser, type TestBrowser } from '../helpers/browser.js';
-import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, reachConsent, startCallbackListener, startFrontDoorGateway, type CallbackListener } from '../helpers/front-door.js';
+import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, pkce, reachConsent, startCallbackListener, startFrontDoorGateway, tokenRequest, type CallbackListener } from '../helpers/front-door.js';
 import { connectClient, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
 import { freePort } from '../helpers/redis.js';
@@ -31,10 +30,6 @@ let clientId = '';
 const secrets: string[] = [];
 let records: AuditRecord[] = [];
 
-async function tokenRequest(origin: string, params: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${origin}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(params).toString() });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
 
 beforeAll(async () => {
   const dir = await mkdtemp(join(tmpdir(), 'switchyard-frontdoor-audit-'));
@@ -51,9 +46,9 @@ beforeAll(async () => {
   clientId = ((await registered.json()) as { client_id: string }).client_id;
 
   // alice signs in and approves the client; the host redeems the code.
-  const verifier = randomBytes(32).toString('base64url');
+  const { verifier, challenge } = pkce();
   const authorize = new URL(`${origin}/oauth/authorize`);
-  authorize.search = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: callback.url, code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256', state: 'st' }).toString();
+  authorize.search = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: callback.url, code_challenge: challenge, code_challenge_method: 'S256', state: 'st' }).toString();
   const { page } = await reachConsent(h.browser, authorize.href, 'alice');
   let code: string;
   try {
@@ -75,8 +70,8 @@ beforeAll(async () => {
 
   // A second sign-in's grant: refreshed once, then its spent refresh token presented again.
   // (The first grant was revoked by the reused code; its access token is no longer good.)
-  const verifier2 = randomBytes(32).toString('base64url');
-  authorize.searchParams.set('code_challenge', createHash('sha256').update(verifier2).digest('base64url'));
+  const { verifier: verifier2, challenge: challenge2 } = pkce();
+  authorize.searchParams.set('code_challenge', challenge2);
   const second = await reachConsent(h.browser, authorize.href, 'alice');
   let code2: string;
   try {

@@ -3,11 +3,10 @@
 // 401 with the RFC 6750 challenge (error="invalid_token"), although the gateway verified it
 // before and keeps verified tokens; the refresh token then gets a new one that works, and the
 // refused request is counted among the authentication failures as `expired`.
-import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBrowser, type TestBrowser } from '../helpers/browser.js';
-import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, reachConsent, startCallbackListener, startFrontDoorGateway, type CallbackListener } from '../helpers/front-door.js';
+import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, pkce, reachConsent, startCallbackListener, startFrontDoorGateway, tokenRequest, type CallbackListener } from '../helpers/front-door.js';
 import { upstream, type TestGateway } from '../helpers/gateway.js';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
 import { freePort } from '../helpers/redis.js';
@@ -46,16 +45,12 @@ afterAll(async () => {
   await Promise.allSettled([h?.idp.close(), h?.callback.close()]);
 });
 
-async function tokenRequest(params: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${h.origin}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(params).toString() });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
 
 /** Signs `user` in with Chromium and trades the code for tokens. */
 async function signIn(user: string): Promise<Record<string, unknown>> {
-  const verifier = randomBytes(32).toString('base64url');
+  const { verifier, challenge } = pkce();
   const url = new URL(`${h.origin}/oauth/authorize`);
-  url.search = new URLSearchParams({ response_type: 'code', client_id: h.clientId, redirect_uri: h.callback.url, code_challenge_method: 'S256', code_challenge: createHash('sha256').update(verifier).digest('base64url'), state: 'st' }).toString();
+  url.search = new URLSearchParams({ response_type: 'code', client_id: h.clientId, redirect_uri: h.callback.url, code_challenge_method: 'S256', code_challenge: challenge, state: 'st' }).toString();
   const { page } = await reachConsent(h.browser, url.href, user);
   let answer: URL;
   try {
@@ -65,7 +60,7 @@ async function signIn(user: string): Promise<Record<string, unknown>> {
   } finally {
     await page.context().close();
   }
-  const issued = await tokenRequest({ grant_type: 'authorization_code', code: answer.searchParams.get('code')!, code_verifier: verifier, client_id: h.clientId, redirect_uri: h.callback.url });
+  const issued = await tokenRequest(h.origin, { grant_type: 'authorization_code', code: answer.searchParams.get('code')!, code_verifier: verifier, client_id: h.clientId, redirect_uri: h.callback.url });
   expect(issued.status).toBe(200);
   return issued.body;
 }
@@ -106,7 +101,7 @@ describe('the front door’s tokens', () => {
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toMatch(/^Bearer .*error="invalid_token"/);
     expect(await expiredFailures()).toBe(failuresBefore + 1);
-    const renewed = await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token as string, client_id: h.clientId });
+    const renewed = await tokenRequest(h.origin, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token as string, client_id: h.clientId });
     expect(renewed.status).toBe(200);
     expect(renewed.body.access_token).not.toBe(access);
     expect((await initialize(renewed.body.access_token as string)).status).toBe(200);

@@ -3,13 +3,12 @@
 // be fetched): redirect URIs not registered, CIMD URLs on private addresses or outside
 // cimd.allow, PKCE plain, a reused code, a tampered token, a token for another endpoint, a DCR
 // redirect outside `redirects`, a denied consent, too many registrations from one address.
-import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBrowser, type TestBrowser } from '../helpers/browser.js';
-import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, reachConsent, startCallbackListener, startDocumentServer, startFrontDoorGateway, type CallbackListener } from '../helpers/front-door.js';
+import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, pkce, reachConsent, startCallbackListener, startDocumentServer, startFrontDoorGateway, tokenRequest, type CallbackListener } from '../helpers/front-door.js';
 import { upstream, type TestGateway } from '../helpers/gateway.js';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
 import { freePort } from '../helpers/redis.js';
@@ -58,21 +57,12 @@ afterAll(async () => {
   if (h) await rm(h.dir, { recursive: true, force: true });
 });
 
-function pkce(): { verifier: string; challenge: string } {
-  const verifier = randomBytes(32).toString('base64url');
-  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
-}
-
 function authorizeUrl(params: Record<string, string>): string {
   const url = new URL(`${h.origin}/oauth/authorize`);
   url.search = new URLSearchParams({ response_type: 'code', client_id: h.clientId, redirect_uri: h.callback.url, code_challenge_method: 'S256', state: 'st', ...params }).toString();
   return url.href;
 }
 
-async function tokenRequest(params: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${h.origin}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(params).toString() });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
 
 /** A browser sign-in as `user` up to the code (or the error) the client receives. */
 async function browserAnswer(user: string, params: Record<string, string>, decision: 'approve' | 'deny' = 'approve'): Promise<URL> {
@@ -90,7 +80,7 @@ async function browserAnswer(user: string, params: Record<string, string>, decis
 async function tokensFor(user: string, resource?: string): Promise<Record<string, unknown>> {
   const { verifier, challenge } = pkce();
   const answer = await browserAnswer(user, { code_challenge: challenge, ...(resource ? { resource } : {}) });
-  const issued = await tokenRequest({ grant_type: 'authorization_code', code: answer.searchParams.get('code')!, code_verifier: verifier, client_id: h.clientId, redirect_uri: h.callback.url });
+  const issued = await tokenRequest(h.origin, { grant_type: 'authorization_code', code: answer.searchParams.get('code')!, code_verifier: verifier, client_id: h.clientId, redirect_uri: h.callback.url });
   expect(issued.status).toBe(200);
   return issued.body;
 }
@@ -150,18 +140,18 @@ describe('the front door refuses', () => {
     const { verifier, challenge } = pkce();
     const answer = await browserAnswer('alice', { code_challenge: challenge });
     const request = { grant_type: 'authorization_code', code: answer.searchParams.get('code')!, code_verifier: verifier, client_id: h.clientId, redirect_uri: h.callback.url };
-    const first = await tokenRequest(request);
+    const first = await tokenRequest(h.origin, request);
     expect(first.status).toBe(200);
     expect((await ping('/mcp', first.body.access_token as string)).status).toBe(200);
-    expect(await tokenRequest(request)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
-    expect(await tokenRequest({ grant_type: 'refresh_token', refresh_token: first.body.refresh_token as string, client_id: h.clientId })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await tokenRequest(h.origin, request)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await tokenRequest(h.origin, { grant_type: 'refresh_token', refresh_token: first.body.refresh_token as string, client_id: h.clientId })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     expect((await ping('/mcp', first.body.access_token as string)).status).toBe(401);
   }, 60_000);
 
   it('a code with the wrong code_verifier', async () => {
     const { challenge } = pkce();
     const answer = await browserAnswer('bob', { code_challenge: challenge });
-    const wrong = await tokenRequest({ grant_type: 'authorization_code', code: answer.searchParams.get('code')!, code_verifier: pkce().verifier, client_id: h.clientId, redirect_uri: h.callback.url });
+    const wrong = await tokenRequest(h.origin, { grant_type: 'authorization_code', code: answer.searchParams.get('code')!, code_verifier: pkce().verifier, client_id: h.clientId, redirect_uri: h.callback.url });
     expect(wrong).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
   }, 60_000);
 
@@ -206,7 +196,7 @@ describe('the front door refuses', () => {
     const tokens = await tokensFor('alice');
     const revoke = await fetch(`${h.origin}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: tokens.refresh_token as string, client_id: h.clientId }).toString() });
     expect(revoke.status).toBe(200);
-    expect(await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token as string, client_id: h.clientId })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await tokenRequest(h.origin, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token as string, client_id: h.clientId })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     expect((await ping('/mcp', tokens.access_token as string)).status).toBe(401);
     expect(h.gateway.logs.some((line) => line.includes('"event":"grant_revoked"'))).toBe(true);
   }, 60_000);

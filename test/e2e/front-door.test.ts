@@ -21,6 +21,7 @@ import {
   startDocumentServer,
   startFrontDoorGateway,
   TestHost,
+  tokenRequest,
   type CallbackListener,
 } from '../helpers/front-door.js';
 import { upstream, type TestGateway } from '../helpers/gateway.js';
@@ -96,10 +97,6 @@ function textOf(result: unknown): string {
   return ((result as { content?: Array<{ text?: string }> }).content ?? []).map((part) => part.text ?? '').join('');
 }
 
-async function tokenRequest(params: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${h.origin}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(params).toString() });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
 
 describe('the front door', () => {
   it('serves RFC 8414 metadata at every form hosts fetch, and names itself in each endpoint RFC 9728 metadata', async () => {
@@ -188,9 +185,9 @@ describe('the front door', () => {
     const client = await connect(host);
     expect(await toolNames(client)).toEqual(['everything__echo', 'everything__get-sum']);
     await client.close();
-    const reused = await tokenRequest({ grant_type: 'refresh_token', refresh_token: first.refresh_token!, client_id: clientId });
+    const reused = await tokenRequest(h.origin, { grant_type: 'refresh_token', refresh_token: first.refresh_token!, client_id: clientId });
     expect(reused).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
-    expect(await tokenRequest({ grant_type: 'refresh_token', refresh_token: second.refresh_token!, client_id: clientId })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await tokenRequest(h.origin, { grant_type: 'refresh_token', refresh_token: second.refresh_token!, client_id: clientId })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     const refused = await fetch(h.mcpUrl, { method: 'POST', headers: { authorization: `Bearer ${second.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toContain('invalid_token');
@@ -201,10 +198,10 @@ describe('the front door', () => {
     const host = new TestHost(h.callback.url, 'Kept Session Host');
     await signIn(host, 'bob');
     const clientId = host.clientInformation()!.client_id;
-    const refreshed = await tokenRequest({ grant_type: 'refresh_token', refresh_token: host.tokens()!.refresh_token!, client_id: clientId });
+    const refreshed = await tokenRequest(h.origin, { grant_type: 'refresh_token', refresh_token: host.tokens()!.refresh_token!, client_id: clientId });
     expect(refreshed.status).toBe(200);
     await h.idp.revokeGrants('bob');
-    const refused = await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshed.body.refresh_token as string, client_id: clientId });
+    const refused = await tokenRequest(h.origin, { grant_type: 'refresh_token', refresh_token: refreshed.body.refresh_token as string, client_id: clientId });
     expect(refused).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     expect(String(refused.body.error_description)).toContain('sign in again');
   }, 90_000);

@@ -14,7 +14,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { decodeJwt } from 'jose';
 import { startBrowser, type TestBrowser } from '../helpers/browser.js';
-import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, reachConsent, startCallbackListener, startFrontDoorGateway, TestHost, type CallbackListener } from '../helpers/front-door.js';
+import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, reachConsent, startCallbackListener, startFrontDoorGateway, TestHost, tokenRequest, type CallbackListener } from '../helpers/front-door.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
 import { TOKEN_EXCHANGE_GRANT } from '../helpers/oidc-exchange.js';
@@ -99,10 +99,6 @@ async function answerOf(client: Client, name: string): Promise<string> {
   return client.callTool({ name, arguments: {} }).then(textOf, (err: unknown) => (err instanceof Error ? err.message : String(err)));
 }
 
-async function tokenRequest(params: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${h.origin}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(params).toString() });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
 
 async function ping(accessToken: string): Promise<number> {
   const response = await fetch(h.mcpUrl, { method: 'POST', headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
@@ -165,13 +161,13 @@ describe('token exchange for front-door users', () => {
 
     // Ended by the exchange itself, before the host refreshes: her access token is refused already.
     expect(await ping(alice.tokens()!.access_token)).toBe(401);
-    const refused = await tokenRequest({ grant_type: 'refresh_token', refresh_token: alice.tokens()!.refresh_token!, client_id: alice.clientInformation()!.client_id });
+    const refused = await tokenRequest(h.origin, { grant_type: 'refresh_token', refresh_token: alice.tokens()!.refresh_token!, client_id: alice.clientInformation()!.client_id });
     expect(refused).toMatchObject({ status: 400, body: { error: 'invalid_grant', error_description: 'the refresh token is unknown, expired or revoked' } });
     expect(h.gateway.logs.some((line) => line.includes('"event":"grant_revoked"') && line.includes('idp_session_ended'))).toBe(true);
 
     expect((await whoami(bobClient)).sub).toBe('bob');
     // Bob's host refreshes: the IdP refresh token the gateway rotated for his exchange was kept.
-    const refreshed = await tokenRequest({ grant_type: 'refresh_token', refresh_token: bob.tokens()!.refresh_token!, client_id: bob.clientInformation()!.client_id });
+    const refreshed = await tokenRequest(h.origin, { grant_type: 'refresh_token', refresh_token: bob.tokens()!.refresh_token!, client_id: bob.clientInformation()!.client_id });
     expect(refreshed.status).toBe(200);
     bob.saveTokens(refreshed.body as unknown as OAuthTokens);
     const again = await connect(bob);

@@ -1,7 +1,8 @@
 // Hosts meeting the front door, for tests: an OAuthClientProvider for the SDK client's auth()
 // (CIMD or DCR), the host's loopback redirect listener, an https server for Client ID Metadata
-// Documents, the browser's walk through the IdP login and the consent page, and a gateway config
-// with an Entra-like IdP behind it.
+// Documents, the browser's walk through the IdP login and the consent page, the token endpoint's
+// requests, and a gateway config with an Entra-like IdP behind it.
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -183,6 +184,18 @@ export async function reachConsent(browser: TestBrowser, url: string, user: stri
 /** Clicks Allow (or Deny) on the consent page; the host's listener gets the answer. */
 export async function answerConsent(page: Page, decision: 'approve' | 'deny'): Promise<void> {
   await page.click(decision === 'approve' ? '#approve' : '#deny', { timeout: 10_000 });
+}
+
+/** A form POST to the front door's token endpoint (RFC 6749 §4.1.3, §6): its status and JSON body. */
+export async function tokenRequest(origin: string, params: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${origin}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(params).toString() });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** A PKCE code verifier and its S256 challenge (RFC 7636 §4.1, §4.2). */
+export function pkce(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
 }
 
 function closeServer(server: { close(callback: () => void): unknown; closeAllConnections(): void; listening: boolean }): Promise<void> {
