@@ -5,12 +5,10 @@
 // it loadgen (16 sessions, C=16): after a warm-up of the same length, the collections during
 // the measured calls give the bytes allocated and promoted to the old generation per call, and
 // the main thread's GC pauses per call. A diagnostic of the Fifteenth pass (bench/HISTORY.md).
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { build, here, loadgen, root, start, stopAll } from './parts.mjs';
+import { build, here, root, serveTarget, start, stopAll } from './parts.mjs';
 
 const { values } = parseArgs({
   options: { target: { type: 'string', default: 'gateway' }, build: { type: 'string' }, duration: { type: 'string', default: '3' }, env: { type: 'string', multiple: true, default: [] }, serve: { type: 'string' } },
@@ -49,20 +47,10 @@ if (values.serve) {
   const buildDir = resolve(values.build ?? join(root, '.tmp', 'gc-dist'));
   if (values.target !== 'floor' && !values.build) await build(buildDir);
   const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')], env);
-  const child = spawn(process.execPath, ['--trace-gc-nvp', join(here, 'gc.mjs'), '--target', values.target, '--build', buildDir, '--serve', upstream.url], { stdio: ['pipe', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (chunk) => (out += chunk));
   try {
-    while (!/listening on (\S+)/.test(out)) await once(child.stdout, 'data');
-    const url = /listening on (\S+)/.exec(out)[1];
-    const args = ['--url', url, '--tool', values.target === 'floor' ? 'echo' : 'b__echo', '--duration', values.duration];
-    await loadgen(args);
-    child.stdin.write('MEASURE\n');
-    while (!out.includes('MEASURE\n')) await once(child.stdout, 'data');
-    const measured = await loadgen(args);
-    child.stdin.write('DONE\n');
-    while (!out.includes('DONE\n')) await once(child.stdout, 'data');
-    const window = out.slice(out.indexOf('MEASURE\n'), out.indexOf('DONE\n'));
+    const target = await serveTarget(values.target, buildDir, upstream.url, ['--trace-gc-nvp']);
+    await target.load(values.duration);
+    const { summary: measured, printed: window } = await target.measured(values.duration);
     const field = (line, name) => Number(new RegExp(`${name}=([0-9.]+)`).exec(line)?.[1] ?? 0);
     const lines = window.split('\n').filter((line) => line.includes(' gc='));
     const sum = (name, which = () => true) => lines.filter(which).reduce((total, line) => total + field(line, name), 0);
@@ -73,7 +61,6 @@ if (values.serve) {
         `${((sum('pause') * 1000) / calls).toFixed(2)} µs of GC pauses (${scavenges} young-generation collections, ${lines.length - scavenges} others)`,
     );
   } finally {
-    child.kill();
-    stopAll();
+    await stopAll();
   }
 }

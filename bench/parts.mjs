@@ -1,7 +1,8 @@
 // What the bench's drivers share (run.mjs, ab.mjs): starting and stopping the processes under
 // test, the load generator in a process of its own, the gateway's config, and a JWKS server
-// with a token signed by its key.
+// with a token signed by its key; the target of the diagnostics that watch one process (serveTarget).
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -143,3 +144,35 @@ export const median = (xs) => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
+
+/**
+ * A diagnostic's target (gc.mjs and bench/experiments/): the compiled gateway in `buildDir`, or
+ * the lean floor (`target` 'floor'), served by `gc.mjs --serve` in a process of its own started
+ * with `nodeFlags`, behind `upstreamUrl`, its stdout kept. `load(duration)` runs the load
+ * generator against it (16 sessions, C=16); `measured(duration)` does so between the MEASURE
+ * and DONE marks and resolves to loadgen's summary and what the target printed in between.
+ */
+export async function serveTarget(target, buildDir, upstreamUrl, nodeFlags = []) {
+  const child = spawn(process.execPath, [...nodeFlags, join(here, 'gc.mjs'), '--target', target, '--build', buildDir, '--serve', upstreamUrl], { stdio: ['pipe', 'pipe', 'inherit'] });
+  children.add(child);
+  let out = '';
+  child.stdout.on('data', (chunk) => (out += chunk));
+  const until = async (text) => {
+    while (!out.includes(text)) await once(child.stdout, 'data');
+  };
+  await until('listening on ');
+  const url = /listening on (\S+)/.exec(out)[1];
+  const load = (duration) => loadgen(['--url', url, '--tool', target === 'floor' ? 'echo' : 'b__echo', '--duration', String(duration)]);
+  return {
+    pid: child.pid,
+    load,
+    async measured(duration) {
+      child.stdin.write('MEASURE\n');
+      await until('MEASURE\n');
+      const summary = await load(duration);
+      child.stdin.write('DONE\n');
+      await until('DONE\n');
+      return { summary, printed: out.slice(out.indexOf('MEASURE\n'), out.indexOf('DONE\n')) };
+    },
+  };
+}

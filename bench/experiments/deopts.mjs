@@ -4,38 +4,26 @@
 // would show as a repeated line (Sixteenth pass).
 //   node bench/experiments/deopts.mjs gateway|floor [BUILD_DIR]  (default: this tree, compiled to
 //   .tmp/gc-dist)
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { join, resolve } from 'node:path';
-import { build, here, loadgen, root, start, stopAll } from '../parts.mjs';
+import { build, here, root, serveTarget, start, stopAll } from '../parts.mjs';
 
 const target = process.argv[2] ?? 'gateway';
 const buildDir = resolve(process.argv[3] ?? join(root, '.tmp', 'gc-dist'));
 if (target !== 'floor' && !process.argv[3]) await build(buildDir);
 const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')], { GET: '1', TOOLS: '50' });
-const child = spawn(process.execPath, ['--trace-deopt', join(here, 'gc.mjs'), '--target', target, '--build', buildDir, '--serve', upstream.url], { stdio: ['pipe', 'pipe', 'inherit'] });
-let out = '';
-child.stdout.on('data', (chunk) => (out += chunk));
 try {
-  while (!/listening on (\S+)/.test(out)) await once(child.stdout, 'data');
-  const url = /listening on (\S+)/.exec(out)[1];
-  const args = ['--url', url, '--tool', target === 'floor' ? 'echo' : 'b__echo', '--duration', '3'];
-  await loadgen(args);
-  child.stdin.write('MEASURE\n');
-  while (!out.includes('MEASURE\n')) await once(child.stdout, 'data');
-  const measured = await loadgen(args);
-  child.stdin.write('DONE\n');
-  while (!out.includes('DONE\n')) await once(child.stdout, 'data');
-  const lines = out.slice(out.indexOf('MEASURE\n'), out.indexOf('DONE\n')).split('\n').filter((line) => /bailout|deoptimiz|marking dependent code/.test(line));
+  const served = await serveTarget(target, buildDir, upstream.url, ['--trace-deopt']);
+  await served.load(3);
+  const { summary, printed } = await served.measured(3);
+  const lines = printed.split('\n').filter((line) => /bailout|deoptimiz|marking dependent code/.test(line));
   const counts = new Map();
   for (const line of lines) {
     const named = /<(?:JSFunction|SharedFunctionInfo) ([^ >]+)/.exec(line);
     const key = named ? named[1] : line.slice(0, 100);
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
-  console.log(`${target}: ${measured.calls} calls, ${lines.length} deoptimization lines in their window`);
+  console.log(`${target}: ${summary.calls} calls, ${lines.length} deoptimization lines in their window`);
   for (const [name, count] of [...counts].sort((a, b) => b[1] - a[1])) console.log(`  ${String(count).padStart(4)}  ${name}`);
 } finally {
-  child.kill();
-  stopAll();
+  await stopAll();
 }

@@ -6,25 +6,20 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join, resolve } from 'node:path';
-import { build, here, loadgen, root, start, stopAll } from '../parts.mjs';
+import { build, here, root, serveTarget, start, stopAll } from '../parts.mjs';
 
 const target = process.argv[2] ?? 'gateway';
 const buildDir = resolve(process.argv[3] ?? join(root, '.tmp', 'gc-dist'));
 if (target !== 'floor' && !process.argv[3]) await build(buildDir);
 const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')], { GET: '1', TOOLS: '50' });
-const child = spawn(process.execPath, [join(here, 'gc.mjs'), '--target', target, '--build', buildDir, '--serve', upstream.url], { stdio: ['pipe', 'pipe', 'inherit'] });
-let out = '';
-child.stdout.on('data', (chunk) => (out += chunk));
 try {
-  while (!/listening on (\S+)/.test(out)) await once(child.stdout, 'data');
-  const url = /listening on (\S+)/.exec(out)[1];
-  const args = ['--url', url, '--tool', target === 'floor' ? 'echo' : 'b__echo', '--duration', '2'];
-  await loadgen(args);
-  const strace = spawn('strace', ['-c', '-f', '-p', String(child.pid)], { stdio: ['ignore', 'inherit', 'pipe'] });
+  const served = await serveTarget(target, buildDir, upstream.url);
+  await served.load(2);
+  const strace = spawn('strace', ['-c', '-f', '-p', String(served.pid)], { stdio: ['ignore', 'inherit', 'pipe'] });
   let report = '';
   strace.stderr.on('data', (chunk) => (report += chunk));
   while (!/attached/.test(report)) await once(strace.stderr, 'data');
-  const measured = await loadgen(args);
+  const measured = await served.load(2);
   strace.kill('SIGINT');
   await once(strace, 'exit');
   console.log(`${target}: ${measured.calls} calls under strace; system calls per call:`);
@@ -33,6 +28,5 @@ try {
     console.log(`  ${fields[fields.length - 1].padEnd(14)} ${(Number(fields[3]) / measured.calls).toFixed(2)}`);
   }
 } finally {
-  child.kill();
-  stopAll();
+  await stopAll();
 }
