@@ -30,7 +30,6 @@ let clientId = '';
 const secrets: string[] = [];
 let records: AuditRecord[] = [];
 
-
 beforeAll(async () => {
   const dir = await mkdtemp(join(tmpdir(), 'switchyard-frontdoor-audit-'));
   const port = await freePort();

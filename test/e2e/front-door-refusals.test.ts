@@ -63,7 +63,6 @@ function authorizeUrl(params: Record<string, string>): string {
   return url.href;
 }
 
-
 /** A browser sign-in as `user` up to the code (or the error) the client receives. */
 async function browserAnswer(user: string, params: Record<string, string>, decision: 'approve' | 'deny' = 'approve'): Promise<URL> {
   const { page } = await reachConsent(h.browser, authorizeUrl(params), user);

@@ -97,7 +97,6 @@ function textOf(result: unknown): string {
   return ((result as { content?: Array<{ text?: string }> }).content ?? []).map((part) => part.text ?? '').join('');
 }
 
-
 describe('the front door', () => {
   it('serves RFC 8414 metadata at every form hosts fetch, and names itself in each endpoint RFC 9728 metadata', async () => {
     const prm = (await (await fetch(`${h.origin}/.well-known/oauth-protected-resource/mcp`)).json()) as Record<string, unknown>;

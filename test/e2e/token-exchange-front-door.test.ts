@@ -99,7 +99,6 @@ async function answerOf(client: Client, name: string): Promise<string> {
   return client.callTool({ name, arguments: {} }).then(textOf, (err: unknown) => (err instanceof Error ? err.message : String(err)));
 }
 
-
 async function ping(accessToken: string): Promise<number> {
   const response = await fetch(h.mcpUrl, { method: 'POST', headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
   await response.body?.cancel();
