@@ -66,7 +66,7 @@ const dir = await mkdtemp(join(tmpdir(), 'switchyard-ab-'));
 let auth;
 try {
   auth = await authServer();
-  const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')], Object.fromEntries(values.env.map((pair) => pair.split('='))));
+  const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')], Object.fromEntries(values.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])));
   const targets = [];
   for (const spec of specs) {
     const token = spec.token ? { token: auth.token } : {};

@@ -64,5 +64,5 @@ try {
 } finally {
   inspector.disconnect();
   await gateway.close();
-  stopAll();
+  await stopAll();
 }

@@ -43,7 +43,7 @@ if (values.serve) {
   }
   process.stdin.on('data', (line) => process.stdout.write(String(line)));
 } else {
-  const env = Object.fromEntries(values.env.map((pair) => pair.split('=')));
+  const env = Object.fromEntries(values.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
   const buildDir = resolve(values.build ?? join(root, '.tmp', 'gc-dist'));
   if (values.target !== 'floor' && !values.build) await build(buildDir);
   const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')], env);

@@ -157,8 +157,12 @@ export async function serveTarget(target, buildDir, upstreamUrl, nodeFlags = [])
   children.add(child);
   let out = '';
   child.stdout.on('data', (chunk) => (out += chunk));
+  const exited = once(child, 'exit').then(([code]) => {
+    throw new Error(`the ${target} target exited (${code}) before printing what was waited for`);
+  });
+  exited.catch(() => {}); // awaited only while something is waited for
   const until = async (text) => {
-    while (!out.includes(text)) await once(child.stdout, 'data');
+    while (!out.includes(text)) await Promise.race([once(child.stdout, 'data'), exited]);
   };
   await until('listening on ');
   const url = /listening on (\S+)/.exec(out)[1];

@@ -10,6 +10,8 @@
 //   node bench/profile-summary.mjs --diff [--top 25] A.cpuprofile:US B.cpuprofile:US
 //   node bench/profile-summary.mjs --callers NAME FILE.cpuprofile[:US]  (the stacks under which a
 //                                        function named NAME spends its self time, 4 frames up)
+//   node bench/profile-summary.mjs --lines NAME FILE.cpuprofile  (the lines of the compiled file
+//                                        the samples of a function named NAME fell on)
 //   node bench/profile-summary.mjs --layers FILE.cpuprofile:US [FILE2:US …]  (self time by the
 //                                        layers of a call, one column per profile; Thirteenth pass)
 //   node bench/profile-summary.mjs --window FILE.json FILE.cpuprofile  (only the samples between
@@ -20,7 +22,7 @@ import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, diff: { type: 'boolean', default: false }, callers: { type: 'string' }, layers: { type: 'boolean', default: false }, window: { type: 'string' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, diff: { type: 'boolean', default: false }, callers: { type: 'string' }, lines: { type: 'string' }, layers: { type: 'boolean', default: false }, window: { type: 'string' } } });
 const window = values.window ? JSON.parse(await readFile(values.window, 'utf8')) : undefined;
 const TOP = Number(values.top);
 
@@ -198,6 +200,23 @@ async function diff(a, b) {
   return lines.join('\n');
 }
 
-if (values.layers) process.stdout.write(`${await layered(positionals.map(named))}\n`);
+/** The lines of the compiled file that the samples in functions named `name` fell on (V8's position ticks, whole profile). */
+async function linesOf(file, name) {
+  const profile = JSON.parse(await readFile(file, 'utf8'));
+  const ticks = new Map();
+  for (const node of profile.nodes) {
+    if (node.callFrame.functionName !== name) continue;
+    for (const { line, ticks: n } of node.positionTicks ?? []) {
+      const key = `${fileOf(node.callFrame.url, name)}:${line}`;
+      ticks.set(key, (ticks.get(key) ?? 0) + n);
+    }
+  }
+  const total = [...ticks.values()].reduce((sum, n) => sum + n, 0);
+  const rows = [...ticks].sort((a, b) => b[1] - a[1]).slice(0, TOP).map(([key, n]) => `  ${((100 * n) / total).toFixed(1).padStart(5)}%  ${String(n).padStart(6)} samples  ${key}`);
+  return [`${file}: ${name}'s ${total} samples by line of the compiled file:`, ...rows].join('\n');
+}
+
+if (values.lines) for (const arg of positionals) process.stdout.write(`${await linesOf(named(arg).file, values.lines)}\n\n`);
+else if (values.layers) process.stdout.write(`${await layered(positionals.map(named))}\n`);
 else if (values.diff) process.stdout.write(`${await diff(named(positionals[0]), named(positionals[1]))}\n`);
 else for (const arg of positionals) process.stdout.write(`${await summarise(named(arg))}\n\n`);

@@ -18,8 +18,12 @@ try {
   const strace = spawn('strace', ['-c', '-f', '-p', String(served.pid)], { stdio: ['ignore', 'inherit', 'pipe'] });
   let report = '';
   strace.stderr.on('data', (chunk) => (report += chunk));
-  while (!/attached/.test(report)) await once(strace.stderr, 'data');
+  const ended = once(strace, 'exit').then(() => {
+    throw new Error(`strace did not attach: ${report.trim()}`);
+  });
+  while (!/attached/.test(report)) await Promise.race([once(strace.stderr, 'data'), ended]);
   const measured = await served.load(2);
+  ended.catch(() => {}); // it exits now, as told
   strace.kill('SIGINT');
   await once(strace, 'exit');
   console.log(`${target}: ${measured.calls} calls under strace; system calls per call:`);
