@@ -59,7 +59,7 @@ describe('three replicas behind nginx on one redis-server', () => {
 
     await terminateSession(client);
     await client.close();
-    expect(await fleet.nginx.answered('DELETE', 200)).toBeGreaterThanOrEqual(1);
+    expect(await fleet.nginx.answeredAtLeast('DELETE', 200, 1)).toBeGreaterThanOrEqual(1);
   }, 60_000);
 
   it('a request stream resumed with Last-Event-ID on any replica, not only the one that wrote it, replays the rest', async () => {

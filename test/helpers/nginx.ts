@@ -21,6 +21,11 @@ export interface Nginx {
   url: URL;
   /** Requests it answered with `status` for `method` (from its access log); `resuming`: only those with a Last-Event-ID. */
   answered(method: string, status: number, resuming?: boolean): Promise<number>;
+  /**
+   * The same, once at least `count` are in its access log: nginx writes a request's line after
+   * it sent the answer, so a client that has the answer may read the log before the line is in.
+   */
+  answeredAtLeast(method: string, status: number, count: number): Promise<number>;
   /** Requests it sent to more than one replica, by what the replicas before the last answered ('503', '502' for a reset, '504'). */
   resent(): Promise<Record<string, number>>;
   /** Its error log's lines at warn level and above (what it met at the replicas), for a failure's message. */
@@ -100,11 +105,23 @@ export async function startNginx(dir: string, backends: readonly string[]): Prom
     await stopChild(child);
     throw new Error(`nginx did not start: ${(err as Error).message}; ${await errors()}`);
   }
+  async function answered(method: string, status: number, resuming = false): Promise<number> {
+    const log = await accessLog();
+    return log.split('\n').filter((line) => line.startsWith(`${method} ${status} `) && (!resuming || !line.includes(' last-event-id=- '))).length;
+  }
   return {
     url: new URL(`http://127.0.0.1:${port}/mcp`),
-    async answered(method, status, resuming = false) {
-      const log = await accessLog();
-      return log.split('\n').filter((line) => line.startsWith(`${method} ${status} `) && (!resuming || !line.includes(' last-event-id=- '))).length;
+    answered,
+    async answeredAtLeast(method, status, count) {
+      return poll(
+        async () => {
+          const found = await answered(method, status);
+          return found >= count ? found : undefined;
+        },
+        `${count} ${method} answered ${status} in the access log`,
+        15_000,
+        10,
+      );
     },
     async resent() {
       const log = await accessLog();
