@@ -38,6 +38,11 @@ export class KeepAlives {
     return this.#size;
   }
 
+  /** Whether its one timer runs (only while it keeps a connection). */
+  get ticking(): boolean {
+    return this.#timer !== undefined;
+  }
+
   /** The current tick, which a connection records as the time of its last byte. */
   get now(): number {
     return this.#tick;
