@@ -7,20 +7,15 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
-import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, pkce, reachConsent, startCallbackListener, startFrontDoorGateway, tokenRequest, type CallbackListener } from '../helpers/front-door.js';
-import { connectClient, textOf, upstream, type TestGateway } from '../helpers/gateway.js';
-import { startIdp, type TestIdp } from '../helpers/oidc.js';
+import { startBrowser } from '../helpers/browser.js';
+import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, pkce, reachConsent, startCallbackListener, startFrontDoorGateway, tokenRequest, type FrontDoorParts } from '../helpers/front-door.js';
+import { connectClient, textOf, upstream } from '../helpers/gateway.js';
+import { startIdp } from '../helpers/oidc.js';
 import { freePort } from '../helpers/redis.js';
 
 type AuditRecord = Record<string, unknown> & { detail?: Record<string, unknown> };
 
-interface Harness {
-  idp: TestIdp;
-  gateway: TestGateway;
-  browser: TestBrowser;
-  callback: CallbackListener;
-  origin: string;
+interface Harness extends FrontDoorParts {
   dir: string;
 }
 

@@ -5,21 +5,16 @@
 // refused request is counted among the authentication failures as `expired`.
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
-import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, pkce, reachConsent, startCallbackListener, startFrontDoorGateway, tokenRequest, type CallbackListener } from '../helpers/front-door.js';
-import { upstream, type TestGateway } from '../helpers/gateway.js';
-import { startIdp, type TestIdp } from '../helpers/oidc.js';
+import { startBrowser } from '../helpers/browser.js';
+import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, pkce, reachConsent, startCallbackListener, startFrontDoorGateway, tokenRequest, type FrontDoorParts } from '../helpers/front-door.js';
+import { upstream } from '../helpers/gateway.js';
+import { startIdp } from '../helpers/oidc.js';
 import { freePort } from '../helpers/redis.js';
 
 /** Long enough that a token is used well inside it on a busy machine; short enough to wait out. */
 const TOKEN_TTL_S = 10;
 
-interface Harness {
-  idp: TestIdp;
-  gateway: TestGateway;
-  browser: TestBrowser;
-  callback: CallbackListener;
-  origin: string;
+interface Harness extends FrontDoorParts {
   clientId: string;
 }
 

@@ -7,20 +7,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
-import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, pkce, reachConsent, startCallbackListener, startDocumentServer, startFrontDoorGateway, tokenRequest, type CallbackListener } from '../helpers/front-door.js';
-import { upstream, type TestGateway } from '../helpers/gateway.js';
-import { startIdp, type TestIdp } from '../helpers/oidc.js';
+import { startBrowser } from '../helpers/browser.js';
+import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, pkce, reachConsent, startCallbackListener, startDocumentServer, startFrontDoorGateway, tokenRequest, type FrontDoorParts } from '../helpers/front-door.js';
+import { upstream } from '../helpers/gateway.js';
+import { startIdp } from '../helpers/oidc.js';
 import { freePort } from '../helpers/redis.js';
 import { selfSigned } from '../helpers/tls.js';
 
-interface Harness {
-  idp: TestIdp;
-  gateway: TestGateway;
-  browser: TestBrowser;
-  callback: CallbackListener;
+interface Harness extends FrontDoorParts {
   docs: Awaited<ReturnType<typeof startDocumentServer>>;
-  origin: string;
   dir: string;
   /** A client registered by DCR with the callback listener as its one redirect URI. */
   clientId: string;

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auth } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { startBrowser } from '../helpers/browser.js';
 import {
   ACCOUNTS,
   answerConsent,
@@ -22,20 +22,15 @@ import {
   startFrontDoorGateway,
   TestHost,
   tokenRequest,
-  type CallbackListener,
+  type FrontDoorParts,
 } from '../helpers/front-door.js';
-import { upstream, type TestGateway } from '../helpers/gateway.js';
-import { startIdp, type TestIdp } from '../helpers/oidc.js';
+import { upstream } from '../helpers/gateway.js';
+import { startIdp } from '../helpers/oidc.js';
 import { freePort } from '../helpers/redis.js';
 import { selfSigned } from '../helpers/tls.js';
 
-interface Harness {
-  idp: TestIdp;
-  gateway: TestGateway;
-  browser: TestBrowser;
-  callback: CallbackListener;
+interface Harness extends FrontDoorParts {
   docs: Awaited<ReturnType<typeof startDocumentServer>>;
-  origin: string;
   mcpUrl: URL;
   cimdUrl: string;
   dir: string;

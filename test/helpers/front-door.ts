@@ -15,6 +15,7 @@ import { createLogger } from '../../src/util/log.js';
 import { Redactor } from '../../src/util/redact.js';
 import { followSignIn, type TestBrowser } from './browser.js';
 import type { TestGateway } from './gateway.js';
+import type { TestIdp } from './oidc.js';
 import { ROOT } from './paths.js';
 import type { Certificate } from './tls.js';
 
@@ -72,6 +73,15 @@ export function frontDoorConfig(idpIssuer: string, publicUrl: string, frontDoor:
     metrics: { enabled: true },
     ...more,
   };
+}
+
+/** What a front-door test starts: the IdP, the gateway at `origin`, Chromium and the host's listener. */
+export interface FrontDoorParts {
+  idp: TestIdp;
+  gateway: TestGateway;
+  browser: TestBrowser;
+  callback: CallbackListener;
+  origin: string;
 }
 
 /** The host's loopback listener for the authorization response (RFC 8252 §7.3). */
