@@ -42,6 +42,8 @@ if (values.serve) {
     process.stdout.write(`listening on ${url}\n`);
   }
   process.stdin.on('data', (line) => process.stdout.write(String(line)));
+  // Stopped with SIGTERM: exit normally, so that Node flags such as --cpu-prof write their files.
+  process.once('SIGTERM', () => process.exit(0));
 } else {
   const env = Object.fromEntries(values.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
   const buildDir = resolve(values.build ?? join(root, '.tmp', 'gc-dist'));

@@ -3,7 +3,7 @@
 // A stream outlives its HTTP connections: every message gets an event id `<stream key>.<seq>`
 // and a place in the session's log, is written to the stream's connection if one is attached,
 // and is replayed when the client comes back with Last-Event-ID, never on another stream.
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { isDroppable } from '../mcp/methods.js';
 import { encodeSseEvent } from '../util/sse.js';
@@ -193,7 +193,7 @@ export interface AttachOptions {
 }
 
 export class SessionStream {
-  readonly key = randomBytes(6).toString('hex');
+  readonly key = streamKey();
   readonly kind: StreamKind;
   readonly #log: EventLog;
   /** Where its events are also written for other replicas (sessions.store: redis). */
@@ -249,7 +249,10 @@ export class SessionStream {
    */
   attach(connection: StreamConnection, options: AttachOptions = {}): boolean {
     const resuming = options.after !== undefined;
-    const events = this.#log.after(this.key, options.after ?? this.#written, !resuming);
+    // Nothing sent that a connection has not had (a POST's stream as it opens): nothing to read
+    // from the log, which holds every stream's events of the session (read only to replay).
+    const unsent = resuming || this.#nextSeq - 1 > this.#written;
+    const events = unsent ? this.#log.after(this.key, options.after ?? this.#written, !resuming) : [];
     if (!events) return false;
     const previous = this.#connection;
     if (previous && previous !== connection) previous.close();
@@ -302,6 +305,16 @@ export class SessionStream {
 }
 
 /** Parses a Last-Event-ID of the form this module issues. */
+/**
+ * A stream's key: 48 random bits as 12 hex digits, from a UUID (Node draws those from a pool of
+ * random bytes, where randomBytes(6) asks the system's generator on every call, one stream of
+ * every POST answered as a stream).
+ */
+function streamKey(): string {
+  const uuid = randomUUID();
+  return uuid.slice(0, 8) + uuid.slice(9, 13);
+}
+
 export function parseEventId(value: string): { key: string; seq: number } | undefined {
   const match = /^([0-9a-f]{12})\.(0|[1-9]\d{0,14})$/.exec(value);
   return match ? { key: match[1]!, seq: Number(match[2]) } : undefined;
