@@ -1,8 +1,10 @@
-// What the MCP endpoint answers with: a web Response (SSE streams, refusals), or on the hot path
-// a JsonReply, which the Node listener writes to the socket as it is: no Response, no Headers
-// object, no body stream for an answer that is one string. Hono's routes turn either into a
-// Response (in-process `app.request`, and requests the direct path leaves to Hono).
+// What the MCP endpoint answers with: a web Response (refusals), or on the hot path a JsonReply,
+// which the Node listener writes to the socket as it is (no Response, no Headers object, no body
+// stream for an answer that is one string), or a POST's SSE stream, an SseConnection, which the
+// listener writes straight to Node's response too. Hono's routes turn each into a Response
+// (in-process `app.request`, and requests the direct path leaves to Hono).
 import type { ServerResponse } from 'node:http';
+import { SseConnection } from './sse-connection.js';
 
 export class JsonReply {
   constructor(
@@ -26,7 +28,7 @@ export class JsonReply {
   }
 }
 
-export type Reply = Response | JsonReply;
+export type Reply = Response | JsonReply | SseConnection;
 
 /**
  * Where an HTTP answer goes: the reply, or what went wrong (answered 500 by the caller), one of
@@ -51,17 +53,23 @@ export function isWebResponse(value: unknown): value is Response {
 }
 
 export function toResponse(reply: Reply): Response {
-  return reply instanceof JsonReply ? reply.toResponse() : reply;
+  if (reply instanceof JsonReply) return reply.toResponse();
+  return reply instanceof SseConnection ? reply.response : reply;
 }
 
 /**
  * Writes a reply to a Node response, with `extra` headers of the edge (request id, CORS) beside
- * its own (which win). A JsonReply (every call's answer) is written at once and there is no
- * promise; a Response's body is piped (the promise settles when it is done).
+ * its own (which win). A JsonReply (every call's answer) is written at once and an SSE stream
+ * handed the response, with no promise; a Response's body is piped (the promise settles when it
+ * is done).
  */
 export function writeReply(reply: Reply, res: ServerResponse, extra?: Readonly<Record<string, string>>): Promise<void> | undefined {
-  if (!(reply instanceof JsonReply)) return pipeResponse(reply, res, extra);
-  writeJson(reply, res, extra);
+  if (reply instanceof JsonReply) writeJson(reply, res, extra);
+  else if (reply instanceof SseConnection) {
+    // The stream's head (written by its sink) takes the edge's headers from the response.
+    if (extra) for (const name in extra) res.setHeader(name, extra[name]!);
+    reply.writeTo(res);
+  } else return pipeResponse(reply, res, extra);
   return undefined;
 }
 

@@ -111,7 +111,7 @@ class Responder implements RequestChannel {
     if (this.#stream) return this.#stream;
     const opened = this.#session.openRequestStream(this.#requests);
     this.#stream = opened;
-    this.#resolve(connect(this.#session, opened, this.#settings)!.response);
+    this.#resolve(connect(this.#session, opened, this.#settings)!);
     return opened;
   }
 

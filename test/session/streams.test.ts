@@ -93,25 +93,6 @@ describe('SessionStream event ids', () => {
 });
 
 describe('SessionStream delivery without Last-Event-ID', () => {
-  it('attaches a stream with nothing unsent without reading the session\'s log (every POST answered as a stream opens one)', () => {
-    const log = new EventLog(ROOMY);
-    const busy = new SessionStream('request', log);
-    for (let n = 1; n <= 500; n++) busy.send(note(n));
-    let reads = 0;
-    const after = log.after.bind(log);
-    log.after = (...args) => (reads++, after(...args));
-    const fresh = new SessionStream('request', log);
-    expect(fresh.attach(new RecordingConnection())).toBe(true);
-    expect(reads).toBe(0);
-    // One with events no connection had reads them, and only its own.
-    const late = new SessionStream('request', log);
-    late.send(note(1));
-    const connection = new RecordingConnection();
-    expect(late.attach(connection)).toBe(true);
-    expect(reads).toBe(1);
-    expect(connection.ids()).toEqual([`${late.key}.1`]);
-  });
-
   it('writes a message sent while detached on the next attach', () => {
     const { stream } = streamWith();
     stream.send(note(1));

@@ -1,0 +1,35 @@
+// Attaching a connection to a session stream (src/session/streams.ts) reads the session's replay
+// log only when there is something to replay: every POST answered as a stream opens a stream,
+// and the log holds the events of all the session's streams.
+import { describe, expect, it } from 'vitest';
+import type { JsonRpcMessage } from '../../src/mcp/jsonrpc.js';
+import { EventLog, SessionStream, type StreamConnection } from '../../src/session/streams.js';
+
+class Connection implements StreamConnection {
+  readonly writes: string[] = [];
+  write(chunk: string): void {
+    this.writes.push(chunk);
+  }
+  close(): void {}
+}
+
+const note = (n: number): JsonRpcMessage => ({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: n } });
+
+describe('SessionStream.attach', () => {
+  it('does not read the log for a stream with nothing unsent, and reads it for one with events no connection had', () => {
+    const log = new EventLog({ events: 1_000, bytes: 1_000_000 });
+    const busy = new SessionStream('request', log);
+    for (let n = 1; n <= 500; n++) busy.send(note(n));
+    let reads = 0;
+    const after = log.after.bind(log);
+    log.after = (...args) => (reads++, after(...args));
+    expect(new SessionStream('request', log).attach(new Connection())).toBe(true);
+    expect(reads).toBe(0);
+    const late = new SessionStream('request', log);
+    late.send(note(1));
+    const connection = new Connection();
+    expect(late.attach(connection)).toBe(true);
+    expect(reads).toBe(1);
+    expect(connection.writes).toEqual([`id: ${late.key}.1\nevent: message\ndata: ${JSON.stringify(note(1))}\n\n`]);
+  });
+});
