@@ -304,7 +304,6 @@ export class SessionStream {
   }
 }
 
-/** Parses a Last-Event-ID of the form this module issues. */
 /**
  * A stream's key: 48 random bits as 12 hex digits, from a UUID (Node draws those from a pool of
  * random bytes, where randomBytes(6) asks the system's generator on every call, one stream of
@@ -315,6 +314,7 @@ function streamKey(): string {
   return uuid.slice(0, 8) + uuid.slice(9, 13);
 }
 
+/** Parses a Last-Event-ID of the form this module issues. */
 export function parseEventId(value: string): { key: string; seq: number } | undefined {
   const match = /^([0-9a-f]{12})\.(0|[1-9]\d{0,14})$/.exec(value);
   return match ? { key: match[1]!, seq: Number(match[2]) } : undefined;

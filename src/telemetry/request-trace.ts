@@ -4,6 +4,7 @@
 import { SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
 import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
+import { asError } from '../util/callbacks.js';
 
 // Attribute names of the MCP semantic conventions (incubating there, so copied rather than
 // imported from @opentelemetry/semantic-conventions/incubating, as that package advises).
@@ -132,7 +133,7 @@ export class RequestTrace {
     return wait.then(
       () => hop.end({}),
       (err: unknown) => {
-        hop.end(err instanceof Error ? err : new Error(String(err)));
+        hop.end(asError(err));
         throw err;
       },
     );
