@@ -97,7 +97,8 @@ interface LoggedEvent {
  */
 export class EventLog {
   readonly #limits: LogLimits;
-  #events: LoggedEvent[] = [];
+  /** The events, oldest first from #head; the slots before it were dropped and hold nothing. */
+  #events: (LoggedEvent | undefined)[] = [];
   #head = 0;
   #bytes = 0;
   readonly #droppedUpTo = new Map<string, number>();
@@ -145,7 +146,9 @@ export class EventLog {
   }
 
   #dropOldest(): void {
-    const dropped = this.#events[this.#head++]!;
+    const dropped = this.#events[this.#head]!;
+    // Let go of the dropped event now: the array is compacted only now and then.
+    this.#events[this.#head++] = undefined;
     this.#bytes -= dropped.bytes;
     this.#limits.budget?.add(-dropped.bytes);
     this.#droppedUpTo.set(dropped.key, dropped.seq);
