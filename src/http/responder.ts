@@ -47,7 +47,7 @@ export function connect(session: DownstreamSession, stream: SessionStream, setti
     connection.close();
     return undefined;
   }
-  connection.onclose = () => stream.detach(connection);
+  connection.detachFrom = stream;
   return connection;
 }
 

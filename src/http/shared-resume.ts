@@ -32,7 +32,7 @@ function continueStandalone(session: DownstreamSession, key: string, events: Sha
   for (const event of events) connection.write(encodeSseEvent(event.data, `${key}.${event.seq}`));
   const stream = session.standalone;
   stream.attach(connection, primes(session) ? { primeRetryMs: settings.retryMs } : {});
-  connection.onclose = () => stream.detach(connection);
+  connection.detachFrom = stream;
   return connection;
 }
 
