@@ -1,8 +1,9 @@
 // Answers a POST that carried requests. The answer is plain JSON when the responses are ready
 // quickly and nothing else needs saying first; it becomes an SSE stream of the session (event
 // ids, replay on Last-Event-ID) the moment a related message (progress, a server-initiated
-// request) must go out, when the upstream answering it answers as a stream itself, or once the
-// request has run for STREAM_AFTER_MS, so a long call survives a dropped connection. Both forms
+// request) must go out, when the upstream answering it answers as a stream itself (the stream is
+// then opened with the answer, head and events in one write, unless something opens it sooner),
+// or once the request has run for STREAM_AFTER_MS, so a long call survives a dropped connection. Both forms
 // are allowed by basic/transports.mdx ("Sending Messages to the Server", item 5). A client
 // closing the stream does not cancel anything.
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.js';
@@ -86,6 +87,8 @@ class Responder implements RequestChannel {
   readonly #requests: readonly JsonRpcId[];
   readonly #timer: NodeJS.Timeout;
   #stream: SessionStream | undefined;
+  /** The answer goes out as a stream even if nothing opens one before it (stream()). */
+  #streamed = false;
   #settled = false;
 
   constructor(session: DownstreamSession, settings: StreamSettings, resolve: (reply: Reply) => void, requests: readonly JsonRpcId[]) {
@@ -103,7 +106,7 @@ class Responder implements RequestChannel {
   }
 
   stream(): void {
-    if (!this.#settled) this.upgrade();
+    this.#streamed = true;
   }
 
   /** The POST's SSE stream, opened (and handed to `resolve`) the first time. */
@@ -120,11 +123,12 @@ class Responder implements RequestChannel {
     this.#settled = true;
     clearTimeout(this.#timer);
     const answer = Array.isArray(results) ? results.filter((r): r is JsonRpcResponse => r !== undefined) : results;
-    const stream = this.#stream;
+    const empty = answer === undefined || (Array.isArray(answer) && answer.length === 0);
+    const stream = this.#stream ?? (this.#streamed && !empty ? this.upgrade() : undefined);
     if (stream) {
       for (const response of Array.isArray(answer) ? answer : answer ? [answer] : []) stream.send(response);
       stream.finish();
-    } else if (answer === undefined || (Array.isArray(answer) && answer.length === 0)) {
+    } else if (empty) {
       // Every request was cancelled: no response is due, so the stream ends empty.
       this.#resolve(new Response(null, { status: 200, headers: SSE_HEADERS }));
     } else {

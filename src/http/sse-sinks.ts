@@ -51,8 +51,15 @@ export class NodeSseSink implements SseSink {
     this.#owner = owner;
     this.#res = res;
     res.writeHead(200, headers);
+    const socket = res.socket;
+    // The head and what follows in this tick (a priming event, an answer ready now, the end) in
+    // one write, as Node's own res.write() corks.
+    if (socket !== null && !socket.writableCorked) {
+      socket.cork();
+      process.nextTick(uncork, socket);
+    }
     res.flushHeaders();
-    this.#socket = res.socket;
+    this.#socket = socket;
     this.#chunked = res.chunkedEncoding;
     if (res.destroyed) queueMicrotask(() => owner.gone());
     else res.on('close', () => owner.gone());
@@ -83,6 +90,10 @@ export class NodeSseSink implements SseSink {
     if (!taken) to.once('drain', (this.#drained ??= () => this.#owner.drained()));
     return taken;
   }
+}
+
+function uncork(socket: Socket): void {
+  socket.uncork();
 }
 
 const encoder = new TextEncoder();

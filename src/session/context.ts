@@ -28,8 +28,9 @@ export interface RequestChannel {
    */
   readonly canAsk?: boolean;
   /**
-   * Answer this request as a stream from now on (a sessions-era POST's SSE): the upstream
-   * answers so, and a client gets what it would get from the upstream directly.
+   * Answer this request as a stream (a sessions-era POST's SSE): the upstream answers so, and a
+   * client gets what it would get from the upstream directly. The stream opens with the answer
+   * at the latest (sooner if a related message or the request's running time opens it).
    */
   stream?(): void;
   /**

@@ -118,6 +118,30 @@ describe('an SSE connection written to Node’s response', () => {
     expect(raw.received.subarray(before).toString('latin1')).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
   });
 
+  it('sends the head and what follows in the same tick (a POST answered whole as a stream) in one write to the socket', async () => {
+    let writes = 0;
+    const { port, connection } = await serve((res) => {
+      const socket = res.socket!;
+      // Node's socket hands every write to _write, or a corked batch to _writev, once each.
+      const write = socket._write.bind(socket);
+      const writev = socket._writev!.bind(socket);
+      socket._write = (...args) => (writes++, write(...args));
+      socket._writev = (...args) => (writes++, writev(...args));
+      const c = new SseConnection();
+      c.writeTo(res);
+      c.write('id: k.0\nretry: 1000\ndata: \n\n');
+      c.write(encodeSseEvent('{"result":{}}', 'k.1'));
+      c.close();
+      return c;
+    });
+    const raw = await client(port, GET());
+    await connection;
+    await raw.until((bytes) => dechunk(bytes).ended, 'the last chunk');
+    expect(dechunk(raw.received).chunks).toEqual(['id: k.0\nretry: 1000\ndata: \n\n', encodeSseEvent('{"result":{}}', 'k.1')]);
+    // Four writes (head, two events, the last chunk) when the head was flushed on its own.
+    expect(writes).toBe(1);
+  });
+
   it('writes the body unframed to an HTTP/1.0 client, and closes the connection at its end', async () => {
     const { port, connection } = await serve((res) => {
       const c = new SseConnection();
