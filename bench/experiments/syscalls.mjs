@@ -1,8 +1,9 @@
 // A measurement, not part of the bench: the system calls the target (the compiled gateway, or
 // the lean floor) makes per call, by `strace -c -f` attached for one loadgen window behind the
 // call-path section's upstream (GET=1 TOOLS=50), after a warm-up window (Sixteenth pass).
-//   node bench/experiments/syscalls.mjs gateway|floor [BUILD_DIR]  (default: this tree, compiled
-//   to .tmp/gc-dist). Needs strace.
+//   node bench/experiments/syscalls.mjs gateway|floor [BUILD_DIR] [NAME=VALUE …]  (default: this
+//   tree, compiled to .tmp/gc-dist; NAME=VALUE changes the upstream's shape, e.g. SSE=1). Needs
+//   strace.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join, resolve } from 'node:path';
@@ -11,7 +12,8 @@ import { build, here, root, serveTarget, start, stopAll } from '../parts.mjs';
 const target = process.argv[2] ?? 'gateway';
 const buildDir = resolve(process.argv[3] ?? join(root, '.tmp', 'gc-dist'));
 if (target !== 'floor' && !process.argv[3]) await build(buildDir);
-const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')], { GET: '1', TOOLS: '50' });
+const shape = Object.fromEntries(process.argv.slice(4).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')], { GET: '1', TOOLS: '50', ...shape });
 try {
   const served = await serveTarget(target, buildDir, upstream.url);
   await served.load(2);

@@ -28,11 +28,20 @@ export interface StreamSettings {
   onoverflow?: (kind: 'request' | 'standalone') => void;
 }
 
+/** Each settings' bounds by kind, made once: every POST answered as a stream asks for them. */
+const boundsByKind = new WeakMap<StreamSettings, Record<'request' | 'standalone', QueueBounds>>();
+
 /** The queue bounds of a connection of `stream`, reporting an overflow by the stream's kind. */
 export function boundsFor(settings: StreamSettings, kind: 'request' | 'standalone'): QueueBounds | undefined {
   const { queue, onoverflow } = settings;
   if (!queue) return undefined;
-  return onoverflow ? { ...queue, onoverflow: () => onoverflow(kind) } : queue;
+  if (!onoverflow) return queue;
+  let made = boundsByKind.get(settings);
+  if (!made) {
+    made = { request: { ...queue, onoverflow: () => onoverflow('request') }, standalone: { ...queue, onoverflow: () => onoverflow('standalone') } };
+    boundsByKind.set(settings, made);
+  }
+  return made[kind];
 }
 
 /** Priming events and retry hints are for clients of 2025-11-25 and later (transports.mdx). */

@@ -1,5 +1,6 @@
 // Server-Sent Events: encoding for the downstream streams and an incremental parser for
 // upstream ones (https://html.spec.whatwg.org/multipage/server-sent-events.html).
+import { StringDecoder } from 'node:string_decoder';
 
 export interface SseEvent {
   event: string; // "message" when the stream named none
@@ -26,7 +27,8 @@ export function encodeSseRetry(ms: number): string {
  * and multi-line data. Bounded: a line, or an event's data, longer than `maxLine` characters raises.
  */
 export class SseParser {
-  readonly #decoder = new TextDecoder();
+  /** UTF-8 split across chunks is held until whole (lighter to make than a TextDecoder: one per upstream stream). */
+  readonly #decoder = new StringDecoder('utf8');
   readonly #maxLine: number;
   #buffer = '';
   #sawCr = false;
@@ -43,20 +45,25 @@ export class SseParser {
   }
 
   push(chunk: Uint8Array | string): SseEvent[] {
-    let text = typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, { stream: true });
+    let text = typeof chunk === 'string' ? chunk : this.#decoder.write(chunk);
     const events: SseEvent[] = [];
     if (text === '') return events; // keeps a pending CR pending
     // A CR at the end of the previous chunk may be half of a CRLF.
     if (this.#sawCr && text.startsWith('\n')) text = text.slice(1);
     this.#sawCr = false;
     let start = 0;
-    for (let i = 0; i < text.length; i++) {
-      const ch = text.charCodeAt(i);
-      if (ch !== 10 && ch !== 13) continue;
+    // The next LF and CR at or after `start` (-1: none left), each looked up again once passed.
+    let lf = text.indexOf('\n');
+    let cr = text.indexOf('\r');
+    for (;;) {
+      if (lf !== -1 && lf < start) lf = text.indexOf('\n', start);
+      if (cr !== -1 && cr < start) cr = text.indexOf('\r', start);
+      let i = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
+      if (i === -1) break;
       const line = this.#buffer + text.slice(start, i);
       this.#buffer = '';
       if (line.length > this.#maxLine) throw new Error('SSE line exceeds the size limit');
-      if (ch === 13) {
+      if (i === cr) {
         if (i + 1 < text.length) {
           if (text.charCodeAt(i + 1) === 10) i++;
         } else {

@@ -31,6 +31,14 @@ describe('SseParser line endings', () => {
     ]);
   });
 
+  it('splits on LF, CRLF and bare CR mixed in one chunk, in the order they come', () => {
+    expect(parseAll(['data: a\rdata: b\n\r\nid: 7\r\ndata: c\r\r', 'event: x\ndata: d\n\n'])).toEqual([
+      { event: 'message', data: 'a\nb' },
+      { event: 'message', data: 'c', id: '7' },
+      { event: 'x', data: 'd' },
+    ]);
+  });
+
   it('a CRLF split across two chunks is one line end, not an extra empty line', () => {
     // Were the LF read as a second line end, "a" would go out on its own before "b" arrived.
     expect(parseAll(['data: a\r', '\ndata: b\r', '\n\r', '\n'])).toEqual([{ event: 'message', data: 'a\nb' }]);
