@@ -229,10 +229,7 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
     if (this.#streams.size > MAX_DONE_STREAMS) {
       for (const [key, old] of this.#streams) {
         if (this.#streams.size <= MAX_DONE_STREAMS) break;
-        if (old.done && !old.attached) {
-          this.#streams.delete(key);
-          this.#log?.forget(key);
-        }
+        if (old.done && !old.attached) this.#streams.delete(key);
       }
     }
     return stream;

@@ -83,8 +83,15 @@ export class ReplayBudget {
   }
 }
 
+/** A stream as the log knows it: its key, and the newest of its events the log had to drop. */
+export interface LoggedStream {
+  readonly key: string;
+  /** @internal (EventLog) 0 until an event of the stream is dropped. */
+  droppedUpTo: number;
+}
+
 interface LoggedEvent {
-  key: string;
+  stream: LoggedStream;
   seq: number;
   data: string;
   bytes: number;
@@ -92,8 +99,9 @@ interface LoggedEvent {
 
 /**
  * The session's replay buffer: the newest events of all its streams, bounded by count and
- * bytes. Remembers, per stream, the newest sequence number it had to drop, so a resumption
- * that would skip dropped events is refused rather than silently incomplete.
+ * bytes. Tells each stream the newest sequence number of its events it had to drop, so a
+ * resumption that would skip dropped events is refused rather than silently incomplete. (That
+ * is the stream's to hold: kept here by key, it outlived the streams the session forgot.)
  */
 export class EventLog {
   readonly #limits: LogLimits;
@@ -101,7 +109,6 @@ export class EventLog {
   #events: (LoggedEvent | undefined)[] = [];
   #head = 0;
   #bytes = 0;
-  readonly #droppedUpTo = new Map<string, number>();
   /** @internal (ReplayBudget): this log's place in the budget's list. */
   budgetIndex = -1;
   #released = false;
@@ -116,10 +123,10 @@ export class EventLog {
     return this.#bytes;
   }
 
-  append(key: string, seq: number, data: string): void {
+  append(stream: LoggedStream, seq: number, data: string): void {
     if (this.#released) return;
     const bytes = Buffer.byteLength(data);
-    this.#events.push({ key, seq, data, bytes });
+    this.#events.push({ stream, seq, data, bytes });
     this.#bytes += bytes;
     const { budget } = this.#limits;
     budget?.add(bytes);
@@ -151,7 +158,7 @@ export class EventLog {
     this.#events[this.#head++] = undefined;
     this.#bytes -= dropped.bytes;
     this.#limits.budget?.add(-dropped.bytes);
-    this.#droppedUpTo.set(dropped.key, dropped.seq);
+    dropped.stream.droppedUpTo = dropped.seq;
   }
 
   #compact(): void {
@@ -168,18 +175,14 @@ export class EventLog {
    * The stream's events after `seq`; undefined when some of them were dropped, unless
    * `partial` accepts what is left.
    */
-  after(key: string, seq: number, partial = false): LoggedEvent[] | undefined {
-    if (!partial && (this.#droppedUpTo.get(key) ?? 0) > seq) return undefined;
+  after(stream: LoggedStream, seq: number, partial = false): LoggedEvent[] | undefined {
+    if (!partial && stream.droppedUpTo > seq) return undefined;
     const out: LoggedEvent[] = [];
     for (let i = this.#head; i < this.#events.length; i++) {
       const event = this.#events[i]!;
-      if (event.key === key && event.seq > seq) out.push(event);
+      if (event.stream === stream && event.seq > seq) out.push(event);
     }
     return out;
-  }
-
-  forget(key: string): void {
-    this.#droppedUpTo.delete(key);
   }
 }
 
@@ -195,9 +198,11 @@ export interface AttachOptions {
   primeRetryMs?: number;
 }
 
-export class SessionStream {
+export class SessionStream implements LoggedStream {
   readonly key = streamKey();
   readonly kind: StreamKind;
+  /** @internal (EventLog) */
+  droppedUpTo = 0;
   readonly #log: EventLog;
   /** Where its events are also written for other replicas (sessions.store: redis). */
   readonly #mirror: StreamMirror | undefined;
@@ -232,13 +237,13 @@ export class SessionStream {
    * saw every event of it (a cancelled request's stream ends with no response at all).
    */
   exhaustedAfter(seq: number): boolean {
-    return this.#done && this.#log.after(this.key, seq)?.length === 0;
+    return this.#done && this.#log.after(this, seq)?.length === 0;
   }
 
   send(message: JsonRpcMessage): void {
     const seq = this.#nextSeq++;
     const data = JSON.stringify(message);
-    this.#log.append(this.key, seq, data);
+    this.#log.append(this, seq, data);
     this.#mirror?.append(this.key, seq, data);
     if (this.#connection) {
       this.#connection.write(encodeSseEvent(data, `${this.key}.${seq}`), droppableMethod(message));
@@ -255,7 +260,7 @@ export class SessionStream {
     // Nothing sent that a connection has not had (a POST's stream as it opens): nothing to read
     // from the log, which holds every stream's events of the session (read only to replay).
     const unsent = resuming || this.#nextSeq - 1 > this.#written;
-    const events = unsent ? this.#log.after(this.key, options.after ?? this.#written, !resuming) : [];
+    const events = unsent ? this.#log.after(this, options.after ?? this.#written, !resuming) : [];
     if (!events) return false;
     const previous = this.#connection;
     if (previous && previous !== connection) previous.close();
@@ -270,7 +275,7 @@ export class SessionStream {
       this.#primed = true;
       prime(0);
     }
-    for (const event of events) connection.write(encodeSseEvent(event.data, `${event.key}.${event.seq}`));
+    for (const event of events) connection.write(encodeSseEvent(event.data, `${event.stream.key}.${event.seq}`));
     if (events.length > 0) this.#written = Math.max(this.#written, events[events.length - 1]!.seq);
     if (options.primeRetryMs !== undefined && !primeFirst) {
       this.#written = this.#nextSeq++;
