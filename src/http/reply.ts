@@ -65,11 +65,8 @@ export function toResponse(reply: Reply): Response {
  */
 export function writeReply(reply: Reply, res: ServerResponse, extra?: Readonly<Record<string, string>>): Promise<void> | undefined {
   if (reply instanceof JsonReply) writeJson(reply, res, extra);
-  else if (reply instanceof SseConnection) {
-    // The stream's head (written by its sink) takes the edge's headers from the response.
-    if (extra) for (const name in extra) res.setHeader(name, extra[name]!);
-    reply.writeTo(res);
-  } else return pipeResponse(reply, res, extra);
+  else if (reply instanceof SseConnection) reply.writeTo(res, extra);
+  else return pipeResponse(reply, res, extra);
   return undefined;
 }
 

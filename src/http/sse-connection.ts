@@ -91,10 +91,10 @@ export class SseConnection implements StreamConnection, KeepAliveTarget, SinkOwn
     return this.#response;
   }
 
-  /** Writes the connection to Node's response (head now, then events as they come). */
-  writeTo(res: ServerResponse): void {
+  /** Writes the connection to Node's response (head now, then events as they come); `extra`: the edge's headers, where the stream's own win. */
+  writeTo(res: ServerResponse, extra?: Readonly<Record<string, string>>): void {
     if (this.#sink) throw new Error('this SSE connection is already answered');
-    this.#bind(new NodeSseSink(this, res, this.#headers));
+    this.#bind(new NodeSseSink(this, res, this.#headers, extra));
   }
 
   get open(): boolean {

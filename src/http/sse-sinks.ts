@@ -4,7 +4,7 @@
 // A GET stream lives for hours and is mostly idle: written straight to the socket, a keep-alive
 // is one write of bytes made once, with no stream, promise, encoder or tick of its own, and the
 // stream keeps no object beside Node's own but this sink.
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { encodeSseComment } from '../util/sse.js';
 
@@ -47,10 +47,15 @@ export class NodeSseSink implements SseSink {
   readonly #chunked: boolean;
   #drained: (() => void) | undefined;
 
-  constructor(owner: SinkOwner, res: ServerResponse, headers: OutgoingHttpHeaders) {
+  /** `extra`: the edge's headers (a request id, CORS), each unless `headers` names it too. */
+  constructor(owner: SinkOwner, res: ServerResponse, headers: Readonly<Record<string, string>>, extra?: Readonly<Record<string, string>>) {
     this.#owner = owner;
     this.#res = res;
-    res.writeHead(200, headers);
+    // One flat list, which Node takes as it is, where an object goes through setHeader per name.
+    const head: string[] = [];
+    for (const name in headers) head.push(name, headers[name]!);
+    if (extra) for (const name in extra) if (!(name in headers)) head.push(name, extra[name]!);
+    res.writeHead(200, head);
     const socket = res.socket;
     // The head and what follows in this tick (a priming event, an answer ready now, the end) in
     // one write, as Node's own res.write() corks.

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteSession, initializeRequest, INVALID_REQUEST, LATEST, ping } from '../helpers/edge.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startSseUpstream, type SseUpstream } from '../helpers/sse-upstream.js';
 import { expectRpcError, httpExchange as exchange, httpPost as post, openStream, POST_HEADERS, type HttpOptions } from '../helpers/raw-http.js';
 
 describe('Origin validation', () => {
@@ -171,3 +172,38 @@ describe('Host validation', () => {
 
 // ---------------------------------------------------------------------------------------------
 // Request limits, against the real CLI process so its memory can be read from /proc.
+
+// A POST answered as a stream is written straight to Node's response too (the listener's direct
+// path): the edge's headers go into the stream's one head.
+describe('a POST answered as a stream, from an allowed Origin', () => {
+  const ALLOWED = 'https://app.example.com';
+  let upstream: SseUpstream;
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    upstream = await startSseUpstream();
+    gw = await startGateway({ listen: { port: 0, allowedOrigins: [ALLOWED] }, upstreams: { s: { http: { url: upstream.url } } } });
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await upstream?.close();
+  });
+
+  it('carries the SSE head, the CORS headers and the request id, then the priming event and the answer', async () => {
+    const init = await post(gw.url, initializeRequest(1), { headers: { origin: ALLOWED } });
+    const headers = { origin: ALLOWED, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': LATEST };
+    await post(gw.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { headers });
+    const call = (id: number) => post(gw.url, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 's__echo', arguments: {} } }, { headers: { ...headers, 'x-request-id': `call-${id}` } });
+    // The gateway learns from the first answer that this upstream answers as a stream.
+    expect((await call(2)).status).toBe(200);
+    const reply = await call(3);
+    expect(reply.status).toBe(200);
+    expect(reply.headers['content-type']).toBe('text/event-stream');
+    expect(reply.headers['cache-control']).toBe('no-cache, no-transform');
+    expect(reply.headers['access-control-allow-origin']).toBe(ALLOWED);
+    expect(reply.headers['x-request-id']).toBe('call-3');
+    expect(reply.text).toMatch(/^id: ([0-9a-f]{12})\.0\nretry: \d+\ndata: \n\nid: \1\.1\nevent: message\ndata: \{"jsonrpc":"2\.0","id":3,"result":/);
+    await deleteSession(gw.url, headers['mcp-session-id'], { headers: { origin: ALLOWED } });
+  });
+});
