@@ -1,7 +1,8 @@
 // One downstream SSE response (a connection of a session stream): its keep-alive comments, and
 // what waits for a client that does not read. Its bytes go to a sink (sse-sinks.ts): written
-// straight to Node's response for a stream the listener serves (every GET stream: writeTo), or
-// a web ReadableStream Response (`response`: a POST's answer, in-process requests). Until one of
+// straight to Node's response for a stream the listener serves (every GET stream, a POST's on the
+// direct path: writeTo), or a web ReadableStream Response (`response`: Hono's routes, in-process
+// requests). Until one of
 // the two is chosen, what is written waits in the queue. The connection knows when the client
 // went away, so nothing writes into the void.
 //

@@ -1,6 +1,7 @@
 // Where an SSE connection's bytes go (sse-connection.ts holds the queue in front of them):
 // straight to Node's response and its socket, for the streams the listener serves (every GET
-// stream), or a web ReadableStream for a Response (a POST's answer, in-process requests).
+// stream, and a POST's on the direct path), or a web ReadableStream for a Response (Hono's
+// routes, in-process requests).
 // A GET stream lives for hours and is mostly idle: written straight to the socket, a keep-alive
 // is one write of bytes made once, with no stream, promise, encoder or tick of its own, and the
 // stream keeps no object beside Node's own but this sink.
@@ -35,8 +36,9 @@ const KEEP_ALIVE_CHUNK = Buffer.from(`${KEEP_ALIVE_BYTES.length.toString(16)}\r\
 
 /**
  * The response head goes through Node's response; the events go straight to its socket, framed
- * here as chunks (one write each, where the response's own write() corks the socket and frames
- * in three writes uncorked on the next tick). The response still ends itself (its last chunk)
+ * here as chunks (one write each, where the response's own write() frames in three). The socket
+ * is corked with the head until the next tick, so a stream written whole at once (a POST's,
+ * opened with its answer) leaves in one write. The response still ends itself (its last chunk)
  * and learns of the client's leaving. A response not yet given its socket (behind another answer
  * on a pipelined connection) is written through, and buffers and frames itself.
  */
