@@ -10,6 +10,7 @@ import { createApp, type AppEnv, type Readiness } from './http/app.js';
 import { startListener, type Listener } from './http/listener.js';
 import { createMetricsApp } from './http/metrics.js';
 import { KeepAlives } from './http/keep-alives.js';
+import { queueBounds } from './http/responder.js';
 import { Authenticator } from './auth/authenticator.js';
 import { secretsOf } from './config/secrets.js';
 import { Metrics } from './metrics/metrics.js';
@@ -261,12 +262,14 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       keepAliveMs: config.sessions.keepAlive,
       keepAlives: new KeepAlives(config.sessions.keepAlive),
       retryMs: config.sessions.retry,
-      queue: {
-        bytes: config.sessions.streamQueueBytes,
-        messages: config.sessions.streamQueueMessages,
-        ondrop: (method) => metrics.streamDropped.inc({ method: metrics.notification(method) }),
-      },
-      onoverflow: (kind) => metrics.streamOverflows.inc({ kind }),
+      bounds: queueBounds(
+        {
+          bytes: config.sessions.streamQueueBytes,
+          messages: config.sessions.streamQueueMessages,
+          ondrop: (method) => metrics.streamDropped.inc({ method: metrics.notification(method) }),
+        },
+        (kind) => metrics.streamOverflows.inc({ kind }),
+      ),
     },
     ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen, config.endpoints.map((e) => e.path), frontDoor?.ownIssuer(), exchange && ((principal, token) => exchange.subjects.remember(principal.id, token, typeof principal.claims.exp === 'number' ? principal.claims.exp : undefined))) } : {}),
     ...(frontDoor ? { frontDoor } : {}),

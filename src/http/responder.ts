@@ -9,7 +9,7 @@
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.js';
 import type { RequestChannel } from '../router/router.js';
 import type { DownstreamSession } from '../links/session.js';
-import type { SessionStream } from '../session/streams.js';
+import type { SessionStream, StreamKind } from '../session/streams.js';
 import { SSE_HEADERS, SseConnection, type QueueBounds } from './sse-connection.js';
 import type { KeepAlives } from './keep-alives.js';
 import { JsonReply, type Reply } from './reply.js';
@@ -22,26 +22,22 @@ export interface StreamSettings {
   /** One keep-alive timer for every connection (else each has its own, every keepAliveMs). */
   keepAlives?: KeepAlives;
   retryMs: number;
-  /** What may wait for a client that does not read, per connection. */
-  queue?: QueueBounds;
-  /** A connection of this kind of stream was closed because its client did not read. */
-  onoverflow?: (kind: 'request' | 'standalone') => void;
+  /** What may wait for a client that does not read, per connection, by the kind of its stream (queueBounds()). */
+  bounds?: Readonly<Record<StreamKind, QueueBounds>>;
 }
 
-/** Each settings' bounds by kind, made once: every POST answered as a stream asks for them. */
-const boundsByKind = new WeakMap<StreamSettings, Record<'request' | 'standalone', QueueBounds>>();
+/**
+ * The queue bounds of each kind of stream, made once (every POST answered as a stream takes
+ * them): `onoverflow` hears which kind of stream's connection was closed for not reading.
+ */
+export function queueBounds(queue: QueueBounds, onoverflow?: (kind: StreamKind) => void): Record<StreamKind, QueueBounds> {
+  if (!onoverflow) return { request: queue, standalone: queue };
+  return { request: { ...queue, onoverflow: () => onoverflow('request') }, standalone: { ...queue, onoverflow: () => onoverflow('standalone') } };
+}
 
-/** The queue bounds of a connection of `stream`, reporting an overflow by the stream's kind. */
-export function boundsFor(settings: StreamSettings, kind: 'request' | 'standalone'): QueueBounds | undefined {
-  const { queue, onoverflow } = settings;
-  if (!queue) return undefined;
-  if (!onoverflow) return queue;
-  let made = boundsByKind.get(settings);
-  if (!made) {
-    made = { request: { ...queue, onoverflow: () => onoverflow('request') }, standalone: { ...queue, onoverflow: () => onoverflow('standalone') } };
-    boundsByKind.set(settings, made);
-  }
-  return made[kind];
+/** The queue bounds of a connection of a `kind` stream. */
+export function boundsFor(settings: StreamSettings, kind: StreamKind): QueueBounds | undefined {
+  return settings.bounds?.[kind];
 }
 
 /** Priming events and retry hints are for clients of 2025-11-25 and later (transports.mdx). */

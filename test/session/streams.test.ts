@@ -1,7 +1,7 @@
 // The buffering behind resumable SSE streams (src/session/streams.ts): event ids, delivery of
 // what a detached stream missed, Last-Event-ID replay bounded by the session's log, priming.
-import { afterEach, describe, expect, it } from 'vitest';
-import { EventLog, parseEventId, SessionStream, type LoggedStream, type LogLimits, type StreamConnection } from '../../src/session/streams.js';
+import { describe, expect, it } from 'vitest';
+import { EventLog, parseEventId, SessionStream, type LogLimits, type StreamConnection } from '../../src/session/streams.js';
 import type { JsonRpcMessage } from '../../src/mcp/jsonrpc.js';
 
 /** A connection that records what the stream wrote to it, and whether it was closed. */
@@ -402,49 +402,6 @@ describe('SessionStream priming and hang-up', () => {
   });
 });
 
-describe('EventLog', () => {
-  const a: LoggedStream = { key: 'a', droppedUpTo: 0 };
-  const b: LoggedStream = { key: 'b', droppedUpTo: 0 };
-  afterEach(() => {
-    a.droppedUpTo = b.droppedUpTo = 0;
-  });
-
-  it('keeps the newest events across compaction of its backing array', () => {
-    const log = new EventLog({ events: 10, bytes: 1_000_000 });
-    for (let seq = 1; seq <= 3_000; seq++) log.append(a, seq, `d${seq}`);
-    expect(log.after(a, 2_990)!.map((e) => e.seq)).toEqual([2_991, 2_992, 2_993, 2_994, 2_995, 2_996, 2_997, 2_998, 2_999, 3_000]);
-    expect(log.after(a, 2_989)).toBeUndefined();
-  });
-
-  it('keeps the newest event even when it alone exceeds the byte limit', () => {
-    const log = new EventLog({ events: 10, bytes: 10 });
-    log.append(a, 1, 'x'.repeat(50));
-    expect(log.after(a, 0)!.map((e) => e.seq)).toEqual([1]);
-    log.append(a, 2, 'y'.repeat(50));
-    expect(log.after(a, 1)!.map((e) => e.seq)).toEqual([2]);
-    expect(log.after(a, 0)).toBeUndefined();
-  });
-
-  it('tells the stream whose event it dropped, and only that stream', () => {
-    const log = new EventLog({ events: 1, bytes: 1_000_000 });
-    log.append(a, 1, 'one');
-    log.append(b, 1, 'other');
-    expect(a.droppedUpTo).toBe(1);
-    expect(b.droppedUpTo).toBe(0);
-    expect(log.after(a, 0)).toBeUndefined();
-    expect(log.after(b, 0)!.map((e) => e.data)).toEqual(['other']);
-  });
-
-  it('counts the byte limit in UTF-8 bytes, as the replayBytes setting says', () => {
-    // Each event is 10 characters but 30 bytes of UTF-8; a 64-byte limit holds two of them.
-    const data = '€'.repeat(10);
-    const log = new EventLog({ events: 100, bytes: 64 });
-    for (let seq = 1; seq <= 4; seq++) log.append(a, seq, data);
-    expect(log.after(a, 1)).toBeUndefined();
-    expect(log.after(a, 2)!.map((e) => e.seq)).toEqual([3, 4]);
-  });
-});
-
 describe('parseEventId', () => {
   it('accepts every id a stream issues, priming ids included', () => {
     const { stream } = streamWith();
@@ -480,29 +437,5 @@ describe('parseEventId', () => {
     ['an extra segment', '0123456789ab.1.2'],
   ])('rejects %s', (_what, value) => {
     expect(parseEventId(value)).toBeUndefined();
-  });
-});
-
-describe('ReplayBudget', () => {
-  it('keeps every log together under the limit, taking first from logs over their fair share', async () => {
-    const { EventLog, ReplayBudget } = await import('../../src/session/streams.js');
-    const budget = new ReplayBudget(10_000);
-    const quiet: LoggedStream = { key: 'aaaaaaaaaaaa', droppedUpTo: 0 };
-    const loud: LoggedStream = { key: 'bbbbbbbbbbbb', droppedUpTo: 0 };
-    const idle = new EventLog({ events: 1_000, bytes: 1_000_000, budget });
-    const busy = new EventLog({ events: 1_000, bytes: 1_000_000, budget });
-    for (let i = 1; i <= 8; i++) idle.append(quiet, i, 'x'.repeat(1_000));
-    expect(budget.used).toBe(8_000);
-    for (let i = 1; i <= 8; i++) busy.append(loud, i, 'y'.repeat(1_000));
-    expect(budget.used).toBeLessThanOrEqual(10_000);
-    // The idle log held more than half: it gave back its oldest events; the busy one kept its newest.
-    expect(idle.bytes).toBeLessThanOrEqual(5_000);
-    expect(busy.after(loud, 7, true)?.map((e) => e.seq)).toEqual([8]);
-    // A resumption that would skip what was given back is refused, not silently incomplete.
-    expect(idle.after(quiet, 0)).toBeUndefined();
-    idle.release();
-    busy.release();
-    expect(budget.used).toBe(0);
-    expect(budget.logs).toBe(0);
   });
 });
