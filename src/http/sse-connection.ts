@@ -119,11 +119,10 @@ export class SseConnection implements StreamConnection, KeepAliveTarget, SinkOwn
     if (this.#sink && this.#queue === undefined) this.#end();
   }
 
-  /** Writes `text`; `droppable` names the method of a notification that may be dropped for a slow reader. */
-  write(text: string, droppable?: string): void {
+  /** Writes `text` (`bytes` long in UTF-8); `droppable` names the method of a notification that may be dropped for a slow reader. */
+  write(text: string, droppable?: string, bytes = Buffer.byteLength(text)): void {
     if (!this.#open || this.#closing) return;
     if (this.#keepAlives) this.lastTick = this.#keepAlives.now;
-    const bytes = Buffer.byteLength(text);
     if (this.#ready && this.#queue === undefined) {
       this.#ready = this.#sink!.write(text, bytes);
       return;
@@ -155,8 +154,9 @@ export class SseConnection implements StreamConnection, KeepAliveTarget, SinkOwn
   #bind(sink: SseSink): void {
     this.#sink = sink;
     if (!this.#open) return sink.abort();
-    this.#keepAlives?.add(this);
     this.drained();
+    // A stream written whole at once (a POST's, opened with its answer) is over already.
+    if (this.#open) this.#keepAlives?.add(this);
   }
 
   /** Drops the oldest droppable messages while over the bounds; closes when that is not enough. */

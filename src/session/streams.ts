@@ -11,8 +11,11 @@ import type { StreamKind, StreamMirror } from './shared-log.js';
 
 /** One HTTP response carrying SSE (implemented by the HTTP layer). */
 export interface StreamConnection {
-  /** `droppable`: the method of a notification the connection may drop for a client that does not read. */
-  write(chunk: string, droppable?: string): void;
+  /**
+   * `droppable`: the method of a notification the connection may drop for a client that does
+   * not read; `bytes`: the chunk's length in UTF-8, when the writer knows it.
+   */
+  write(chunk: string, droppable?: string, bytes?: number): void;
   close(): void;
 }
 
@@ -123,9 +126,9 @@ export class EventLog {
     return this.#bytes;
   }
 
-  append(stream: LoggedStream, seq: number, data: string): void {
+  /** `bytes`: the data's length in UTF-8, when the caller knows it. */
+  append(stream: LoggedStream, seq: number, data: string, bytes = Buffer.byteLength(data)): void {
     if (this.#released) return;
-    const bytes = Buffer.byteLength(data);
     this.#events.push({ stream, seq, data, bytes });
     this.#bytes += bytes;
     const { budget } = this.#limits;
@@ -243,10 +246,13 @@ export class SessionStream implements LoggedStream {
   send(message: JsonRpcMessage): void {
     const seq = this.#nextSeq++;
     const data = JSON.stringify(message);
-    this.#log.append(this, seq, data);
+    const bytes = Buffer.byteLength(data);
+    this.#log.append(this, seq, data, bytes);
     this.#mirror?.append(this.key, seq, data);
     if (this.#connection) {
-      this.#connection.write(encodeSseEvent(data, `${this.key}.${seq}`), droppableMethod(message));
+      const event = encodeSseEvent(data, `${this.key}.${seq}`);
+      // What the event adds to the data is ASCII: its length in UTF-8 is its length.
+      this.#connection.write(event, droppableMethod(message), bytes + event.length - data.length);
       this.#written = seq;
     }
   }

@@ -1,14 +1,17 @@
 // Attaching a connection to a session stream (src/session/streams.ts) reads the session's replay
 // log only when there is something to replay: every POST answered as a stream opens a stream,
-// and the log holds the events of all the session's streams.
+// and the log holds the events of all the session's streams. Sending tells the connection each
+// event's length in UTF-8, counted once for the log and the connection both.
 import { describe, expect, it } from 'vitest';
 import type { JsonRpcMessage } from '../../src/mcp/jsonrpc.js';
 import { EventLog, SessionStream, type StreamConnection } from '../../src/session/streams.js';
 
 class Connection implements StreamConnection {
   readonly writes: string[] = [];
-  write(chunk: string): void {
+  readonly sizes: (number | undefined)[] = [];
+  write(chunk: string, _droppable?: string, bytes?: number): void {
     this.writes.push(chunk);
+    this.sizes.push(bytes);
   }
   close(): void {}
 }
@@ -31,5 +34,14 @@ describe('SessionStream.attach', () => {
     expect(late.attach(connection)).toBe(true);
     expect(reads).toBe(1);
     expect(connection.writes).toEqual([`id: ${late.key}.1\nevent: message\ndata: ${JSON.stringify(note(1))}\n\n`]);
+  });
+
+  it('tells the connection each event\'s length in UTF-8, multi-byte text included', () => {
+    const stream = new SessionStream('request', new EventLog({ events: 10, bytes: 1_000_000 }));
+    const connection = new Connection();
+    stream.attach(connection);
+    stream.send({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'naïve — €5 ✓' }] } });
+    expect(connection.sizes).toEqual([Buffer.byteLength(connection.writes[0]!)]);
+    expect(connection.sizes[0]).toBeGreaterThan(connection.writes[0]!.length);
   });
 });
