@@ -1,11 +1,11 @@
 // Answers a POST that carried requests. The answer is plain JSON when the responses are ready
 // quickly and nothing else needs saying first; it becomes an SSE stream of the session (event
 // ids, replay on Last-Event-ID) the moment a related message (progress, a server-initiated
-// request) must go out, when the upstream answering it answers as a stream itself (the stream is
-// then opened with the answer, head and events in one write, unless something opens it sooner),
-// or once the request has run for STREAM_AFTER_MS, so a long call survives a dropped connection. Both forms
-// are allowed by basic/transports.mdx ("Sending Messages to the Server", item 5). A client
-// closing the stream does not cancel anything.
+// request) must go out, or once the request has run for STREAM_AFTER_MS, so a long call
+// survives a dropped connection. When the upstream answering it answers as a stream itself, the
+// answer is a stream too, opened with the answer (head and events in one write) unless one of
+// those opened it sooner. Both forms are allowed by basic/transports.mdx ("Sending Messages to
+// the Server", item 5). A client closing the stream does not cancel anything.
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.js';
 import type { RequestChannel } from '../router/router.js';
 import type { DownstreamSession } from '../links/session.js';
