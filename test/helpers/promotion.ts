@@ -1,0 +1,40 @@
+// What a fixture's work promotes to the old generation: the fixture runs in a process of its own
+// under --trace-gc-nvp with a young generation of `semiSpaceMb`, prints MEASURE and DONE around
+// the work it measures (after a warm-up, so what lives long anyway is old already), and V8's
+// trace of each young-generation collection between the two lines says what it promoted.
+import { spawn } from 'node:child_process';
+import { expect } from 'vitest';
+import { NODE, ROOT } from './paths.js';
+import { waitForExit } from './processes.js';
+
+export interface Promotion {
+  /** Young-generation collections while the work ran. */
+  scavenges: number;
+  /** Bytes they promoted (the typical collection's, times their number), over `units` (the requests or calls the fixture made). */
+  perUnit: number;
+}
+
+export async function measurePromotion(fixture: string, options: { semiSpaceMb: number; units: number; env?: Record<string, string> }): Promise<Promotion> {
+  const child = spawn(NODE, ['--import', 'tsx', '--trace-gc-nvp', `--max-semi-space-size=${options.semiSpaceMb}`, fixture], {
+    cwd: ROOT,
+    stdio: 'pipe',
+    env: { ...process.env, ...options.env },
+  });
+  let output = '';
+  let errors = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString('utf8')));
+  try {
+    expect(await waitForExit(child, 120_000), errors).toBe(0);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+  const measured = output.slice(output.indexOf('MEASURE\n'), output.indexOf('DONE'));
+  const promoted = [...measured.matchAll(/gc=s .*?promoted=(\d+)/g)].map((m) => Number(m[1])).sort((a, b) => a - b);
+  // The highest tenth left out: a collection that runs while a full one is marking, or that V8
+  // switches to promoting whole pages, promotes what would otherwise die young. Something that
+  // keeps every request alive shows in every collection, not in a tenth of them.
+  const kept = promoted.slice(0, Math.max(1, Math.floor(promoted.length * 0.9)));
+  const mean = kept.reduce((a, b) => a + b, 0) / kept.length;
+  return { scavenges: promoted.length, perUnit: (mean * promoted.length) / options.units };
+}
