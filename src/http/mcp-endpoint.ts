@@ -35,7 +35,7 @@ import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, PostAccepts } 
 import { refuse, refusals } from './refusals.js';
 import type { HttpInput } from './input.js';
 import { parseEventId } from '../session/streams.js';
-import { boundsFor, connect, respond, type Answers, type StreamSettings } from './responder.js';
+import { connect, respond, type Answers, type StreamSettings } from './responder.js';
 import type { SseConnection } from './sse-connection.js';
 import { resumeFromSharedLog } from './shared-resume.js';
 import { isStatelessRequest, serveStateless, validateStateless } from './stateless/endpoint.js';
@@ -186,7 +186,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
         return refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: validated.id });
       }
     }
-    return serveStateless({ stateless, keepAlive: deps.streams.keepAlives ?? deps.streams.keepAliveMs, bounds: (kind) => boundsFor(deps.streams, kind), ...(deps.tasks ? { tasks: deps.tasks } : {}) }, request, validated, context);
+    return serveStateless({ stateless, keepAlive: deps.streams.keepAlives ?? deps.streams.keepAliveMs, bounds: (kind) => deps.streams.bounds?.[kind], ...(deps.tasks ? { tasks: deps.tasks } : {}) }, request, validated, context);
   }
 
   async function postBatch(request: HttpInput, items: unknown[], context: Caller): Promise<Reply> {

@@ -35,11 +35,6 @@ export function queueBounds(queue: QueueBounds, onoverflow?: (kind: StreamKind) 
   return { request: { ...queue, onoverflow: () => onoverflow('request') }, standalone: { ...queue, onoverflow: () => onoverflow('standalone') } };
 }
 
-/** The queue bounds of a connection of a `kind` stream. */
-export function boundsFor(settings: StreamSettings, kind: StreamKind): QueueBounds | undefined {
-  return settings.bounds?.[kind];
-}
-
 /** Priming events and retry hints are for clients of 2025-11-25 and later (transports.mdx). */
 export function primes(session: DownstreamSession): boolean {
   return session.info.protocolVersion >= '2025-11-25';
@@ -47,7 +42,7 @@ export function primes(session: DownstreamSession): boolean {
 
 /** Attaches a new SSE connection to `stream`, detaching it again when the client goes away. */
 export function connect(session: DownstreamSession, stream: SessionStream, settings: StreamSettings, after?: number): SseConnection | undefined {
-  const connection = new SseConnection({}, settings.keepAlives ?? settings.keepAliveMs, boundsFor(settings, stream.kind));
+  const connection = new SseConnection({}, settings.keepAlives ?? settings.keepAliveMs, settings.bounds?.[stream.kind]);
   const options = after !== undefined ? { after } : primes(session) ? { primeRetryMs: settings.retryMs } : {};
   if (!stream.attach(connection, options)) {
     connection.close();

@@ -10,7 +10,7 @@ import type { DownstreamSession } from '../links/session.js';
 import type { SharedEvent, SharedStream, SharedStreamLog } from '../session/shared-log.js';
 import { encodeSseEvent } from '../util/sse.js';
 import { SseConnection } from './sse-connection.js';
-import { boundsFor, primes, type StreamSettings } from './responder.js';
+import { primes, type StreamSettings } from './responder.js';
 
 /** How often a request stream another replica writes is read again while its answer is due. */
 const FOLLOW_EVERY_MS = 200;
@@ -22,13 +22,13 @@ export async function resumeFromSharedLog(session: DownstreamSession, log: Share
   if (written.kind === 'standalone') return continueStandalone(session, event.key, written.events, settings);
   // Over, and the client saw all of it: 204 tells it to stop reconnecting (as streams.ts's exhaustedAfter).
   if (written.done && written.events.length === 0) return new Response(null, { status: 204 });
-  const connection = new SseConnection({}, settings.keepAlives ?? settings.keepAliveMs, boundsFor(settings, 'request'));
+  const connection = new SseConnection({}, settings.keepAlives ?? settings.keepAliveMs, settings.bounds?.request);
   void follow(session, log, event.key, written, event.seq, connection);
   return connection;
 }
 
 function continueStandalone(session: DownstreamSession, key: string, events: SharedEvent[], settings: StreamSettings): SseConnection {
-  const connection = new SseConnection({}, settings.keepAlives ?? settings.keepAliveMs, boundsFor(settings, 'standalone'));
+  const connection = new SseConnection({}, settings.keepAlives ?? settings.keepAliveMs, settings.bounds?.standalone);
   for (const event of events) connection.write(encodeSseEvent(event.data, `${key}.${event.seq}`));
   const stream = session.standalone;
   stream.attach(connection, primes(session) ? { primeRetryMs: settings.retryMs } : {});

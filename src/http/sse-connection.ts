@@ -2,9 +2,8 @@
 // what waits for a client that does not read. Its bytes go to a sink (sse-sinks.ts): written
 // straight to Node's response for a stream the listener serves (every GET stream, a POST's on the
 // direct path: writeTo), or a web ReadableStream Response (`response`: Hono's routes, in-process
-// requests). Until one of
-// the two is chosen, what is written waits in the queue. The connection knows when the client
-// went away, so nothing writes into the void.
+// requests). Until one of the two is chosen, what is written waits in the queue. The connection
+// knows when the client went away, so nothing writes into the void.
 //
 // What waits for a client that does not read is bounded: the sink takes what the client can take
 // (the socket's buffer, or the web stream's one chunk), the rest waits in a queue of this

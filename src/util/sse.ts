@@ -29,6 +29,8 @@ export function encodeSseRetry(ms: number): string {
 export class SseParser {
   /** UTF-8 split across chunks is held until whole (lighter to make than a TextDecoder: one per upstream stream). */
   readonly #decoder = new StringDecoder('utf8');
+  /** No text decoded yet: a byte order mark leading it is dropped, as UTF-8 decode does (and TextDecoder). */
+  #atStart = true;
   readonly #maxLine: number;
   #buffer = '';
   #sawCr = false;
@@ -45,7 +47,7 @@ export class SseParser {
   }
 
   push(chunk: Uint8Array | string): SseEvent[] {
-    let text = typeof chunk === 'string' ? chunk : this.#decoder.write(chunk);
+    let text = typeof chunk === 'string' ? chunk : this.#decode(chunk);
     const events: SseEvent[] = [];
     if (text === '') return events; // keeps a pending CR pending
     // A CR at the end of the previous chunk may be half of a CRLF.
@@ -77,6 +79,13 @@ export class SseParser {
     this.#buffer += text.slice(start);
     if (this.#buffer.length > this.#maxLine) throw new Error('SSE line exceeds the size limit');
     return events;
+  }
+
+  #decode(chunk: Uint8Array): string {
+    const text = this.#decoder.write(chunk);
+    if (!this.#atStart || text === '') return text;
+    this.#atStart = false;
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   }
 
   #line(line: string): SseEvent | undefined {

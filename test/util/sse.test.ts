@@ -179,6 +179,20 @@ describe('SseParser bytes', () => {
     const chunks = [0, ...cuts].map((from, i) => bytes.subarray(from, cuts[i] ?? bytes.length));
     expect(parseAll(chunks)).toEqual([{ event: 'message', data: 'h\u00e9llo \u{1F600}' }]);
   });
+
+  it('drops a byte order mark at the start of the stream, split across chunks or not, and keeps one later', () => {
+    // The spec's stream is UTF-8 decoded, which removes a leading BOM; read as part of the
+    // first line it would hide that line's field name.
+    const bytes = utf8.encode('\uFEFFdata: a\n\ndata: \uFEFFb\n\n');
+    expect(parseAll([bytes])).toEqual([
+      { event: 'message', data: 'a' },
+      { event: 'message', data: '\uFEFFb' },
+    ]);
+    expect(parseAll([bytes.subarray(0, 1), bytes.subarray(1, 2), bytes.subarray(2)])).toEqual([
+      { event: 'message', data: 'a' },
+      { event: 'message', data: '\uFEFFb' },
+    ]);
+  });
 });
 
 describe('SseParser size limit', () => {
