@@ -109,7 +109,8 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
   logLevel: string | undefined;
   readonly #inflight = new Map<JsonRpcId, Cancellation>();
   readonly #limits: LogLimits;
-  readonly #streams = new Map<string, SessionStream>();
+  /** The request streams, oldest first: those still running or attached, and the newest done ones for replay. */
+  readonly #streams: SessionStream[] = [];
   #log: EventLog | undefined;
   #standalone: SessionStream | undefined;
   readonly #shared: SharedStreamLog | undefined;
@@ -150,7 +151,7 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
   /** SSE connections open to this client, by kind. */
   openStreams(): { request: number; standalone: number } {
     let request = 0;
-    for (const stream of this.#streams.values()) if (stream.attached) request++;
+    for (const stream of this.#streams) if (stream.attached) request++;
     return { request, standalone: this.#standalone?.attached ? 1 : 0 };
   }
 
@@ -162,13 +163,13 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
   /** Closes every open connection after a retry hint; the streams stay resumable (drain). */
   hangUp(retryMs: number): void {
     this.#standalone?.hangUp(retryMs);
-    for (const stream of this.#streams.values()) stream.hangUp(retryMs);
+    for (const stream of this.#streams) stream.hangUp(retryMs);
   }
 
   /** When the session became idle, or undefined while a request or stream keeps it busy. */
   idleSince(): number | undefined {
     if (this.#inflight.size > 0 || this.clientRequests.size > 0) return undefined;
-    for (const stream of this.#streams.values()) if (stream.attached) return undefined;
+    for (const stream of this.#streams) if (stream.attached) return undefined;
     return this.#standalone?.attached ? undefined : this.#lastActive;
   }
 
@@ -225,12 +226,13 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
   /** A new stream for one POST's answer to `requests`. */
   openRequestStream(requests: readonly JsonRpcId[] = []): SessionStream {
     const stream = new SessionStream('request', this.#eventLog(), this.#sharedMirror(), requests);
-    this.#streams.set(stream.key, stream);
-    if (this.#streams.size > MAX_DONE_STREAMS) {
-      for (const [key, old] of this.#streams) {
-        if (this.#streams.size <= MAX_DONE_STREAMS) break;
-        if (old.done && !old.attached) this.#streams.delete(key);
-      }
+    const streams = this.#streams;
+    streams.push(stream);
+    // The oldest done one goes (almost always the very oldest); running or attached streams stay.
+    if (streams.length > MAX_DONE_STREAMS) {
+      const oldest = streams.findIndex((old) => old.done && !old.attached);
+      if (oldest === 0) streams.shift();
+      else if (oldest > 0) streams.splice(oldest, 1);
     }
     return stream;
   }
@@ -238,7 +240,7 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
   /** A stream of this session by key (for Last-Event-ID). */
   stream(key: string): SessionStream | undefined {
     if (this.#standalone?.key === key) return this.#standalone;
-    return this.#streams.get(key);
+    return this.#streams.find((stream) => stream.key === key);
   }
 
   /** Sends a message that belongs to no request (on the standalone stream, unless the edge said otherwise). */
@@ -279,7 +281,7 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
     for (const controller of this.#inflight.values()) controller.abort('session ended');
     this.#inflight.clear();
     this.clientRequests.rejectAll(reason);
-    for (const stream of this.#streams.values()) stream.finish();
+    for (const stream of this.#streams) stream.finish();
     this.#standalone?.finish();
     this.#log?.release();
     await this.links.closeAll();

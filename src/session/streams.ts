@@ -3,7 +3,7 @@
 // A stream outlives its HTTP connections: every message gets an event id `<stream key>.<seq>`
 // and a place in the session's log, is written to the stream's connection if one is attached,
 // and is replayed when the client comes back with Last-Event-ID, never on another stream.
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { isDroppable } from '../mcp/methods.js';
 import { encodeSseEvent } from '../util/sse.js';
@@ -115,10 +115,27 @@ export class EventLog {
   /** @internal (ReplayBudget): this log's place in the budget's list. */
   budgetIndex = -1;
   #released = false;
+  /** This log's stream keys: a random first half, and a count from a random start as the second. */
+  readonly #keyPrefix: string;
+  #keyCount: number;
 
   constructor(limits: LogLimits) {
     this.#limits = limits;
     if (limits.budget) this.budgetIndex = limits.budget.join(this);
+    const random = randomBytes(6);
+    this.#keyPrefix = random.toString('hex', 0, 3);
+    this.#keyCount = random.readUIntBE(3, 3);
+  }
+
+  /**
+   * A key for a new stream of the session: 12 hex digits, unique in this log (16 million
+   * streams before its count comes round, when the log has long let go of the first), and
+   * apart from another replica's log of the same session (another random first half).
+   */
+  newKey(): string {
+    this.#keyCount = (this.#keyCount + 1) & 0xffffff;
+    // The count as six hex digits: 0x1000000 + count is seven, the first of them a 1.
+    return this.#keyPrefix + (0x1000000 + this.#keyCount).toString(16).slice(1);
   }
 
   /** Bytes held. */
@@ -202,7 +219,7 @@ export interface AttachOptions {
 }
 
 export class SessionStream implements LoggedStream {
-  readonly key = streamKey();
+  readonly key: string;
   readonly kind: StreamKind;
   /** @internal (EventLog) */
   droppedUpTo = 0;
@@ -220,6 +237,7 @@ export class SessionStream implements LoggedStream {
 
   /** `requests`: what a request stream answers (another replica answers them if this one is gone). */
   constructor(kind: StreamKind, log: EventLog, mirror?: StreamMirror, requests: readonly JsonRpcId[] = []) {
+    this.key = log.newKey();
     this.kind = kind;
     this.#log = log;
     this.#mirror = mirror;
@@ -316,16 +334,6 @@ export class SessionStream implements LoggedStream {
     connection?.close();
     if (connection) this.onattached?.(false);
   }
-}
-
-/**
- * A stream's key: 48 random bits as 12 hex digits, from a UUID (Node draws those from a pool of
- * random bytes, where randomBytes(6) asks the system's generator on every call, one stream of
- * every POST answered as a stream).
- */
-function streamKey(): string {
-  const uuid = randomUUID();
-  return uuid.slice(0, 8) + uuid.slice(9, 13);
 }
 
 /** Parses a Last-Event-ID of the form this module issues. */

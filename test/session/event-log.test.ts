@@ -52,6 +52,32 @@ describe('a session’s request streams over a long life', () => {
   });
 });
 
+describe('a session’s request streams kept for resumption', () => {
+  it('are the newest hundred, and every one still running however old, each found by its key', () => {
+    const session = new DownstreamSession('s', { protocolVersion: '2025-11-25', clientCapabilities: {}, clientInfo: {} }, Date.now(), { events: 1_000, bytes: 4_000_000 });
+    const running = session.openRequestStream([0]);
+    const done = Array.from({ length: 150 }, (_, i) => {
+      const stream = session.openRequestStream([i + 1]);
+      stream.send({ jsonrpc: '2.0', id: i + 1, result: {} });
+      stream.finish();
+      return stream;
+    });
+    expect(session.stream(running.key)).toBe(running);
+    // Each stream opened past a hundred let the oldest done one go: the 51st is the last gone.
+    for (const stream of done.slice(0, 51)) expect(session.stream(stream.key)).toBeUndefined();
+    for (const stream of done.slice(51)) expect(session.stream(stream.key)).toBe(stream);
+    expect(new Set([running, ...done].map((stream) => stream.key)).size).toBe(151);
+  });
+
+  it('have keys of their own in each session, not shared with another session’s', () => {
+    const keys = (log: EventLog): string[] => Array.from({ length: 50 }, () => log.newKey());
+    const one = keys(new EventLog({ events: 10, bytes: 1_000 }));
+    const other = keys(new EventLog({ events: 10, bytes: 1_000 }));
+    for (const key of [...one, ...other]) expect(key).toMatch(/^[0-9a-f]{12}$/);
+    expect(new Set([...one, ...other]).size).toBe(100);
+  });
+});
+
 describe('EventLog', () => {
   const a: LoggedStream = { key: 'a', droppedUpTo: 0 };
   const b: LoggedStream = { key: 'b', droppedUpTo: 0 };
