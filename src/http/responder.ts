@@ -40,9 +40,13 @@ export function primes(session: DownstreamSession): boolean {
   return session.info.protocolVersion >= '2025-11-25';
 }
 
-/** Attaches a new SSE connection to `stream`, detaching it again when the client goes away. */
-export function connect(session: DownstreamSession, stream: SessionStream, settings: StreamSettings, after?: number): SseConnection | undefined {
-  const connection = new SseConnection({}, settings.keepAlives ?? settings.keepAliveMs, settings.bounds?.[stream.kind]);
+/**
+ * Attaches a new SSE connection to `stream`, detaching it again when the client goes away.
+ * `keepAlive` false: the stream ends in the tick it opens (a POST's, opened with its answer),
+ * so it needs no keep-alive comments and does not join their timer.
+ */
+export function connect(session: DownstreamSession, stream: SessionStream, settings: StreamSettings, after?: number, keepAlive = true): SseConnection | undefined {
+  const connection = new SseConnection({}, keepAlive ? (settings.keepAlives ?? settings.keepAliveMs) : 0, settings.bounds?.[stream.kind]);
   const options = after !== undefined ? { after } : primes(session) ? { primeRetryMs: settings.retryMs } : {};
   if (!stream.attach(connection, options)) {
     connection.close();
@@ -109,12 +113,12 @@ class Responder implements RequestChannel {
     this.#streamed = true;
   }
 
-  /** The POST's SSE stream, opened (and handed to `resolve`) the first time. */
-  upgrade(): SessionStream {
+  /** The POST's SSE stream, opened (and handed to `resolve`) the first time; `ending`: by its answer, which ends it. */
+  upgrade(ending = false): SessionStream {
     if (this.#stream) return this.#stream;
     const opened = this.#session.openRequestStream(this.#requests);
     this.#stream = opened;
-    this.#resolve(connect(this.#session, opened, this.#settings)!);
+    this.#resolve(connect(this.#session, opened, this.#settings, undefined, !ending)!);
     return opened;
   }
 
@@ -124,7 +128,7 @@ class Responder implements RequestChannel {
     clearTimeout(this.#timer);
     const answer = Array.isArray(results) ? results.filter((r): r is JsonRpcResponse => r !== undefined) : results;
     const empty = answer === undefined || (Array.isArray(answer) && answer.length === 0);
-    const stream = this.#stream ?? (this.#streamed && !empty ? this.upgrade() : undefined);
+    const stream = this.#stream ?? (this.#streamed && !empty ? this.upgrade(true) : undefined);
     if (stream) {
       for (const response of Array.isArray(answer) ? answer : answer ? [answer] : []) stream.send(response);
       stream.finish();

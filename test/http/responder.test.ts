@@ -8,6 +8,7 @@ import type { JsonRpcMessage } from '../../src/mcp/jsonrpc.js';
 import { JsonReply, type Reply } from '../../src/http/reply.js';
 import { respond, STREAM_AFTER_MS, type Answers } from '../../src/http/responder.js';
 import { SseConnection } from '../../src/http/sse-connection.js';
+import { KeepAlives } from '../../src/http/keep-alives.js';
 import { DownstreamSession as Session } from '../../src/session/session.js';
 import type { RequestChannel } from '../../src/session/context.js';
 
@@ -15,7 +16,8 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-function post(protocolVersion: '2025-06-18' | '2025-11-25' = '2025-11-25') {
+/** A POST's respond(); `keepAlives`: the shared keep-alive timer, and each stream's response taken at once, as the endpoint does. */
+function post(protocolVersion: '2025-06-18' | '2025-11-25' = '2025-11-25', keepAlives?: KeepAlives) {
   const session = new Session('s1', { protocolVersion, clientCapabilities: {}, clientInfo: {} }, Date.now(), { events: 100, bytes: 1_000_000 }) as unknown as DownstreamSession;
   const replies: Reply[] = [];
   let channel!: RequestChannel;
@@ -26,8 +28,11 @@ function post(protocolVersion: '2025-06-18' | '2025-11-25' = '2025-11-25') {
       channel = c;
       done = d;
     },
-    { keepAliveMs: 0, retryMs: 1_000 },
-    (reply) => replies.push(reply),
+    keepAlives ? { keepAliveMs: keepAlives.everyMs, keepAlives, retryMs: 1_000 } : { keepAliveMs: 0, retryMs: 1_000 },
+    (reply) => {
+      replies.push(reply);
+      if (keepAlives && reply instanceof SseConnection) void reply.response;
+    },
     [1],
   );
   return { replies, channel, done };
@@ -51,6 +56,25 @@ describe('respond', () => {
     const text = await body(replies[0]);
     expect(text).toMatch(/^id: ([0-9a-f]{12})\.0\nretry: 1000\ndata: \n\nid: \1\.1\nevent: message\ndata: /);
     expect(text).toContain(JSON.stringify(answer));
+  });
+
+  it('keeps a stream opened with its answer out of the keep-alive timer, which a stream opened sooner joins', async () => {
+    const keepAlives = new KeepAlives(10_000);
+    const add = vi.spyOn(keepAlives, 'add');
+    const whole = post('2025-11-25', keepAlives);
+    whole.channel.stream!();
+    whole.done(answer as Answers);
+    // It ends in the tick it opens: a keep-alive is never due, and the timer was not started for it.
+    expect(add).not.toHaveBeenCalled();
+    expect(await body(whole.replies[0])).toContain(JSON.stringify(answer));
+
+    const sooner = post('2025-11-25', keepAlives);
+    sooner.channel.send(progress);
+    expect(add).toHaveBeenCalledTimes(1);
+    expect(keepAlives.size).toBe(1);
+    sooner.done(answer as Answers);
+    await body(sooner.replies[0]);
+    expect(keepAlives.size).toBe(0);
   });
 
   it('opens the stream at once for a related message, told to stream or not', async () => {
