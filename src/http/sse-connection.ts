@@ -66,9 +66,10 @@ export class SseConnection implements StreamConnection, KeepAliveTarget, SinkOwn
   onclose?: () => void;
   /**
    * The session stream this connection serves, told when the connection ends (after onclose).
-   * A field, not a closure in onclose: with a closure per POST stream the young-generation
-   * collector kept every answered POST's objects alive until a full collection (5.6 KB per call
-   * promoted; bench/HISTORY.md, "Eighteenth pass").
+   * A field, not a closure in onclose: with a closure per POST stream, V8's allocation-site
+   * pretenuring made the young-generation collector keep every answered POST's objects alive
+   * until a full collection (5.6 KB per call promoted; bench/HISTORY.md, "Eighteenth pass" and
+   * "Nineteenth pass").
    */
   detachFrom: { detach(connection: StreamConnection): void } | undefined;
 
