@@ -14,7 +14,7 @@ describe('listener: answered requests leave nothing for the old generation', () 
     const { scavenges, perUnit } = await measurePromotion('test/fixtures/listener-promotion.ts', { semiSpaceMb: 1, units: REQUESTS, env: { REQUESTS: String(REQUESTS) }, below: 1_500 });
     // Enough collections ran for the figure to mean something (about a hundred here).
     expect(scavenges).toBeGreaterThan(20);
-    // About 260 bytes now (undici’s and Node’s own, by the median collection); 5,400 in all with the Set.
+    // About 260 bytes now (undici’s and Node’s own); 5,400 in all with the Set.
     expect(perUnit).toBeLessThan(1_500);
   });
 });

@@ -18,7 +18,7 @@ describe('SSE answers: an answered call leaves only its stream record for the ol
     const { scavenges, perUnit } = await measurePromotion('test/fixtures/sse-answer-promotion.ts', { semiSpaceMb: 4, units: CALLS, env: { CALLS: String(CALLS) }, below: 2_000 });
     // Enough collections ran for the figure to mean something (about 280 here).
     expect(scavenges).toBeGreaterThan(50);
-    // About 450 bytes now (the stream kept for resumption, its event in the log); 6,000–9,000 with the closure, in every run.
+    // About 390 bytes now (the stream kept for resumption, its event in the log); 6,200 with the closure, in every run.
     expect(perUnit).toBeLessThan(2_000);
   });
 });
