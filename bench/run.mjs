@@ -37,7 +37,7 @@ import { runSearch } from './search.mjs';
 import { runStateless } from './stateless.mjs';
 import { runTracing } from './tracing.mjs';
 import { runConnected } from './connected.mjs';
-import { runShapes, shapeHeading } from './shapes.mjs';
+import { judgeShapes, runShapes, shapeHeading, shapeWhy } from './shapes.mjs';
 import { runSizing } from './sizing.mjs';
 import { authServer, build, gatewayConfig, here, loadgen, median, renewable, root, start, stopAll } from './parts.mjs';
 import { cpuSeconds, rssBytes } from './proc.mjs';
@@ -402,8 +402,7 @@ try {
     say(`  CPU per call / the floor's: plain ${fmt(plain.cpu)} ≤ 1.30 ${check('callpath-cpu-plain', plain.cpu, 1.3, '<=', 'callpath') ? 'met' : 'NOT met'}; JWT+metrics ${fmt(prod.cpu)} ≤ 1.50 ${check('callpath-cpu-jwt-metrics', prod.cpu, 1.5, '<=', 'callpath') ? 'met' : 'NOT met'}`);
     say(`  throughput / the floor's: plain ${fmt(plain.throughput)} ≥ 0.80 ${check('callpath-throughput-plain', plain.throughput, 0.8, '>=', 'callpath') ? 'met' : 'NOT met'}; JWT+metrics ${fmt(prod.throughput)} ≥ 0.80 ${check('callpath-throughput-jwt-metrics', prod.throughput, 0.8, '>=', 'callpath') ? 'met' : 'NOT met'}`);
     // Why, as the last profile of this section found it (bench/HISTORY.md, Fifteenth pass).
-    const why = `  why not met: the floor parses nothing; the gateway parses and writes JSON both ways (as the lean forwarder does: ${fmt(real.ratios.lean.cpu)} of the floor's CPU per call in these turns)\n  and runs its own steps per call (edge, session, policy, names, limits, client, transport): about a fifth of its CPU per call under profiling, spread over some forty steps,\n  none above 2 µs; and one run's ratio moves by up to 0.3 between identical processes on a shared 2-core host. Where the time goes: --only callpath --profile DIR, then\n  profile-summary.mjs --layers (bench/HISTORY.md, Fifteenth pass).`;
-    if (!(plain.cpu <= 1.3 && prod.cpu <= 1.5 && plain.throughput >= 0.8 && prod.throughput >= 0.8)) say(why);
+    if (!(plain.cpu <= 1.3 && prod.cpu <= 1.5 && plain.throughput >= 0.8 && prod.throughput >= 0.8)) say(`  why not met: ${shapeWhy('real', real)}`);
   }
 
   if (only.has('shapes')) {
@@ -414,6 +413,7 @@ try {
     const shapes = await runShapes({ buildDir, dir, auth, rounds, slices, slice: SLICE, warmUp: quick ? 0.3 : 2, profile: values.profile, names: values['shape-names']?.split(',').map((s) => s.trim()), say });
     const over = Object.entries(shapes).filter(([, s]) => Math.max(s.gatewayOverLean, s.prodOverLean) > 1.3).map(([name]) => name);
     say(`  gateway CPU per call over 1.3 × the lean forwarder's (to be profiled): ${over.length ? over.join(', ') : 'none'}`);
+    judgeShapes(shapes, check, say);
     report.figures.shapes = shapes;
   }
 
@@ -477,6 +477,11 @@ try {
       const digits = name === 'lazy-idle-children' ? 0 : name === 'lazy-idle-rss' ? 1 : 2;
       say(`  ${label.padEnd(35)} ${fmt(value, digits)} ${comparison === '<=' ? '≤' : '≥'} ${limit}  ${verdict(check(name, value, limit, comparison, 'lazy') && sound)}`);
     }
+  }
+  if (report.figures.shapes) {
+    const names = Object.keys(report.figures.shapes);
+    const met = names.filter((name) => report.targets.every((t) => !t.name.startsWith(`shape-${name}-`) || t.met));
+    say(` shapes: every target met in ${met.length} of ${names.length}${met.length < names.length ? ` (not in ${names.filter((n) => !met.includes(n)).join(', ')}: verdicts and why above)` : ''}`);
   }
   if (report.figures.stateless) say(' stateless: none judged (figures only; bench/README.md, "Stateless clients")');
   if (report.figures.tracing) say(' tracing: none judged (ratios only; bench/README.md, "Tracing")');

@@ -269,7 +269,18 @@ describe('npm run bench', () => {
         // The table printed a row for the shape.
         expect(report.summary.some((line) => line.trimStart().startsWith(`${name} `)), name).toBe(true);
       }
-      expect(report.targets).toEqual([]); // a diagnostic: it judges no target
+      // Issue 36's targets, judged in every shape, each verdict printed, and why where one is missed.
+      const ids = ['cpu-plain', 'cpu-jwt-metrics', 'throughput-plain', 'throughput-jwt-metrics'];
+      expect(report.targets.map((t) => t.name)).toEqual(names.flatMap((name) => ids.map((id) => `shape-${name}-${id}`)));
+      expect(report.targets.every((t) => t.variant === 'shapes' && Number.isFinite(t.value))).toBe(true);
+      for (const name of names) {
+        const missed = report.targets.some((t) => t.name.startsWith(`shape-${name}-`) && !t.met);
+        const verdict = report.summary.findIndex((line) => line.trimStart().startsWith(`${name} `) && /\b(met|NOT met:)/.test(line));
+        expect(verdict, name).toBeGreaterThan(-1);
+        expect(report.summary[verdict]!.includes('NOT met'), name).toBe(missed);
+        if (missed) expect(report.summary[verdict + 1], name).toMatch(/^\s+why: /);
+      }
+      expect(report.summary.some((line) => /^ shapes: every target met in \d+ of 8/.test(line))).toBe(true);
     });
   }, 180_000);
 
