@@ -37,7 +37,7 @@ import { runSearch } from './search.mjs';
 import { runStateless } from './stateless.mjs';
 import { runTracing } from './tracing.mjs';
 import { runConnected } from './connected.mjs';
-import { judgeShapes, runShapes, shapeHeading, shapeWhy } from './shapes.mjs';
+import { judgeShapes, runShapes, shapeHeading, shapesVerdict, shapeWhy } from './shapes.mjs';
 import { runSizing } from './sizing.mjs';
 import { authServer, build, gatewayConfig, here, loadgen, median, renewable, root, start, stopAll } from './parts.mjs';
 import { cpuSeconds, rssBytes } from './proc.mjs';
@@ -478,11 +478,7 @@ try {
       say(`  ${label.padEnd(35)} ${fmt(value, digits)} ${comparison === '<=' ? '≤' : '≥'} ${limit}  ${verdict(check(name, value, limit, comparison, 'lazy') && sound)}`);
     }
   }
-  if (report.figures.shapes) {
-    const names = Object.keys(report.figures.shapes);
-    const met = names.filter((name) => report.targets.every((t) => !t.name.startsWith(`shape-${name}-`) || t.met));
-    say(` shapes: every target met in ${met.length} of ${names.length}${met.length < names.length ? ` (not in ${names.filter((n) => !met.includes(n)).join(', ')}: verdicts and why above)` : ''}`);
-  }
+  if (report.figures.shapes) say(shapesVerdict(report.figures.shapes, report.targets));
   if (report.figures.stateless) say(' stateless: none judged (figures only; bench/README.md, "Stateless clients")');
   if (report.figures.tracing) say(' tracing: none judged (ratios only; bench/README.md, "Tracing")');
   if (report.figures.sizing) say(' sizing: none judged (figures to plan from; bench/README.md, "Sizing")');

@@ -147,3 +147,10 @@ export function judgeShapes(shapes, check, say) {
     if (missed.length > 0) say(`      why: ${shapeWhy(name, s)}`);
   }
 }
+
+/** The Targets section's line: in how many shapes every target was met (`targets`: the run's, as judgeShapes recorded them). */
+export function shapesVerdict(shapes, targets) {
+  const names = Object.keys(shapes);
+  const missed = names.filter((name) => targets.some((t) => t.name.startsWith(`shape-${name}-`) && !t.met));
+  return ` shapes: every target met in ${names.length - missed.length} of ${names.length}${missed.length > 0 ? ` (not in ${missed.join(', ')}: verdicts and why above)` : ''}`;
+}
