@@ -1,17 +1,17 @@
-// `node bench/gc.mjs [--target gateway|floor] [--build DIR] [--duration 3] [--sessions 16] [--env NAME=VALUE …]`:
+// `node bench/gc.mjs [--target gateway|floor] [--build DIR] [--duration 3] [--sessions 16] [--protocol-version V] [--env NAME=VALUE …]`:
 // what the garbage collector does per call. The target (the compiled gateway, or the lean
 // floor) serves in a process of its own started with --trace-gc-nvp, behind it the bench's
 // HTTP upstream (its shape from --env, e.g. GET=1 TOOLS=50 for the call path's), in front of
-// it loadgen (--sessions sessions, C=16): after a warm-up of the same length, the collections during
-// the measured calls give the bytes allocated and promoted to the old generation per call, and
-// the main thread's GC pauses per call. A diagnostic of the Fifteenth pass (bench/HISTORY.md).
+// it loadgen (--sessions sessions of a --protocol-version client, C=16): after a warm-up of the
+// same length, the collections during the measured calls give the bytes allocated and promoted
+// to the old generation per call, and the main thread's GC pauses per call. A diagnostic of the Fifteenth pass (bench/HISTORY.md).
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build, here, root, serveTarget, start, stopAll } from './parts.mjs';
 
 const { values } = parseArgs({
-  options: { target: { type: 'string', default: 'gateway' }, build: { type: 'string' }, duration: { type: 'string', default: '3' }, env: { type: 'string', multiple: true, default: [] }, sessions: { type: 'string', default: '16' }, serve: { type: 'string' } },
+  options: { target: { type: 'string', default: 'gateway' }, build: { type: 'string' }, duration: { type: 'string', default: '3' }, env: { type: 'string', multiple: true, default: [] }, sessions: { type: 'string', default: '16' }, 'protocol-version': { type: 'string', default: '2025-06-18' }, serve: { type: 'string' } },
 });
 
 if (values.serve) {
@@ -50,7 +50,7 @@ if (values.serve) {
   if (values.target !== 'floor' && !values.build) await build(buildDir);
   const upstream = await start('upstream', process.execPath, [join(here, 'upstream-http.mjs')], env);
   try {
-    const target = await serveTarget(values.target, buildDir, upstream.url, ['--trace-gc-nvp'], { sessions: Number(values.sessions) });
+    const target = await serveTarget(values.target, buildDir, upstream.url, ['--trace-gc-nvp'], { sessions: Number(values.sessions), version: values['protocol-version'] });
     await target.load(values.duration);
     const { summary: measured, printed: window } = await target.measured(values.duration);
     const field = (line, name) => Number(new RegExp(`${name}=([0-9.]+)`).exec(line)?.[1] ?? 0);

@@ -4,7 +4,7 @@
 // latency percentiles (ms) and errors. Run in its own process, so it never shares an event
 // loop with what it measures.
 //   node loadgen.mjs --url URL [--sessions 16] [--concurrency 16] [--duration 3] [--rate R]
-//                    [--tool echo] [--token T] [--init-only N] [--pid P]
+//                    [--tool echo] [--token T] [--init-only N] [--pid P] [--protocol-version 2025-06-18]
 //       --pid: also the CPU seconds process P spent over the counted calls (from /proc/<pid>/stat),
 //       as cpuSeconds in the summary.
 //   node loadgen.mjs --alternate TARGETS_JSON [--slices 6] [--slice 0.5] [--warm-up 2] …
@@ -32,8 +32,10 @@ const { values } = parseArgs({
     slice: { type: 'string', default: '0.5' },
     'warm-up': { type: 'string', default: '2' },
     pid: { type: 'string' },
+    'protocol-version': { type: 'string', default: '2025-06-18' },
   },
 });
+const VERSION = values['protocol-version'];
 const concurrency = Number(values.concurrency);
 let firstError;
 
@@ -41,7 +43,7 @@ let firstError;
 function endpoint({ url: href, tool, token }) {
   const url = new URL(href);
   const pool = new Pool(url.origin, { connections: Math.max(concurrency, 16), pipelining: 1, keepAliveTimeout: 60_000 });
-  const baseHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+  const baseHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION };
   if (token) baseHeaders.authorization = `Bearer ${token}`;
   const sessions = [];
   let counter = 0;
@@ -67,7 +69,7 @@ function endpoint({ url: href, tool, token }) {
   }
 
   async function openSession() {
-    const init = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'loadgen', version: '1' } } });
+    const init = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'loadgen', version: '1' } } });
     if (init.reply.error) throw new Error(`initialize failed: ${init.reply.error.message}`);
     const session = init.headers['mcp-session-id'];
     await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, session);

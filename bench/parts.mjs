@@ -149,11 +149,11 @@ export const median = (xs) => {
  * A diagnostic's target (gc.mjs and bench/experiments/): the compiled gateway in `buildDir`, or
  * the lean floor (`target` 'floor'), served by `gc.mjs --serve` in a process of its own started
  * with `nodeFlags`, behind `upstreamUrl`, its stdout kept. `load(duration)` runs the load
- * generator against it (`sessions` sessions, 16 by default; C=16); `measured(duration)` does so
- * between the MEASURE and DONE marks and resolves to loadgen's summary and what the target
- * printed in between.
+ * generator against it (`sessions` sessions, 16 by default, of a `version` client, 2025-06-18 by
+ * default; C=16); `measured(duration)` does so between the MEASURE and DONE marks and resolves
+ * to loadgen's summary and what the target printed in between.
  */
-export async function serveTarget(target, buildDir, upstreamUrl, nodeFlags = [], { sessions = 16 } = {}) {
+export async function serveTarget(target, buildDir, upstreamUrl, nodeFlags = [], { sessions = 16, version = '2025-06-18' } = {}) {
   const child = spawn(process.execPath, [...nodeFlags, join(here, 'gc.mjs'), '--target', target, '--build', buildDir, '--serve', upstreamUrl], { stdio: ['pipe', 'pipe', 'inherit'] });
   children.add(child);
   let out = '';
@@ -167,7 +167,7 @@ export async function serveTarget(target, buildDir, upstreamUrl, nodeFlags = [],
   };
   await until('listening on ');
   const url = /listening on (\S+)/.exec(out)[1];
-  const load = (duration) => loadgen(['--url', url, '--tool', target === 'floor' ? 'echo' : 'b__echo', '--duration', String(duration), '--sessions', String(sessions)]);
+  const load = (duration) => loadgen(['--url', url, '--tool', target === 'floor' ? 'echo' : 'b__echo', '--duration', String(duration), '--sessions', String(sessions), '--protocol-version', version]);
   return {
     pid: child.pid,
     load,

@@ -3,9 +3,10 @@
 // ids, replay on Last-Event-ID) the moment a related message (progress, a server-initiated
 // request) must go out, or once the request has run for STREAM_AFTER_MS, so a long call
 // survives a dropped connection. When the upstream answering it answers as a stream itself, the
-// answer is a stream too, opened with the answer (head and events in one write) unless one of
-// those opened it sooner. Both forms are allowed by basic/transports.mdx ("Sending Messages to
-// the Server", item 5). A client closing the stream does not cancel anything.
+// answer to a client of 2025-11-25 or later is a stream too, opened with the answer (head,
+// priming event and answer in one write) unless one of those opened it sooner. Both forms are
+// allowed by basic/transports.mdx ("Sending Messages to the Server", item 5). A client closing
+// the stream does not cancel anything.
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../mcp/jsonrpc.js';
 import type { RequestChannel } from '../router/router.js';
 import type { DownstreamSession } from '../links/session.js';
@@ -128,7 +129,10 @@ class Responder implements RequestChannel {
     clearTimeout(this.#timer);
     const answer = Array.isArray(results) ? results.filter((r): r is JsonRpcResponse => r !== undefined) : results;
     const empty = answer === undefined || (Array.isArray(answer) && answer.length === 0);
-    const stream = this.#stream ?? (this.#streamed && !empty ? this.upgrade(true) : undefined);
+    // A stream opened with its answer and ended at once is worth its cost to a client that
+    // primes (2025-11-25 on): the priming event's id lets it resume an answer cut off midway. To
+    // an older client it is one event whose id arrives with it, nothing a JSON body is not.
+    const stream = this.#stream ?? (this.#streamed && !empty && primes(this.#session) ? this.upgrade(true) : undefined);
     if (stream) {
       for (const response of Array.isArray(answer) ? answer : answer ? [answer] : []) stream.send(response);
       stream.finish();

@@ -258,7 +258,7 @@ describe('npm run bench', () => {
       const report = await runBench(dir, ['--quick', '--shapes', '--only', 'shapes']);
       expect(Object.keys(report.figures)).toEqual(['shapes']);
       const shapes = report.figures.shapes as Record<string, { ratios: Record<string, { throughput: number; cpu: number }>; gatewayOverLean: number }>;
-      const names = ['base', 'no-session-ids', 'get-stream', 'tools-50', 'tools-1000', 'one-session', 'sse', 'real'];
+      const names = ['base', 'no-session-ids', 'get-stream', 'tools-50', 'tools-1000', 'one-session', 'sse', 'sse-primed', 'real'];
       expect(Object.keys(shapes)).toEqual(names);
       for (const [name, shape] of Object.entries(shapes)) {
         expect(Object.keys(shape.ratios)).toEqual(['naive hop', 'lean', 'gateway', 'gateway+jwt+metrics']);
@@ -280,7 +280,7 @@ describe('npm run bench', () => {
         expect(report.summary[verdict]!.includes('NOT met'), name).toBe(missed);
         if (missed) expect(report.summary[verdict + 1], name).toMatch(/^\s+why: /);
       }
-      expect(report.summary.some((line) => /^ shapes: every target met in \d+ of 8/.test(line))).toBe(true);
+      expect(report.summary.some((line) => /^ shapes: every target met in \d+ of 9/.test(line))).toBe(true);
     });
   }, 180_000);
 

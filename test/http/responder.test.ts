@@ -1,7 +1,8 @@
 // How a POST's requests are answered (src/http/responder.ts): JSON when the answer comes first,
-// else a stream of the session. A request whose upstream answers as a stream is answered as a
-// stream too, opened with its answer (head, priming event, answer and end leave together) unless
-// a related message or the request's running time opens it sooner.
+// else a stream of the session. A request whose upstream answers as a stream is answered to a
+// client of 2025-11-25 or later as a stream too, opened with its answer (head, priming event,
+// answer and end leave together) unless a related message or the request's running time opens it
+// sooner.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DownstreamSession } from '../../src/links/session.js';
 import type { JsonRpcMessage } from '../../src/mcp/jsonrpc.js';
@@ -56,6 +57,15 @@ describe('respond', () => {
     const text = await body(replies[0]);
     expect(text).toMatch(/^id: ([0-9a-f]{12})\.0\nretry: 1000\ndata: \n\nid: \1\.1\nevent: message\ndata: /);
     expect(text).toContain(JSON.stringify(answer));
+  });
+
+  it('answers a client older than 2025-11-25 JSON when told the upstream streams and the answer comes first', () => {
+    // The stream would be one event whose id arrives with it: a client that missed it has no id to resume from.
+    const { replies, channel, done } = post('2025-06-18');
+    channel.stream!();
+    done(answer as Answers);
+    expect(replies).toHaveLength(1);
+    expect(replies[0]).toBeInstanceOf(JsonReply);
   });
 
   it('keeps a stream opened with its answer out of the keep-alive timer, which a stream opened sooner joins', async () => {
