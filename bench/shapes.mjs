@@ -159,6 +159,6 @@ export function judgeShapes(shapes, check, say) {
 /** The Targets section's line: in how many shapes every target was met (`targets`: the run's, as judgeShapes recorded them). */
 export function shapesVerdict(shapes, targets) {
   const names = Object.keys(shapes);
-  const missed = names.filter((name) => targets.some((t) => t.name.startsWith(`shape-${name}-`) && !t.met));
+  const missed = names.filter((name) => targets.some((t) => !t.met && shapeTargets(shapes[name]).some(([id]) => t.name === `shape-${name}-${id}`)));
   return ` shapes: every target met in ${names.length - missed.length} of ${names.length}${missed.length > 0 ? ` (not in ${missed.join(', ')}: verdicts and why above)` : ''}`;
 }
