@@ -4,7 +4,8 @@
 // HTTP upstream (its shape from --env, e.g. GET=1 TOOLS=50 for the call path's), in front of
 // it loadgen (--sessions sessions of a --protocol-version client, C=16): after a warm-up of the
 // same length, the collections during the measured calls give the bytes allocated and promoted
-// to the old generation per call, and the main thread's GC pauses per call. A diagnostic of the Fifteenth pass (bench/HISTORY.md).
+// to the old generation per call, and the main thread's GC pauses per call. A diagnostic of the
+// Fifteenth pass (bench/HISTORY.md).
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';

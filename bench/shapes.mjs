@@ -105,24 +105,20 @@ export function shapeRow(name, s) {
 /**
  * Issue 36's targets, judged in every shape against the floor of the same turns: CPU per call
  * ≤ 1.3× plain and ≤ 1.5× with JWT and metrics, throughput ≥ 0.8× both. Each as [id, label,
- * value, limit, comparison].
+ * gateway, figure, limit, comparison].
  */
-function shapeTargets(s) {
-  const plain = s.ratios.gateway;
-  const prod = s.ratios['gateway+jwt+metrics'];
-  return [
-    ['cpu-plain', 'CPU plain', plain.cpu, 1.3, '<='],
-    ['cpu-jwt-metrics', 'CPU JWT+metrics', prod.cpu, 1.5, '<='],
-    ['throughput-plain', 'tput plain', plain.throughput, 0.8, '>='],
-    ['throughput-jwt-metrics', 'tput JWT+metrics', prod.throughput, 0.8, '>='],
-  ];
-}
+const SHAPE_TARGETS = [
+  ['cpu-plain', 'CPU plain', 'gateway', 'cpu', 1.3, '<='],
+  ['cpu-jwt-metrics', 'CPU JWT+metrics', 'gateway+jwt+metrics', 'cpu', 1.5, '<='],
+  ['throughput-plain', 'tput plain', 'gateway', 'throughput', 0.8, '>='],
+  ['throughput-jwt-metrics', 'tput JWT+metrics', 'gateway+jwt+metrics', 'throughput', 0.8, '>='],
+];
 
 /**
  * Why a shape misses a target, as the profiles of bench/HISTORY.md found it (the Fifteenth pass
  * for the JSON shapes, the Seventeenth to Nineteenth for SSE answers), with this run's figures.
  */
-export function shapeWhy(name, s) {
+export function shapeWhy(s) {
   const lean = f(s.ratios.lean.cpu);
   if (s.env.SSE === '1' && s.version >= '2025-11-25') {
     return (
@@ -149,16 +145,16 @@ export function shapeWhy(name, s) {
 export function judgeShapes(shapes, check, say) {
   say('  targets in every shape (CPU per call ≤ 1.30 plain, ≤ 1.50 JWT+metrics; throughput ≥ 0.80 both):');
   for (const [name, s] of Object.entries(shapes)) {
-    const missed = shapeTargets(s).filter(([id, , value, limit, comparison]) => !check(`shape-${name}-${id}`, value, limit, comparison, 'shapes'));
-    const what = missed.map(([, label, value, limit, comparison]) => `${label} ${f(value)} ${comparison === '<=' ? '>' : '<'} ${f(limit)}`);
+    const missed = SHAPE_TARGETS.filter(([id, , gateway, figure, limit, comparison]) => !check(`shape-${name}-${id}`, s.ratios[gateway][figure], limit, comparison, 'shapes'));
+    const what = missed.map(([, label, gateway, figure, limit, comparison]) => `${label} ${f(s.ratios[gateway][figure])} ${comparison === '<=' ? '>' : '<'} ${f(limit)}`);
     say(`    ${name.padEnd(16)} ${missed.length === 0 ? 'met' : `NOT met: ${what.join(', ')}`}`);
-    if (missed.length > 0) say(`      why: ${shapeWhy(name, s)}`);
+    if (missed.length > 0) say(`      why: ${shapeWhy(s)}`);
   }
 }
 
 /** The Targets section's line: in how many shapes every target was met (`targets`: the run's, as judgeShapes recorded them). */
 export function shapesVerdict(shapes, targets) {
   const names = Object.keys(shapes);
-  const missed = names.filter((name) => targets.some((t) => !t.met && shapeTargets(shapes[name]).some(([id]) => t.name === `shape-${name}-${id}`)));
+  const missed = names.filter((name) => targets.some((t) => !t.met && SHAPE_TARGETS.some(([id]) => t.name === `shape-${name}-${id}`)));
   return ` shapes: every target met in ${names.length - missed.length} of ${names.length}${missed.length > 0 ? ` (not in ${missed.join(', ')}: verdicts and why above)` : ''}`;
 }
