@@ -39,6 +39,8 @@ export function start(name, command, args, env = {}) {
         name,
         url: match[1],
         pid: child.pid,
+        /** What it prints from here on (a diagnostic flag's lines, such as --trace-gc's). */
+        output: child.stdout,
         stop: () => stop(child),
       });
     });

@@ -61,6 +61,9 @@ describe('npm run bench', () => {
       expect(report.targets.filter((t) => t.variant === 'callpath').map((t) => t.name)).toEqual(['callpath-cpu-plain', 'callpath-cpu-jwt-metrics', 'callpath-throughput-plain', 'callpath-throughput-jwt-metrics']);
       // Connected clients: the sessions each held a GET stream; three figures, three targets.
       expect(report.figures.connected).toMatchObject({ sessions: 100, connected: 100, errors: 0 });
+      // Beside them, the floor: the same streams and keep-alives on a server that does nothing else.
+      const { floorIdleCpuShare } = report.figures.connected as { floorIdleCpuShare: number };
+      expect(Number.isFinite(floorIdleCpuShare) && floorIdleCpuShare >= 0, String(floorIdleCpuShare)).toBe(true);
       expect(report.targets.filter((t) => t.variant === 'connected').map((t) => t.name)).toEqual(['connected-session-rss', 'connected-idle-cpu', 'connected-call-p99']);
       expect(report.targets.filter((t) => t.variant === 'lazy').map((t) => t.name)).toEqual(LAZY_TARGETS);
       // Another session's ping while one lists a big catalog (20,000 tools in --quick).
