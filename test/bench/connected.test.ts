@@ -22,46 +22,48 @@ const connected = (): Promise<Connected> => import(pathToFileURL(join(repoRoot, 
 const REDUCE = '[1:0x1]    40641 ms: Mark-Compact (reduce) 146.2 (170.5) -> 125.0 (138.6) MB, 14.53 / 0.30 ms  (+ 78.1 ms in 447 steps since start of marking) finalize incremental marking via task; GC in old space requested\n';
 const OTHER = '[1:0x1]     5820 ms: Mark-Compact 127.7 (152.6) -> 106.4 (161.7) MB, 5.48 / 0.22 ms  finalize incremental marking via task; GC in old space requested\n';
 
+/** A --trace-gc output to write to, the reducer hearing it, and settle(); the output ends after `run`. */
+async function withTrace(run: (output: PassThrough, reducer: Reducer, settle: Connected['settle']) => Promise<void>): Promise<void> {
+  const { memoryReducer, settle } = await connected();
+  const output = new PassThrough();
+  try {
+    await run(output, memoryReducer(output), settle);
+  } finally {
+    output.end();
+  }
+}
+
 describe('the connected section waits for the memory reducer', () => {
-  it('hears only the reducing collections in --trace-gc output', async () => {
-    const { memoryReducer } = await connected();
-    const output = new PassThrough();
-    const reducer = memoryReducer(output);
-    const heard = reducer.next(5_000);
-    output.write(OTHER);
-    output.write(REDUCE);
-    await heard;
-    expect(reducer.times).toHaveLength(1);
-    output.end();
-  });
+  it('hears only the reducing collections in --trace-gc output', () =>
+    withTrace(async (output, reducer) => {
+      const heard = reducer.next(5_000);
+      output.write(OTHER);
+      output.write(REDUCE);
+      await heard;
+      expect(reducer.times).toHaveLength(1);
+    }));
 
-  it('settles only once the reducer has collected and been quiet, not at the minimum wait', async () => {
-    const { memoryReducer, settle } = await connected();
-    const output = new PassThrough();
-    const reducer = memoryReducer(output);
-    const since = performance.now();
-    // A reducing collection comes after the minimum wait (50 ms), a second one 100 ms later.
-    setTimeout(() => output.write(REDUCE), 80);
-    setTimeout(() => output.write(REDUCE), 180);
-    await settle(reducer, since, 50, 10_000, 300);
-    const waited = performance.now() - since;
-    expect(reducer.times).toHaveLength(2);
-    // Not before the last collection's quiet period ended, and not at the bound.
-    expect(reducer.times[1]! - since + 300).toBeLessThanOrEqual(waited + 1);
-    expect(waited).toBeLessThan(10_000);
-    output.end();
-  });
+  it('settles only once the reducer has collected and been quiet, not at the minimum wait', () =>
+    withTrace(async (output, reducer, settle) => {
+      const since = performance.now();
+      // A reducing collection comes after the minimum wait (50 ms), a second one 100 ms later.
+      setTimeout(() => output.write(REDUCE), 80);
+      setTimeout(() => output.write(REDUCE), 180);
+      await settle(reducer, since, 50, 10_000, 300);
+      const waited = performance.now() - since;
+      expect(reducer.times).toHaveLength(2);
+      // Not before the last collection's quiet period ended, and not at the bound.
+      expect(reducer.times[1]! - since + 300).toBeLessThanOrEqual(waited + 1);
+      expect(waited).toBeLessThan(10_000);
+    }));
 
-  it('waits no longer than its bound when the reducer never runs', async () => {
-    const { memoryReducer, settle } = await connected();
-    const output = new PassThrough();
-    const reducer = memoryReducer(output);
-    const since = performance.now();
-    await settle(reducer, since, 20, 200, 50);
-    expect(reducer.times).toHaveLength(0);
-    expect(performance.now() - since).toBeGreaterThanOrEqual(199);
-    output.end();
-  });
+  it('waits no longer than its bound when the reducer never runs', () =>
+    withTrace(async (_output, reducer, settle) => {
+      const since = performance.now();
+      await settle(reducer, since, 20, 200, 50);
+      expect(reducer.times).toHaveLength(0);
+      expect(performance.now() - since).toBeGreaterThanOrEqual(199);
+    }));
 
   it('says why the idle target was missed from the floor measured beside it', async () => {
     const { idleWhy } = await connected();
