@@ -81,8 +81,10 @@ describe('npm run bench', () => {
         expect(Number.isFinite(target.value), `${target.variant} ${target.name} = ${target.value}`).toBe(true);
         expect(typeof target.met).toBe('boolean');
       }
-      const idle = report.figures.idle as Record<string, { opened: number; errors: number }>;
+      const idle = report.figures.idle as Record<string, { opened: number; errors: number; rssHalf: number }>;
       for (const run of Object.values(idle)) expect(run).toMatchObject({ opened: 100, errors: 0 });
+      // The RSS with half of them held: the figure is per session from half to all.
+      for (const run of Object.values(idle)) expect(run.rssHalf).toBeGreaterThan(0);
       expect(report.summary.some((line) => line.startsWith('Targets'))).toBe(true);
       // Every turn says how much of the machine sat idle in it (a share, from /proc/stat).
       const turns = Object.values(report.figures.throughput as Record<string, { slices: { machineIdle: number }[] }[]>).flat().flatMap((round) => round.slices);
