@@ -70,5 +70,7 @@ describe('the connected section waits for the memory reducer', () => {
     expect(idleWhy({ idleCpuShare: 0.0107, floorIdleCpuShare: 0.0083, reducedWhileIdle: 0 })).toMatch(/^the keep-alive writes alone cost 0\.83 % of a core here \(keepalive-floor\.mjs; the gateway idles at 1\.29× that\)/);
     expect(idleWhy({ idleCpuShare: 0.02, floorIdleCpuShare: 0.004, reducedWhileIdle: 0 })).toMatch(/^the gateway idles at 5\.00× what its keep-alive writes alone cost/);
     expect(idleWhy({ idleCpuShare: 0.03, floorIdleCpuShare: 0.008, reducedWhileIdle: 2 })).toMatch(/memory reducer collected the heap during the window/);
+    // A floor that read 0 (10 ms ticks in a short window) gives no ratio, not Infinity.
+    expect(idleWhy({ idleCpuShare: 0.02, floorIdleCpuShare: 0, reducedWhileIdle: 0 })).toMatch(/^the gateway idles at –× what its keep-alive writes alone cost/);
   });
 });
