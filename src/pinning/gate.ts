@@ -79,9 +79,16 @@ export class PinGate {
     if (policy.mode === 'off') return [...items];
     let pins = await this.#pinsOf(upstream);
     const seen = new Map<string, Seen>();
+    const digests: string[] = [];
     for (const item of items) {
+      const name = item.name as string;
       const definition = definitionOf(kind, item);
-      seen.set(item.name as string, { digest: digestOf(definition), definition, hidden: hiddenText(definition) });
+      const digest = digestOf(definition);
+      digests.push(digest);
+      // A name listed twice is judged on a copy that is not the pinned one, if there is one: a
+      // pinned copy beside a changed one does not vouch for it (which one a call reaches is the upstream's).
+      const earlier = seen.get(name);
+      if (!earlier || (earlier.digest !== digest && earlier.digest === pins[kind][name]?.pinned?.digest)) seen.set(name, { digest, definition, hidden: hiddenText(definition) });
     }
     let seenHere = this.#seen.get(upstream);
     if (!seenHere) this.#seen.set(upstream, (seenHere = new Map()));
@@ -90,7 +97,15 @@ export class PinGate {
     const known = Object.keys(pins[kind]).length > 0;
     if ([...seen].some(([name, s]) => observe(pins[kind][name], s, policy, known, now).entry)) pins = await this.#record(upstream, kind, seen, policy, now);
     const isQuarantined = quarantined(pins, policy);
-    const kept = items.filter((item) => holdOf(pins, kind, item.name as string, seen.get(item.name as string)!.digest, policy, isQuarantined) === undefined);
+    // Each name is shown once, as the copy it was judged on.
+    const shown = new Set<string>();
+    const kept = items.filter((item, i) => {
+      const name = item.name as string;
+      const judged = seen.get(name)!.digest;
+      if (digests[i] !== judged || shown.has(name)) return false;
+      shown.add(name);
+      return holdOf(pins, kind, name, judged, policy, isQuarantined) === undefined;
+    });
     this.#compareHeld(upstream);
     return kept;
   }

@@ -63,6 +63,24 @@ describe('the pin gate', () => {
     gate.close();
   });
 
+  it('judges a name listed twice on the copy that is not pinned, and shows it once', async () => {
+    // An upstream listing a changed definition beside a copy of the pinned one: the pinned copy
+    // must not vouch for it (which copy a call reaches is the upstream's to say).
+    const { gate, drifts } = await gateOf({ mode: 'hide', newTools: 'allow' });
+    await gate.screen('tools', 'docs', [v1, other]);
+    for (const listed of [[v2, v1, other], [v1, v2, other]]) {
+      expect(names(await gate.screen('tools', 'docs', listed))).toEqual(['other']);
+      expect(gate.refusal('tools', 'docs', 'search')).toMatch(/changed since it was approved \(description\)/);
+    }
+    expect(drifts.map((d) => [d.name, d.drift])).toEqual([['search', 'changed']]);
+    expect(gate.pendingCounts()).toEqual({ docs: 1 });
+    // Two identical copies are one tool, shown once.
+    const { gate: warned } = await gateOf({ mode: 'warn', newTools: 'allow' });
+    expect(await warned.screen('tools', 'docs', [v1, v1, other])).toEqual([v1, other]);
+    gate.close();
+    warned.close();
+  });
+
   it('passes everything untouched when off, storing nothing', async () => {
     const { gate, store } = await gateOf({ mode: 'off', newTools: 'pending' });
     expect(names(await gate.screen('tools', 'docs', [v1]))).toEqual(['search']);
