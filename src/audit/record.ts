@@ -74,6 +74,19 @@ export interface AuditEntry {
 /** The record as written: the entry's fields in this order. */
 const FIELDS = ['requestId', 'traceId', 'principal', 'team', 'clientId', 'endpoint', 'upstream', 'name', 'upstreamName', 'task', 'decision', 'reason', 'outcome', 'errorKind', 'durationMs'] as const;
 
+/**
+ * Other string fields (and `detail`'s) are cut to this many characters, marked with "…": a name,
+ * URI or client id comes from a client, and a record queued for a slow sink holds it.
+ */
+export const FIELD_LIMIT = 1024;
+
+/** A string field as recorded: `cut` hears that it was cut. */
+function bounded(value: unknown, cut: () => void): unknown {
+  if (typeof value !== 'string' || value.length <= FIELD_LIMIT) return value;
+  cut();
+  return `${value.slice(0, FIELD_LIMIT)}…`;
+}
+
 /** Arguments are cut to this many bytes of JSON (audit.arguments). */
 export const ARGUMENTS_LIMIT = 4096;
 
@@ -104,12 +117,15 @@ export function auditLine(entry: AuditEntry, options: RecordOptions): string {
 /** One audit record as an object, its fields in the documented order. */
 export function auditRecord(entry: AuditEntry, options: RecordOptions): Record<string, unknown> {
   const record: Record<string, unknown> = { schema: AUDIT_SCHEMA, time: options.time.toISOString(), event: entry.event };
-  for (const field of FIELDS) if (entry[field] !== undefined) record[field] = entry[field];
+  let cut = false;
+  const marked = (): void => void (cut = true);
+  for (const field of FIELDS) if (entry[field] !== undefined) record[field] = bounded(entry[field], marked);
   if (options.arguments && entry.arguments !== undefined) {
     const { value, truncated } = recordedArguments(entry.arguments, options.redact);
     record.arguments = value;
     if (truncated) record.argumentsTruncated = true;
   }
-  if (entry.detail !== undefined) record.detail = entry.detail;
+  if (entry.detail !== undefined) record.detail = Object.fromEntries(Object.entries(entry.detail).map(([key, value]) => [key, Array.isArray(value) ? value.map((item) => bounded(item, marked)) : bounded(value, marked)]));
+  if (cut) record.fieldsTruncated = true;
   return record;
 }

@@ -21,12 +21,13 @@ export interface CallObservers {
 }
 
 /** Why the gateway itself refused a call: its span event and the audit record's `reason`. */
-export type Refusal = 'policy' | 'rate_limit' | 'concurrency';
+export type Refusal = 'policy' | 'rate_limit' | 'concurrency' | 'pinning';
 
 const REFUSAL_EVENTS: Record<Refusal, string> = {
   policy: 'switchyard.policy.denied',
   rate_limit: 'switchyard.rate_limited',
   concurrency: 'switchyard.upstream.busy',
+  pinning: 'switchyard.pin.withheld',
 };
 
 const AUDITED: Readonly<Record<string, AuditEvent>> = { 'tools/call': 'tool.call', 'prompts/get': 'prompt.get', 'resources/read': 'resource.read' };

@@ -160,7 +160,10 @@ class ToolCall {
   /** Pinned arguments, the arguments' check, the upstream's capacity; then the tool's rate limit. */
   #listed(isListed: boolean): void {
     const withheld = this.#deps.withheld?.(this.#target!.client.name, this.#target!.name);
-    if (withheld) throw withheld;
+    if (withheld) {
+      refuse(this.#call, 'pinning');
+      throw withheld;
+    }
     if (!isListed) throw this.#unknown();
     const { client, name } = this.#target!;
     const deps = this.#deps;

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AuditLog, type AuditEntry, type WritableLike } from '../../src/audit/audit.js';
-import { AUDIT_EVENTS, ARGUMENTS_LIMIT } from '../../src/audit/record.js';
+import { AUDIT_EVENTS, ARGUMENTS_LIMIT, FIELD_LIMIT } from '../../src/audit/record.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { Redactor } from '../../src/util/redact.js';
 import { ROOT } from '../helpers/paths.js';
@@ -99,6 +99,22 @@ describe('audit records (switchyard.audit/1)', () => {
     expect(small!.arguments).toEqual({ key: '[redacted]', note: 'fine' });
     expect(large!.argumentsTruncated).toBe(true);
     expect(Buffer.byteLength(large!.arguments as string)).toBe(ARGUMENTS_LIMIT);
+  });
+
+  it('cuts every field a client can make long, so the queue holds records, not bodies', async () => {
+    // A 3 MB tool name (the body limit allows 4 MiB), refused as unknown, is still audited.
+    const out = capture();
+    const audit = new AuditLog({ sink: 'stdout', arguments: false }, { metrics: new Metrics([]), stdout: out, resolvePath: (p) => p, env: {}, serviceVersion: 'test', now: () => TIME });
+    const long = 'n'.repeat(3_000_000);
+    audit.write({ event: 'tool.call', decision: 'allow', outcome: 'error', name: long, upstreamName: long, reason: long, clientId: long, detail: { resource: long, grantType: 'x' } });
+    await audit.close();
+    const line = out.chunks.join('');
+    expect(line.length).toBeLessThan(5 * (FIELD_LIMIT + 16) + 300);
+    const record = JSON.parse(line) as Record<string, unknown> & { detail: Record<string, string> };
+    expect(record.name).toBe(`${'n'.repeat(FIELD_LIMIT)}…`);
+    expect(record.detail.resource).toBe(`${'n'.repeat(FIELD_LIMIT)}…`);
+    expect(record.detail.grantType).toBe('x');
+    expect(record.fieldsTruncated).toBe(true);
   });
 });
 

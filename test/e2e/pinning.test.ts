@@ -4,7 +4,7 @@
 // Redis, two gateways on one redis-server, and /admin/pins refusing a principal without the
 // admin scope.
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -107,7 +107,8 @@ async function pinsCli(args: string[]): Promise<{ code: number | null; stdout: s
 describe('a tool whose definition changes (hide)', () => {
   it('is left out of lists, its calls are refused naming what changed; `switchyard pins approve` brings it back with list_changed', async () => {
     const { entry } = await drifting();
-    const raw = { pinning: { mode: 'hide' }, credentials: redisCredentials(), upstreams: { drift: entry } };
+    const auditFile = join(dir, `audit-${counter}.jsonl`);
+    const raw = { pinning: { mode: 'hide' }, credentials: redisCredentials(), upstreams: { drift: entry }, audit: { sink: { file: { path: auditFile } } } };
     const gw = await start(raw);
     const { client, notes } = await connect(gw);
     expect((await toolsOf(client)).get('drift__search')?.description).toBe('Search the docs');
@@ -121,6 +122,9 @@ describe('a tool whose definition changes (hide)', () => {
     expect(await driftCount(gw, 'changed')).toBe(1);
     const call = client.callTool({ name: 'drift__search', arguments: { q: 'x', context: 'y' } });
     await expect(call).rejects.toThrow(/Tool search of upstream drift is withheld by pinning: its definition changed since it was approved \(description, inputSchema\) and waits for approval/);
+    // The refused call is audited as the gateway's own refusal.
+    const refusedCall = async (): Promise<unknown> => (await readFile(auditFile, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>).find((r) => r.event === 'tool.call' && r.name === 'drift__search' && r.outcome === 'refused');
+    await expect.poll(refusedCall, { timeout: 10_000 }).toMatchObject({ decision: 'deny', reason: 'pinning', upstreamName: 'search' });
     expect(auditLines(gw)).toContainEqual(expect.objectContaining({ action: 'pin.drift', upstream: 'drift', name: 'search', drift: 'changed', mode: 'hide' }));
 
     const file = join(dir, `cli-${counter}.yaml`);
