@@ -4,6 +4,7 @@
 // the caller's trace when it names one).
 import { SpanStatusCode, type Attributes } from '@opentelemetry/api';
 import type { Tracing } from '../telemetry/tracing.js';
+import { traceIdOf } from '../util/trace.js';
 import type { AuditLog } from './audit.js';
 import type { AuditEntry, AuditEvent, TaskAuditEvent } from './record.js';
 
@@ -80,7 +81,7 @@ export class SecurityEvents {
       traceId = span.spanContext().traceId;
       span.end();
     } else if (traceparent !== undefined) {
-      traceId = /^[0-9a-f]{2}-([0-9a-f]{32})-/.exec(traceparent)?.[1];
+      traceId = traceIdOf(traceparent);
     }
     this.#audit?.write({ ...entry, event, decision, traceId });
   }

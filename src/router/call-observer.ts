@@ -11,6 +11,7 @@ import { MCP_PROTOCOL_VERSION, MCP_SESSION_ID } from '../telemetry/request-trace
 import { errorKindOf, requestAttributes, type RequestTrace, type Tracing } from '../telemetry/tracing.js';
 import type { DownstreamSession } from '../links/session.js';
 import type { Caller, RequestContext } from '../session/context.js';
+import { continuedTraceparent, traceIdOf } from '../util/trace.js';
 import type { Call } from './call.js';
 
 export interface CallObservers {
@@ -74,8 +75,7 @@ export function refuse(call: Call, refusal: Refusal, attributes?: Record<string,
 /** The trace id a request carried, when it is not traced here. */
 function carriedTraceId(request: JsonRpcRequest, context: RequestContext): string | undefined {
   const meta = request.params?._meta;
-  const traceparent = isObject(meta) && typeof meta.traceparent === 'string' ? meta.traceparent : context.traceparent;
-  return traceparent === undefined ? undefined : /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent)?.[1];
+  return traceIdOf(continuedTraceparent(isObject(meta) ? meta.traceparent : undefined, context.traceparent));
 }
 
 /** The OAuth client a token was issued to (RFC 9068 §2.2 `client_id`; else OpenID Connect's `azp`). */

@@ -8,7 +8,7 @@ import type { DownstreamSession } from '../links/session.js';
 import type { RequestOptions, UpstreamClient } from '../upstream/client.js';
 import { promiseOf, type Settled } from '../mcp/pending.js';
 import { later } from '../util/callbacks.js';
-import { childTraceparent, parseTraceparent, parseTracestate } from '../util/trace.js';
+import { childTraceparent, continuedTraceparent, parseTraceparent, parseTracestate } from '../util/trace.js';
 import type { CallRecord } from './call-log.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { ActiveRequest, RequestContext } from '../session/context.js';
@@ -86,7 +86,7 @@ function inputRound(client: UpstreamClient, params: JsonObject): JsonObject | Ga
 function withTraceContext(params: JsonObject, context: RequestContext): JsonObject {
   const meta = isObject(params._meta) ? params._meta : undefined;
   const own = parseTraceparent(meta?.traceparent);
-  const parent = own ?? parseTraceparent(context.traceparent);
+  const parent = continuedTraceparent(own, context.traceparent);
   const tracestate = own !== undefined ? parseTracestate(meta?.tracestate) : parent !== undefined ? parseTracestate(context.tracestate) : undefined;
   if (parent === undefined && meta?.traceparent === undefined && meta?.tracestate === undefined) return params;
   const { traceparent: _traceparent, tracestate: _tracestate, ...rest } = meta ?? {};

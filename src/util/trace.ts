@@ -14,6 +14,19 @@ export function parseTraceparent(value: unknown): string | undefined {
   return match[0];
 }
 
+/**
+ * The trace a request continues: its own `_meta.traceparent` when valid, else the HTTP header's
+ * (what an upstream is sent and what the audit record names must be the same trace).
+ */
+export function continuedTraceparent(meta: unknown, header: unknown): string | undefined {
+  return parseTraceparent(meta) ?? parseTraceparent(header);
+}
+
+/** The trace id of a valid traceparent; undefined for anything else. */
+export function traceIdOf(traceparent: unknown): string | undefined {
+  return parseTraceparent(traceparent)?.split('-')[1];
+}
+
 /** The traceparent for a child span of `parent`: same version, trace id and flags. */
 export function childTraceparent(parent: string): string {
   const [version, traceId, , flags] = parent.split('-');

@@ -1,9 +1,21 @@
 // W3C Trace Context validation: what the gateway forwards as a header is valid syntax, and a
 // value with CR/LF or control characters (header injection) never gets through.
 import { describe, expect, it } from 'vitest';
-import { childTraceparent, MAX_TRACESTATE_LENGTH, MAX_TRACESTATE_MEMBERS, parseTraceparent, parseTracestate } from '../../src/util/trace.js';
+import { childTraceparent, continuedTraceparent, MAX_TRACESTATE_LENGTH, MAX_TRACESTATE_MEMBERS, parseTraceparent, parseTracestate, traceIdOf } from '../../src/util/trace.js';
 
 const PARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+describe('the trace a request continues (forwarded upstream and named in its audit record)', () => {
+  const HEADER = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+  it("is the request's own _meta.traceparent when valid, normalized", () => {
+    expect(traceIdOf(continuedTraceparent(PARENT.toUpperCase(), HEADER))).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
+  });
+  it("is the header's when _meta's is not valid W3C syntax (garbage, an all-zero trace id)", () => {
+    expect(continuedTraceparent('garbage', HEADER)).toBe(HEADER);
+    expect(continuedTraceparent('00-00000000000000000000000000000000-00f067aa0ba902b7-01', HEADER)).toBe(HEADER);
+    expect(traceIdOf(continuedTraceparent(undefined, 'garbage'))).toBeUndefined();
+  });
+});
 
 describe('parseTracestate', () => {
   it('accepts the examples of the W3C spec', () => {
