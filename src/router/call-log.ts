@@ -18,7 +18,7 @@ export interface CallRecord {
   toolError?: boolean;
   error?: unknown;
   /** The gateway refused it itself (call-observer.ts): audited as a deny. */
-  refused?: 'policy' | 'rate_limit' | 'concurrency';
+  refused?: 'policy' | 'rate_limit' | 'concurrency' | 'pinning';
 }
 
 export function outcomeOf(record: CallRecord): Outcome {
