@@ -161,7 +161,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       return entry && { count: entry.maxTools, bytes: entry.maxToolBytes };
     },
     ontruncate: (upstream) => metrics.catalogTruncated.inc({ upstream: metrics.upstream(upstream) }),
-    screen: (kind, upstream, items) => pinning.screen(kind, upstream, items),
+    screen: (kind, upstream, items, last) => pinning.screen(kind, upstream, items, last),
   });
   const sessions = new SessionStore<UpstreamClient>({
     idleTimeoutMs: config.sessions.idleTimeout,

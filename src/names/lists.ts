@@ -89,7 +89,7 @@ export interface CatalogOptions {
   /** An upstream's tool list was cut short at its limit. */
   ontruncate?: (upstream: string, limit: ListLimit) => void;
   /** Pinning (src/pinning/): what of a page of tools or prompts, as the upstream listed it, any client may see. */
-  screen?: (kind: 'tools' | 'prompts', upstream: string, items: JsonObject[]) => Promise<JsonObject[]>;
+  screen?: (kind: 'tools' | 'prompts', upstream: string, items: JsonObject[], last: boolean) => Promise<JsonObject[]>;
 }
 
 /** What of an upstream's list a traversal has listed so far: items and bytes. */
@@ -235,7 +235,7 @@ export class Catalog {
     const result = await client.request(method, cursor === undefined ? undefined : { cursor }, { signal });
     const listed = Array.isArray(result[kind]) ? (result[kind] as unknown[]) : [];
     // Definitions are pinned as the upstream listed them, before any rename or view.
-    const raw = this.#screen && (kind === 'tools' || kind === 'prompts') ? await this.#screen(kind, client.name, listed.filter((item): item is JsonObject => isObject(item) && typeof item.name === 'string' && item.name !== '')) : listed;
+    const raw = this.#screen && (kind === 'tools' || kind === 'prompts') ? await this.#screen(kind, client.name, listed.filter((item): item is JsonObject => isObject(item) && typeof item.name === 'string' && item.name !== ''), typeof result.nextCursor !== 'string') : listed;
     const items: JsonObject[] = [];
     const originals: string[] = [];
     const limit = kind === 'tools' ? this.#toolLimit?.(client.name) : undefined;

@@ -73,8 +73,11 @@ export class PinGate {
     this.#timer = undefined;
   }
 
-  /** The items of one page the client may be shown; first sight and drift are recorded on the way. */
-  async screen(kind: PinKind, upstream: string, items: readonly JsonObject[]): Promise<JsonObject[]> {
+  /**
+   * The items of one page the client may be shown; first sight and drift are recorded on the
+   * way. `last`: the page ends a listing (no next cursor), so the upstream has listed in full.
+   */
+  async screen(kind: PinKind, upstream: string, items: readonly JsonObject[], last = true): Promise<JsonObject[]> {
     const policy = this.#deps.policy(upstream);
     if (policy.mode === 'off') return [...items];
     let pins = await this.#pinsOf(upstream);
@@ -94,8 +97,8 @@ export class PinGate {
     if (!seenHere) this.#seen.set(upstream, (seenHere = new Map()));
     for (const [name, { digest }] of seen) seenHere.set(`${kind}:${name}`, digest);
     const now = new Date().toISOString();
-    const known = Object.keys(pins[kind]).length > 0;
-    if ([...seen].some(([name, s]) => observe(pins[kind][name], s, policy, known, now).entry)) pins = await this.#record(upstream, kind, seen, policy, now);
+    const known = pins.listed[kind] === true;
+    if ((last && !known) || [...seen].some(([name, s]) => observe(pins[kind][name], s, policy, known, now).entry)) pins = await this.#record(upstream, kind, seen, policy, now, last);
     const isQuarantined = quarantined(pins, policy);
     // Each name is shown once, as the copy it was judged on.
     const shown = new Set<string>();
@@ -162,11 +165,11 @@ export class PinGate {
   }
 
   /** Writes what was seen into the stored pins (decided again on what is stored now) and reports new drift. */
-  async #record(upstream: string, kind: PinKind, seen: ReadonlyMap<string, Seen>, policy: PinPolicy, now: string): Promise<UpstreamPins> {
+  async #record(upstream: string, kind: PinKind, seen: ReadonlyMap<string, Seen>, policy: PinPolicy, now: string, last: boolean): Promise<UpstreamPins> {
     const drifts: DriftReport[] = [];
     const apply = (current: UpstreamPins): UpstreamPins | undefined => {
       drifts.length = 0;
-      const known = Object.keys(current[kind]).length > 0;
+      const known = current.listed[kind] === true;
       const entries = { ...current[kind] };
       let changed = false;
       for (const [name, s] of seen) {
@@ -177,7 +180,9 @@ export class PinGate {
         changed = true;
         if (outcome.drift) drifts.push({ upstream, kind, name, drift: outcome.drift, digest: s.digest, hidden: s.hidden, mode: policy.mode, ...(pinnedDigest ? { pinnedDigest } : {}) });
       }
-      return changed ? { ...current, [kind]: entries } : undefined;
+      const listedNow = last && !known;
+      if (!changed && !listedNow) return undefined;
+      return { ...current, [kind]: entries, ...(listedNow ? { listed: { ...current.listed, [kind]: true } } : {}) };
     };
     let pins: UpstreamPins;
     try {

@@ -43,6 +43,11 @@ export interface PinEntry {
 export interface UpstreamPins {
   tools: Record<string, PinEntry>;
   prompts: Record<string, PinEntry>;
+  /**
+   * The kinds the upstream has listed in full: a name seen after that is `new` drift; until
+   * then (the later pages of a first listing) it is first sight.
+   */
+  listed: Partial<Record<PinKind, true>>;
 }
 
 /** A definition as the gate saw it now. */
@@ -53,13 +58,13 @@ export interface Seen {
 }
 
 export function emptyPins(): UpstreamPins {
-  return { tools: {}, prompts: {} };
+  return { tools: {}, prompts: {}, listed: {} };
 }
 
 /**
  * What seeing `seen` does to `entry`: the entry to store (undefined: unchanged) and the drift
  * to report (only when it is new: a pending definition seen again is not reported again).
- * `known` says the upstream had listed items of this kind before (a tool added later is `new`).
+ * `known` says the upstream had listed items of this kind in full before (a tool added later is `new`).
  */
 export function observe(entry: PinEntry | undefined, seen: Seen, policy: PinPolicy, known: boolean, now: string): { entry?: PinEntry; drift?: DriftKind } {
   if (policy.mode === 'off') return {};
@@ -135,6 +140,11 @@ export function pinsFrom(value: unknown): UpstreamPins {
     const entries = (value as Record<string, unknown>)[kind];
     if (typeof entries !== 'object' || entries === null) continue;
     for (const [name, entry] of Object.entries(entries)) if (typeof entry === 'object' && entry !== null) pins[kind][name] = entry as PinEntry;
+  }
+  // Pins stored before listings were recorded: a kind with entries had been listed.
+  const listed = (value as Record<string, unknown>).listed;
+  for (const kind of ['tools', 'prompts'] as const) {
+    if (typeof listed === 'object' && listed !== null ? (listed as Record<string, unknown>)[kind] === true : Object.keys(pins[kind]).length > 0) pins.listed[kind] = true;
   }
   return pins;
 }

@@ -93,7 +93,7 @@ export interface Pinning {
   gate: PinGate;
   operations: PinOperations;
   /** What of a page of tools or prompts a client may see (Catalog's `screen`). */
-  screen(kind: PinKind, upstream: string, items: JsonObject[]): Promise<JsonObject[]>;
+  screen(kind: PinKind, upstream: string, items: JsonObject[], last: boolean): Promise<JsonObject[]>;
   /** The error a call of a held tool gets, or undefined. */
   refusal(upstream: string, name: string): GatewayError | undefined;
   close(): Promise<void>;
@@ -121,7 +121,7 @@ export function createPinning(config: () => Config, deps: PinningDeps): Pinning 
   return {
     gate,
     operations: new PinOperations(store, upstreams, audit),
-    screen: (kind, upstream, items) => gate.screen(kind, upstream, items),
+    screen: (kind, upstream, items, last) => gate.screen(kind, upstream, items, last),
     refusal(upstream, name) {
       const why = gate.refusal('tools', upstream, name);
       if (why === undefined) return undefined;

@@ -6,7 +6,7 @@ import { openCredentialStore, type CredentialStore } from '../../src/credentials
 import { PinGate, type DriftReport } from '../../src/pinning/gate.js';
 import { PinOperations } from '../../src/pinning/setup.js';
 import { PinStore } from '../../src/pinning/store.js';
-import type { PinPolicy } from '../../src/pinning/rules.js';
+import { pinsFrom, type PinPolicy } from '../../src/pinning/rules.js';
 import { silentLogger } from '../../src/util/log.js';
 
 const v1 = { name: 'search', description: 'Search the docs', inputSchema: { type: 'object' } };
@@ -81,10 +81,28 @@ describe('the pin gate', () => {
     warned.close();
   });
 
+  it("pins a first listing's every page at first sight; a tool that comes after it is new", async () => {
+    const { gate, drifts } = await gateOf({ mode: 'hide', newTools: 'allow' });
+    // A paginated upstream's first listing: the second page's tools are first sight too.
+    expect(names(await gate.screen('tools', 'docs', [v1], false))).toEqual(['search']);
+    expect(names(await gate.screen('tools', 'docs', [other], true))).toEqual(['other']);
+    expect(drifts).toEqual([]);
+    const later = { ...other, name: 'later' };
+    expect(names(await gate.screen('tools', 'docs', [v1, other, later]))).toEqual(['search', 'other', 'later']);
+    expect(drifts.map((d) => [d.name, d.drift])).toEqual([['later', 'new']]);
+    gate.close();
+  });
+
+  it('reads pins stored before listings were recorded as listed where they hold entries', () => {
+    const stored = { tools: { search: { pinned: { digest: 'd', definition: {}, at: 't', by: 'first sight' } } }, prompts: {} };
+    expect(pinsFrom(stored).listed).toEqual({ tools: true });
+    expect(pinsFrom({ ...stored, listed: {} }).listed).toEqual({});
+  });
+
   it('passes everything untouched when off, storing nothing', async () => {
     const { gate, store } = await gateOf({ mode: 'off', newTools: 'pending' });
     expect(names(await gate.screen('tools', 'docs', [v1]))).toEqual(['search']);
-    expect(await store.read('docs')).toEqual({ tools: {}, prompts: {} });
+    expect(await store.read('docs')).toEqual({ tools: {}, prompts: {}, listed: {} });
     gate.close();
   });
 });
