@@ -203,6 +203,8 @@ export class TokenExchanger {
       const form = { assertion: subject, requested_token_use: 'on_behalf_of', scope: `${config.audience!}/.default` };
       response = await oauth.genericTokenEndpointRequest(server, client, oauth.ClientSecretPost(clientSecret), JWT_BEARER_GRANT, form, options);
     } else {
+      // The subject is the user's IdP access token; the config takes only a type true of it
+      // (access_token, or jwt where every subject is a verified JWT), never id_token.
       const form = new URLSearchParams({ subject_token: subject, subject_token_type: config.subjectTokenType, requested_token_type: ACCESS_TOKEN_TYPE });
       if (config.audience !== undefined) form.set('audience', config.audience);
       if (config.resource !== undefined) form.set('resource', config.resource);

@@ -68,6 +68,12 @@ interface PostStream {
 
 export class StreamableHttpTransport implements Transport {
   readonly #options: StreamableHttpOptions;
+  /**
+   * The configured headers, less any the per-request credential goes in (names compared in any
+   * letter case): its value replaces a static one, never goes beside it, and a credential that
+   * cannot be had leaves the request without one rather than with the static value.
+   */
+  readonly #static: Readonly<Record<string, string>>;
   readonly #max: number;
   /** The URL split once: the dispatcher is called with these, never with a URL to parse. */
   readonly #origin: string;
@@ -93,6 +99,7 @@ export class StreamableHttpTransport implements Transport {
 
   constructor(options: StreamableHttpOptions) {
     this.#options = options;
+    this.#static = withoutHeader(options.headers, options.credentials && (options.credentials.header ?? 'authorization'));
     this.#max = options.maxMessageBytes ?? 16 * 1024 * 1024;
     const url = new URL(options.url);
     this.#origin = url.origin;
@@ -313,7 +320,8 @@ export class StreamableHttpTransport implements Transport {
           origin: this.#origin,
           path: this.#path,
           method: 'DELETE',
-          headers: this.#headers(await this.#authorization().catch(() => ({}))),
+          // No credential to be had: the DELETE goes without one (the static headers hold none in its place).
+          headers: this.#headers(await this.#authorization().catch(() => NO_HEADERS)),
           signal: AbortSignal.timeout(2_000),
         });
         await body.dump();
@@ -360,7 +368,7 @@ export class StreamableHttpTransport implements Transport {
   }
 
   #headers(...extra: Readonly<Record<string, string>>[]): Record<string, string> {
-    const headers: Record<string, string> = Object.assign({}, this.#options.headers, ...extra);
+    const headers: Record<string, string> = Object.assign({}, this.#static, ...extra);
     if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
     if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
     return headers;
@@ -463,6 +471,13 @@ export class StreamableHttpTransport implements Transport {
       delay = Math.min(delay * 2, GET_RETRY_MAX_MS);
     }
   }
+}
+
+/** `headers` without any header named `name` in any letter case (HTTP header names are case-insensitive). */
+function withoutHeader(headers: Readonly<Record<string, string>>, name: string | undefined): Readonly<Record<string, string>> {
+  if (name === undefined) return headers;
+  const lower = name.toLowerCase();
+  return Object.fromEntries(Object.entries(headers).filter(([key]) => key.toLowerCase() !== lower));
 }
 
 /** W3C trace context of a request's `_meta`, mirrored in HTTP headers for tracing proxies. */

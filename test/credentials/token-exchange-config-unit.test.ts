@@ -51,4 +51,44 @@ describe('upstreams.<name>.http.tokenExchange', () => {
     expect(parse({ tokenExchange: { audience: 'api://wiki', subjectTokenType: 'urn:example' } }).success).toBe(false);
     expect(parse({ tokenExchange: { audience: 'api://wiki', audiences: ['x'] } }).success).toBe(false);
   });
+
+  it("refuses a static Authorization header beside it, in any letter case: the gateway's own credential never reaches the upstream", () => {
+    for (const name of ['Authorization', 'authorization', 'AUTHORIZATION']) {
+      const result = parse({ tokenExchange: { audience: 'api://wiki' }, headers: { [name]: 'Bearer gateway-static' } });
+      expect(result.success, name).toBe(false);
+      expect(messages(result)).toContain(`tokenExchange and a static ${name} header (the gateway's own credential) exclude each other`);
+      expect(result.error!.issues.find((issue) => issue.message.includes('static'))!.path).toEqual(['upstreams', 'wiki', 'http', 'headers', name]);
+    }
+    // Other static headers stay allowed.
+    expect(parse({ tokenExchange: { audience: 'api://wiki' }, headers: { 'x-team': 'wiki' } }).success).toBe(true);
+  });
+
+  it("refuses subjectTokenType id_token: the subject is the user's access token, never an ID token", () => {
+    const result = parse({ tokenExchange: { audience: 'api://wiki', subjectTokenType: 'urn:ietf:params:oauth:token-type:id_token' } });
+    expect(result.success).toBe(false);
+    expect(messages(result)).toContain("the subject is the user's IdP access token, not an ID token");
+    expect(result.error!.issues[0]!.path).toEqual(['upstreams', 'wiki', 'http', 'tokenExchange', 'subjectTokenType']);
+  });
+
+  it('takes subjectTokenType jwt only where every subject is a verified JWT: not beside the front door, whose IdP access tokens may be opaque', () => {
+    const jwt = { audience: 'api://wiki', subjectTokenType: 'urn:ietf:params:oauth:token-type:jwt' };
+    expect(parse({ tokenExchange: jwt }).success).toBe(true);
+    const frontDoor = { ...OAUTH, login: { clientId: 'switchyard', clientSecret: 'secret' }, frontDoor: {} };
+    const withFrontDoor = configSchema.safeParse({
+      listen: { publicUrl: 'https://mcp.example.com' },
+      credentials: { key: 'k'.repeat(44) },
+      auth: { oauth: frontDoor },
+      upstreams: { wiki: { http: { url: 'https://wiki.internal/mcp', tokenExchange: jwt } } },
+    });
+    expect(messages(withFrontDoor)).toContain('subjectTokenType jwt');
+    expect(messages(withFrontDoor)).toContain('may be opaque');
+    // The access_token type is right for every subject, the front door's included.
+    const accessToken = configSchema.safeParse({
+      listen: { publicUrl: 'https://mcp.example.com' },
+      credentials: { key: 'k'.repeat(44) },
+      auth: { oauth: frontDoor },
+      upstreams: { wiki: { http: { url: 'https://wiki.internal/mcp', tokenExchange: { audience: 'api://wiki' } } } },
+    });
+    expect(messages(accessToken)).toBe('');
+  });
 });
