@@ -2,10 +2,12 @@
 // is on; a principal needs one of auth.admin.scopes (403 otherwise). GET lists every pin and the
 // diff of each definition waiting; POST { action, upstream, name, kind?, digest? } approves or
 // rejects one, recorded as decided by the principal.
-import type { Context, Env, Hono } from 'hono';
+import type { IncomingMessage } from 'node:http';
+import type { Context, Hono } from 'hono';
 import type { Principal } from '../auth/principal.js';
 import { isObject } from '../mcp/jsonrpc.js';
 import type { PinOperations } from '../pinning/setup.js';
+import { readBodyWithin } from './input.js';
 
 export const ADMIN_PINS_PATH = '/admin/pins';
 const MAX_BODY_BYTES = 16 * 1024;
@@ -22,7 +24,10 @@ function problem(status: 400 | 403 | 404 | 409 | 413, error: string, message: st
   return Response.json({ error, message }, { status });
 }
 
-export function mountAdminPins<E extends Env>(app: Hono<E>, deps: AdminPinsDeps): void {
+/** Set by @hono/node-server: the Node request, read directly for the body. */
+type Bound = { Bindings: { incoming?: IncomingMessage } };
+
+export function mountAdminPins<E extends Bound>(app: Hono<E>, deps: AdminPinsDeps): void {
   const admitted = async (c: Context): Promise<Principal | Response> => {
     const principal = await deps.authenticate(c);
     if (principal instanceof Response) return principal;
@@ -41,8 +46,9 @@ export function mountAdminPins<E extends Env>(app: Hono<E>, deps: AdminPinsDeps)
   app.post(ADMIN_PINS_PATH, async function decidePin(c) {
     const principal = await admitted(c);
     if (principal instanceof Response) return principal;
-    const text = await c.req.raw.text();
-    if (Buffer.byteLength(text) > MAX_BODY_BYTES) return problem(413, 'too_large', `the body may have at most ${MAX_BODY_BYTES} bytes`);
+    // Read no further than the bound: a chunked body declares no length to check first.
+    const text = await readBodyWithin(MAX_BODY_BYTES, c.req.raw, c.env?.incoming);
+    if (text === undefined) return problem(413, 'too_large', `the body may have at most ${MAX_BODY_BYTES} bytes`);
     let body: unknown;
     try {
       body = JSON.parse(text);

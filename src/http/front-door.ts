@@ -1,11 +1,12 @@
 // The front door's routes (src/frontdoor/ does the work): the authorization server metadata in
 // every form hosts fetch, the JWKS, the browser flow (authorize, the IdP's callback, consent) and
-// the back channel (token, register, revoke). Bodies are read within a small bound.
+// the back channel (token, register, revoke). Bodies are read within a small bound, and no further.
 import type { IncomingMessage } from 'node:http';
 import type { Context, Hono } from 'hono';
 import type { FrontDoor } from '../frontdoor/front-door.js';
 import { FRONT_DOOR_PATHS } from '../frontdoor/front-door.js';
 import { parse as parseCookies } from 'hono/utils/cookie';
+import { readBodyWithin } from './input.js';
 
 /** Forms and registrations are a few hundred bytes; this bounds what a client can make us read. */
 const MAX_BODY_BYTES = 16 * 1024;
@@ -48,16 +49,14 @@ export function mountFrontDoor<E extends Bound>(app: Hono<E>, frontDoor: FrontDo
   }
 }
 
-async function bodyOf(c: Context): Promise<string | Response> {
-  const declared = Number(c.req.header('content-length') ?? 0);
-  const refused = (): Response => c.json({ error: 'invalid_request', error_description: `the body is larger than ${MAX_BODY_BYTES} bytes` }, 413);
-  if (declared > MAX_BODY_BYTES) return refused();
-  const text = await c.req.raw.text();
-  return Buffer.byteLength(text) > MAX_BODY_BYTES ? refused() : text;
+/** The body within MAX_BODY_BYTES, read no further: a chunked body declares no length to check first. */
+async function bodyOf<E extends Bound>(c: Context<E>): Promise<string | Response> {
+  const text = await readBodyWithin(MAX_BODY_BYTES, c.req.raw, c.env?.incoming);
+  return text ?? c.json({ error: 'invalid_request', error_description: `the body is larger than ${MAX_BODY_BYTES} bytes` }, 413);
 }
 
 /** RFC 6749 §3.2: token requests are application/x-www-form-urlencoded. */
-async function formOf(c: Context): Promise<URLSearchParams | Response> {
+async function formOf<E extends Bound>(c: Context<E>): Promise<URLSearchParams | Response> {
   if (!/^application\/x-www-form-urlencoded\b/i.test(c.req.header('content-type') ?? '')) {
     return c.json({ error: 'invalid_request', error_description: 'the body must be application/x-www-form-urlencoded' }, 400, { 'cache-control': 'no-store' });
   }

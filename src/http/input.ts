@@ -186,6 +186,18 @@ export function fromRequest(request: Request): HttpInput {
   };
 }
 
+/**
+ * The body of a request Hono routes, as text, or undefined once it exceeds `max` bytes, as
+ * HttpInput.readBody reads it: whether its length was declared or it came chunked, reading stops
+ * at the bound, so a client cannot make us hold more. From the Node request when the listener
+ * served it (the adapter drains or drops what a 413 leaves unread), from the Request otherwise.
+ */
+export function readBodyWithin(max: number, request: Request, incoming?: IncomingMessage): Promise<string | undefined> {
+  if (!incoming) return readRequestBody(request, max);
+  const input = fromIncoming(incoming);
+  return new Promise((resolve, reject) => input.readBody(max, resolve, reject));
+}
+
 async function readRequestBody(request: Request, max: number): Promise<string | undefined> {
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (declared > max) return undefined;
