@@ -49,6 +49,11 @@ interface KeyCheckSlot {
 const CHECK_PLAINTEXT = 'switchyard credentials key check';
 const CHECK_AAD = 'switchyard:key-check';
 const DEFAULT_LOCK_WAIT_MS = 10_000;
+/**
+ * Entries each write looks at for expiry, resuming where the last one stopped: more than one, so
+ * sweeping outpaces growth and an expired entry nobody reads again lasts at most one pass.
+ */
+const SWEEP_STEP = 8;
 
 export async function openCredentialStore(
   config: CredentialStoreConfig,
@@ -119,6 +124,8 @@ export class MemoryCredentialStore implements CredentialStore, KeyCheckSlot {
   readonly #sealer: Sealer;
   readonly #locks = new LocalLocks();
   readonly #channels: LocalChannels;
+  /** Where the sweep resumes: a Map iterator stays valid while entries are added and deleted. */
+  #sweep: Iterator<[string, Entry]> | undefined;
   #closed = false;
 
   constructor(sealer: Sealer, options: LocalStoreOptions = {}) {
@@ -141,6 +148,7 @@ export class MemoryCredentialStore implements CredentialStore, KeyCheckSlot {
     this.#assertOpen();
     const entry: Entry = { v: this.#sealer.sealJson(value, key) };
     if (ttlMs !== undefined) entry.exp = this.now() + positiveMs('ttlMs', ttlMs);
+    this.#sweepSome();
     this.entries.set(key, entry);
     await this.persist();
   }
@@ -156,6 +164,7 @@ export class MemoryCredentialStore implements CredentialStore, KeyCheckSlot {
   async setIfAbsent(key: string, value: unknown, ttlMs: number): Promise<boolean> {
     this.#assertOpen();
     if (this.#live(key)) return false;
+    this.#sweepSome();
     this.entries.set(key, { v: this.#sealer.sealJson(value, key), exp: this.now() + positiveMs('ttlMs', ttlMs) });
     await this.persist();
     return true;
@@ -203,7 +212,7 @@ export class MemoryCredentialStore implements CredentialStore, KeyCheckSlot {
   /** Called after every change; the file store writes itself out here. */
   protected async persist(): Promise<void> {}
 
-  /** The entry when present and unexpired; an expired one is dropped (the file forgets it at its next write). */
+  /** The entry when present and unexpired; an expired one is dropped (the file forgets it at its next write, as it does those the sweep dropped). */
   #live(key: string): Entry | undefined {
     const entry = this.entries.get(key);
     if (entry?.exp !== undefined && entry.exp <= this.now()) {
@@ -211,6 +220,23 @@ export class MemoryCredentialStore implements CredentialStore, KeyCheckSlot {
       return undefined;
     }
     return entry;
+  }
+
+  /**
+   * Drops the expired among the next SWEEP_STEP entries: what nobody reads again (an abandoned
+   * sign-in, an unredeemed code) is forgotten without a timer, at a bounded cost per write.
+   */
+  #sweepSome(): void {
+    const now = this.now();
+    for (let seen = 0; seen < SWEEP_STEP; seen++) {
+      const next = (this.#sweep ??= this.entries.entries()).next();
+      if (next.done) {
+        this.#sweep = undefined; // the next write starts a new pass
+        return;
+      }
+      const [key, entry] = next.value;
+      if (entry.exp !== undefined && entry.exp <= now) this.entries.delete(key);
+    }
   }
 
   #assertOpen(): void {
@@ -243,7 +269,8 @@ export class FileCredentialStore extends MemoryCredentialStore {
     if (text !== undefined) {
       const parsed = parseCredentialsFile(path, text);
       store.check = parsed.check;
-      for (const [key, entry] of parsed.entries) store.entries.set(key, entry);
+      const now = store.now();
+      for (const [key, entry] of parsed.entries) if (entry.exp === undefined || entry.exp > now) store.entries.set(key, entry);
     }
     return store;
   }
