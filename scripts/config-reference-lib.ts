@@ -270,7 +270,7 @@ export function renderConfigReference(keys: ConfigKey[] = configKeys()): string 
     '',
     '- **Key**: the dotted path of the key. `<name>` stands for an upstream name, `<tool>` for a',
     '  namespaced tool name (or glob), `<key>` for any key; `[]` marks the items of a list.',
-    '- **Type**: a *duration* is a number of milliseconds or a string such as `500ms`, `30s`, `5m`, `1h`.',
+    '- **Type**: a *duration* is a number of milliseconds or a string such as `500ms`, `30s`, `5m`, `1h`, `30d`.',
     '  Strings anywhere may use `${VAR}` (an error when VAR is unset or empty), `${VAR:-default}`, and',
     '  `$${` for a literal `${`.',
     '- **Default**: what applies when the key is left out; a section with "its keys’ defaults" may be',

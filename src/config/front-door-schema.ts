@@ -7,7 +7,7 @@ import { parseDuration } from '../util/duration.js';
 const duration = z.union([z.number(), z.string()]).transform((value, ctx) => {
   const ms = parseDuration(value);
   if (ms === undefined || ms <= 0) {
-    ctx.addIssue({ code: 'custom', message: `expected a positive duration such as 30s, 5m or 1h, got ${JSON.stringify(value)}` });
+    ctx.addIssue({ code: 'custom', message: `expected a positive duration such as 30s, 5m, 1h or 30d, got ${JSON.stringify(value)}` });
     return z.NEVER;
   }
   return ms;
@@ -37,6 +37,11 @@ export const frontDoor = z.strictObject({
   refreshTtl: duration
     .default(30 * DAY_MS)
     .describe('Lifetime of a refresh token; each use rotates it (and starts a new lifetime); reusing a rotated one revokes the whole grant.'),
+  grantMaxAge: duration
+    .default(30 * DAY_MS)
+    .describe(
+      "Longest a grant lasts from the user's sign-in at the IdP, however often its refresh token is used: then refresh is refused (invalid_grant) and the host signs the user in again. The only end of a grant whose IdP gave no refresh token to check the user with.",
+    ),
   claims: z
     .array(z.string().regex(/^[A-Za-z0-9_:.-]{1,64}$/, 'must be a claim name'))
     .optional()

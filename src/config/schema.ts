@@ -17,7 +17,7 @@ export const UPSTREAM_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
 const duration = z.union([z.number(), z.string()]).transform((value, ctx) => {
   const ms = parseDuration(value);
   if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: `expected a duration such as 500ms, 30s, 5m or 1h, got ${JSON.stringify(value)}` });
+    ctx.addIssue({ code: 'custom', message: `expected a duration such as 500ms, 30s, 5m, 1h or 30d, got ${JSON.stringify(value)}` });
     return z.NEVER;
   }
   return ms;

@@ -43,6 +43,8 @@ interface Flow {
   browser: string;
   client: ClientInfo;
   redirectUri: string;
+  /** The request named redirect_uri (not the client's one registered URI by default): the token request must repeat it. */
+  redirectUriSent: boolean;
   state: string | undefined;
   challenge: string;
   resource: string;
@@ -104,7 +106,7 @@ export class Authorization {
       return refusalPage(502, 'The company sign-in service cannot be reached; try again later.');
     }
     const browser = request.cookies[BROWSER_COOKIE] ?? randomBytes(24).toString('base64url');
-    const flow: Flow = { browser, client, redirectUri, state, challenge, resource, login: login.pending };
+    const flow: Flow = { browser, client, redirectUri, redirectUriSent: params.has('redirect_uri'), state, challenge, resource, login: login.pending };
     await deps.store.set(flowKey(login.pending.state), flow, FLOW_TTL_MS);
     const secure = deps.issuer.startsWith('https:') ? '; Secure' : '';
     return new Response(null, {
@@ -174,6 +176,7 @@ export class Authorization {
     const code = await deps.grants.issueCode({
       clientId: client.clientId,
       redirectUri: flow.redirectUri,
+      redirectUriSent: flow.redirectUriSent,
       challenge: flow.challenge,
       resource: flow.resource,
       scope: deps.scopes.join(' '),

@@ -72,6 +72,8 @@ export class FrontDoor {
     this.grants = new Grants({
       store,
       refreshTtlMs: settings.refreshTtl,
+      grantMaxAgeMs: settings.grantMaxAge,
+      ...(options.now ? { now: options.now } : {}),
       // Each caller writes its own audit line (reuse detected, revocation, the IdP's refusal).
       onRevoked: async () => {
         await store.publish(REVOKED_CHANNEL, 'revoked');
@@ -99,7 +101,7 @@ export class FrontDoor {
     this.#unsubscribe = store.subscribe(REVOKED_CHANNEL, () => this.keys.invalidate());
   }
 
-  /** RFC 8414 §2 (with the MCP authorization spec's CIMD flag and RFC 9207's iss flag). */
+  /** RFC 8414 §2 (with the MCP authorization spec's CIMD flag, when cimd.allow names a host, and RFC 9207's iss flag). */
   metadata(openid = false): Record<string, unknown> {
     const oauth = this.#config.auth!.oauth!;
     const at = (path: string): string => `${this.issuer}${path}`;
@@ -117,7 +119,9 @@ export class FrontDoor {
       token_endpoint_auth_methods_supported: ['none'],
       revocation_endpoint_auth_methods_supported: ['none'],
       code_challenge_methods_supported: ['S256'],
-      client_id_metadata_document_supported: true,
+      // Only when a CIMD client can be accepted: hosts that prefer CIMD over DCR read this flag
+      // and would never fall back to registering, were every document refused (cimd.allow empty).
+      ...(oauth.frontDoor!.cimd.allow.length > 0 ? { client_id_metadata_document_supported: true } : {}),
       authorization_response_iss_parameter_supported: true,
       // OpenID discovery's required fields, for hosts that read only that document (no ID tokens are issued).
       ...(openid ? { subject_types_supported: ['public'], id_token_signing_alg_values_supported: ['ES256'] } : {}),

@@ -76,20 +76,25 @@ export class TokenEndpoint {
       audit(deps, 'token_refused', { clientId, grantType: 'authorization_code', reason, ...(principal ? { principal } : {}) });
       return { response: tokenError('invalid_grant', `the authorization code is ${why}`), outcome: 'invalid_grant' };
     };
-    const record = await deps.grants.redeemCode(code);
-    if (record === 'reused') return refused('reused', 'already used (the tokens it gave are revoked)');
-    if (!record) return refused('unknown', 'unknown or expired');
+    const redeemed = await deps.grants.redeemCode(code);
+    if (redeemed === 'reused') return refused('reused', 'already used (the tokens it gave are revoked)');
+    if (!redeemed) return refused('unknown', 'unknown or expired');
+    const { record } = redeemed;
     // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code's client, redirect URI and challenge.
     if (record.clientId !== clientId) return refused('client', 'for another client', record.identity.principal);
-    if ((redirectUri ?? record.redirectUri) !== record.redirectUri) return refused('redirect_uri', 'for another redirect URI', record.identity.principal);
+    // redirect_uri may be left out only when the authorization request left it out.
+    if (redirectUri === null ? record.redirectUriSent !== false : redirectUri !== record.redirectUri) {
+      return refused('redirect_uri', redirectUri === null ? 'for a redirect_uri this request does not repeat' : 'for another redirect URI', record.identity.principal);
+    }
     if (!pkceMatches(verifier, record.challenge)) return refused('code_verifier', 'not for this code_verifier', record.identity.principal);
     const resource = form.get('resource');
     if (resource !== null && resource !== record.resource) {
       audit(deps, 'token_refused', { clientId, principal: record.identity.principal, grantType: 'authorization_code', reason: 'invalid_target', resource });
       return { response: tokenError('invalid_target', 'resource is not the one the code was issued for'), outcome: 'invalid_target' };
     }
-    const { grant, refreshToken } = await deps.grants.createGrant(code, record);
-    return { response: await this.#issue(grant, refreshToken, 'authorization_code'), outcome: 'issued' };
+    const created = await deps.grants.createGrant(code, redeemed);
+    if (created === 'reused') return refused('reused', 'already used (the tokens it gave are revoked)', record.identity.principal);
+    return { response: await this.#issue(created.grant, created.refreshToken, 'authorization_code'), outcome: 'issued' };
   }
 
   async #refresh(form: URLSearchParams): Promise<{ response: Response; outcome: string }> {
@@ -106,7 +111,13 @@ export class TokenEndpoint {
       }
       const event = outcome.refused === 'reused' ? 'refresh_reuse_detected' : 'token_refused';
       audit(deps, event, { clientId, grantType: 'refresh_token', reason: outcome.refused });
-      const why = { unknown: 'unknown, expired or revoked', reused: 'already used: the grant is revoked', client: 'issued to another client', idp: 'no longer good: the company IdP refused; sign in again' }[outcome.refused];
+      const why = {
+        unknown: 'unknown, expired or revoked',
+        reused: 'already used: the grant is revoked',
+        client: 'issued to another client',
+        idp: 'no longer good: the company IdP refused; sign in again',
+        expired: 'older than a sign-in may last here; sign in again',
+      }[outcome.refused];
       return { response: tokenError('invalid_grant', `the refresh token is ${why}`), outcome: outcome.refused === 'reused' ? 'reused' : 'invalid_grant' };
     }
     return { response: await this.#issue(outcome.grant, outcome.refreshToken, 'refresh_token'), outcome: 'issued' };

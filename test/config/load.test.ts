@@ -300,7 +300,7 @@ describe('config durations', () => {
   it.each(['soon', '5 minutes', '-1s', -5])('rejects the duration %j', (value) => {
     const error = configError(() => fromObject({ upstreams: { a: STDIO }, sessions: { idleTimeout: value } }));
     expect(error.keyPath).toBe('sessions.idleTimeout');
-    expect(error.problem).toMatch(/expected a duration such as 500ms, 30s, 5m or 1h/);
+    expect(error.problem).toMatch(/expected a duration such as 500ms, 30s, 5m, 1h or 30d/);
   });
 });
 

@@ -59,7 +59,10 @@ function sessions(): IdpSessions {
 
 async function grantOf(principal: string, idpRefresh = 'idp-refresh-1'): Promise<Grant> {
   const code = await grants.issueCode(record(principal, idpRefresh));
-  return (await grants.createGrant(code, record(principal, idpRefresh))).grant;
+  const redeemed = await grants.redeemCode(code);
+  const created = typeof redeemed === 'object' ? await grants.createGrant(code, redeemed) : redeemed;
+  if (typeof created !== 'object') throw new Error(`expected a grant, got ${created}`);
+  return created.grant;
 }
 
 describe('IdpSessions (the front door subjects of token exchange)', () => {
