@@ -88,7 +88,9 @@ export function legacyAsExtension(send: Send, input?: TaskInput): Send {
 /**
  * Requests of a 2025-11-25 client about an extension upstream's task, answered in the 2025-11-25
  * form: tasks/result polls the task to its end (as the upstream's pollIntervalMs says) and
- * answers its result or error; tasks/cancel answers the task as it is after the cancel.
+ * answers its result or error; tasks/cancel of a task that already ended is refused (-32602, as
+ * 2025-11-25 requires; the extension would only acknowledge it), else answers the task as it is
+ * after the cancel.
  */
 export function extensionAsLegacy(send: Send, signal: CancelSignal): Send {
   return async (method, params) => {
@@ -99,9 +101,12 @@ export function extensionAsLegacy(send: Send, signal: CancelSignal): Send {
       }
       case 'tasks/get':
         return extensionToLegacy(await send(method, params));
-      case 'tasks/cancel':
+      case 'tasks/cancel': {
+        const before = await send('tasks/get', params);
+        if (TERMINAL.has(before.status as string)) throw new GatewayError('invalid_params', `Cannot cancel task: already in terminal status '${String(before.status)}'`);
         await send(method, params);
         return extensionToLegacy(await send('tasks/get', params));
+      }
       case 'tasks/result': {
         let task = await send('tasks/get', params);
         while (!TERMINAL.has(task.status as string)) {

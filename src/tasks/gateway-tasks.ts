@@ -381,7 +381,7 @@ class RunningTask implements TaskingSink {
       clearTimeout(this.#inputTimer);
       this.#inputTimer = setTimeout(() => this.#giveUp(), options.inputTimeoutMs);
       this.#inputTimer.unref();
-      return this.flush();
+      return void (await this.flush());
     }
     if (result.resultType === 'task' && typeof result.taskId === 'string') {
       // The upstream made a task of its own after all (its handle, tool-call.ts): this one stands for it.
@@ -389,7 +389,7 @@ class RunningTask implements TaskingSink {
       this.#tasks.uncount(this.#task.status);
       this.#task = { ...this.#task, alias: result.taskId, lastUpdatedAt: at };
       this.#dirty = true;
-      return this.flush();
+      return void (await this.flush());
     }
     const size = Buffer.byteLength(JSON.stringify(result));
     if (size > bounds.maxResultBytes) {
@@ -411,22 +411,33 @@ class RunningTask implements TaskingSink {
   async #end(next: StoredTask): Promise<void> {
     clearTimeout(this.#inputTimer);
     this.#move(next);
-    if (next.status === 'completed' || next.status === 'failed' || next.status === 'cancelled') this.#tasks.audit.ended(this.#audited(next), next.status, next.error);
-    await this.flush();
+    // Not when another replica ended it first: that end is the task's (and was audited there).
+    const written = await this.flush();
+    if (written && (next.status === 'completed' || next.status === 'failed' || next.status === 'cancelled')) this.#tasks.audit.ended(this.#audited(next), next.status, next.error);
   }
 
   #audited(task: StoredTask): AuditedTask {
     return { handle: this.#handle, upstream: task.upstream, tool: task.tool, caller: this.#caller, createdAt: task.createdAt };
   }
 
-  /** Writes the task's state when it changed; a terminal task leaves the replica's care once written. */
-  async flush(): Promise<void> {
+  /**
+   * Writes the task's state when it changed; a terminal task leaves the replica's care once
+   * written. False when the store holds the task as ended already (another replica failed it
+   * when this one's lease lapsed): that end is final, so the call stops and the task leaves too.
+   */
+  async flush(): Promise<boolean> {
     const task = this.#task;
-    if (!task || !this.#dirty) return;
+    if (!task || !this.#dirty) return true;
     this.#dirty = false;
     const { store, logger } = this.#tasks.options;
     try {
-      await store.put(task, this.#tasks.bounds.leaseMs);
+      if (!(await store.put(task, this.#tasks.bounds.leaseMs))) {
+        logger.warn('a task this replica runs was ended by another (its lease had lapsed); the call stops', { task: task.id });
+        if (!TERMINAL.has(task.status)) this.#control().cancel('ended by another replica');
+        this.#state = 'ended';
+        this.#tasks.release(this);
+        return false;
+      }
       if (TERMINAL.has(task.status) || task.alias !== undefined) {
         this.#state = 'ended';
         this.#tasks.release(this);
@@ -435,6 +446,7 @@ class RunningTask implements TaskingSink {
       this.#dirty = true; // written at the next heartbeat
       logger.warn('could not write a task to the task store', { task: task.id, err });
     }
+    return true;
   }
 
   cancel(reason: string): void {

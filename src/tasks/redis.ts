@@ -1,8 +1,9 @@
 // Tasks in Redis (sessions.store: redis), shared by every replica. A task is a hash (its state
 // as JSON and its owner's lease, on the Redis clock) kept `ttlMs` after its last write; what
 // other replicas ask of it waits in a list beside it; each principal's unexpired tasks are a
-// sorted set by expiry, so the bound per principal holds across replicas. Every step that
-// reads before it writes is one Lua script.
+// sorted set by expiry (each write and renewal of a task moves its score with its TTL), so the
+// bound per principal holds across replicas for as long as a task is kept. A task that ended
+// stays as it ended. Every step that reads before it writes is one Lua script.
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { JsonObject } from '../mcp/jsonrpc.js';
@@ -10,6 +11,12 @@ import { isObject } from '../mcp/jsonrpc.js';
 import type { StoredTask, TaskRequests, TaskStore } from './store.js';
 
 const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
+/** Whether a stored task's JSON is terminal (completed, failed and cancelled are final). */
+const ENDED = `local function ended(json)
+  local status = cjson.decode(json).status
+  return status == 'completed' or status == 'failed' or status == 'cancelled'
+end`;
 
 const CREATE = `${NOW}
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
@@ -20,10 +27,13 @@ redis.call('HSET', KEYS[1], 'task', ARGV[1], 'lease', now + tonumber(ARGV[2]))
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1`;
 
-const PUT = `${NOW}
+// The principal's set gets the task back if it was pruned while the task lived on.
+const PUT = `${NOW} ${ENDED}
+local stored = redis.call('HGET', KEYS[1], 'task')
+if stored and ended(stored) then return 0 end
 redis.call('HSET', KEYS[1], 'task', ARGV[1], 'lease', now + tonumber(ARGV[2]))
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[3]), ARGV[4])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1`;
 
@@ -32,20 +42,22 @@ local v = redis.call('HMGET', KEYS[1], 'task', 'lease')
 if not v[1] then return nil end
 return {v[1], v[2], tostring(now)}`;
 
-const FAIL = `${NOW}
+const FAIL = `${NOW} ${ENDED}
 local v = redis.call('HMGET', KEYS[1], 'task', 'lease')
 if not v[1] then return 0 end
-local status = cjson.decode(v[1]).status
-if status == 'completed' or status == 'failed' or status == 'cancelled' then return 0 end
+if ended(v[1]) then return 0 end
 if tonumber(v[2]) >= now then return 0 end
 redis.call('HSET', KEYS[1], 'task', ARGV[1])
 return 1`;
 
+// KEYS: each task's hash then its principal's set; ARGV: lease, TTL, then the task ids.
 const RENEW = `${NOW}
-for i, key in ipairs(KEYS) do
-  if redis.call('EXISTS', key) == 1 then
-    redis.call('HSET', key, 'lease', now + tonumber(ARGV[1]))
-    redis.call('PEXPIRE', key, ARGV[2])
+for i = 1, #KEYS, 2 do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('HSET', KEYS[i], 'lease', now + tonumber(ARGV[1]))
+    redis.call('PEXPIRE', KEYS[i], ARGV[2])
+    redis.call('ZADD', KEYS[i + 1], now + tonumber(ARGV[2]), ARGV[2 + (i + 1) / 2])
+    redis.call('PEXPIRE', KEYS[i + 1], ARGV[2])
   end
 end
 return 1`;
@@ -98,8 +110,8 @@ export class RedisTaskStore implements TaskStore {
     return { task: task as unknown as StoredTask, leaseExpired: Number(lease) < Number(now) };
   }
 
-  async put(task: StoredTask, leaseMs: number): Promise<void> {
-    await this.#redis.taskPut(this.#key(task.id), this.#principal(task.principal), JSON.stringify(task), String(leaseMs), String(task.ttlMs), task.id);
+  async put(task: StoredTask, leaseMs: number): Promise<boolean> {
+    return (await this.#redis.taskPut(this.#key(task.id), this.#principal(task.principal), JSON.stringify(task), String(leaseMs), String(task.ttlMs), task.id)) === 1;
   }
 
   async failIfAbandoned(task: StoredTask): Promise<boolean> {
@@ -133,7 +145,23 @@ export class RedisTaskStore implements TaskStore {
 
   async renew(ids: readonly string[], leaseMs: number, ttlMs: number): Promise<void> {
     if (ids.length === 0) return;
-    await this.#redis.taskRenew(String(ids.length), ...ids.map((id) => this.#key(id)), String(leaseMs), String(ttlMs));
+    // A principal's set is named by a hash of the principal, which only the task itself holds.
+    const read = this.#redis.pipeline();
+    for (const id of ids) read.hget(this.#key(id), 'task');
+    const replies = (await read.exec()) ?? [];
+    const keys: string[] = [];
+    const live: string[] = [];
+    ids.forEach((id, i) => {
+      const [err, json] = replies[i] ?? [];
+      if (err) throw err;
+      if (typeof json !== 'string') return; // expired: nothing to renew
+      const task: unknown = JSON.parse(json);
+      if (!isObject(task) || typeof task.principal !== 'string') return;
+      keys.push(this.#key(id), this.#principal(task.principal));
+      live.push(id);
+    });
+    if (live.length === 0) return;
+    await this.#redis.taskRenew(String(keys.length), ...keys, String(leaseMs), String(ttlMs), ...live);
   }
 
   async close(): Promise<void> {

@@ -44,8 +44,12 @@ export interface TaskStore {
   create(task: StoredTask, leaseMs: number, max: number): Promise<boolean>;
   /** The task with whether its owner's lease ran out, or undefined when unknown or expired. */
   get(id: string): Promise<{ task: StoredTask; leaseExpired: boolean } | undefined>;
-  /** The owner's write: the task's new state, its lease renewed (unless terminal). */
-  put(task: StoredTask, leaseMs: number): Promise<void>;
+  /**
+   * The owner's write: the task's new state, its lease renewed, kept `ttlMs` from now (and
+   * counted against its principal until then). False, and nothing written, when the stored task
+   * already ended (another replica may have failed it): a terminal status is final.
+   */
+  put(task: StoredTask, leaseMs: number): Promise<boolean>;
   /** Ends a task whose owner stopped renewing its lease; false when it was renewed or ended meanwhile. */
   failIfAbandoned(task: StoredTask): Promise<boolean>;
   /** A replica other than the owner asks for a cancel or hands over input responses. */
@@ -90,10 +94,12 @@ export class MemoryTaskStore implements TaskStore {
     return entry && { task: structuredClone(entry.task), leaseExpired: entry.leaseUntil < this.#now() };
   }
 
-  async put(task: StoredTask, leaseMs: number): Promise<void> {
-    const entry = this.#tasks.get(task.id);
+  async put(task: StoredTask, leaseMs: number): Promise<boolean> {
+    const entry = this.#live(task.id);
+    if (entry && TERMINAL.has(entry.task.status)) return false;
     const now = this.#now();
     this.#tasks.set(task.id, { task: structuredClone(task), leaseUntil: now + leaseMs, expires: now + task.ttlMs, requests: entry?.requests ?? { cancel: false, updates: [] } });
+    return true;
   }
 
   async failIfAbandoned(task: StoredTask): Promise<boolean> {

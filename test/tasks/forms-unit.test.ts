@@ -1,9 +1,13 @@
-// A 2025-11-25 upstream's task seen in the extension's form (tasks/forms.ts), without sockets:
-// while input_required, tasks/get carries the requests the task waits on as inputRequests;
-// tasks/update hands inputResponses to them and is acknowledged; tasks/update needs them.
+// The two forms of tasks meeting (tasks/forms.ts), without sockets. A 2025-11-25 upstream's task
+// in the extension's form: while input_required, tasks/get carries the requests the task waits
+// on as inputRequests; tasks/update hands inputResponses to them and is acknowledged;
+// tasks/update needs them. An extension upstream's task in the 2025-11-25 form: tasks/cancel of
+// a task that already ended is refused with -32602 and never reaches the upstream.
 import { describe, expect, it } from 'vitest';
+import { toJsonRpcError } from '../../src/mcp/errors.js';
 import type { JsonObject } from '../../src/mcp/jsonrpc.js';
-import { legacyAsExtension, type TaskInput } from '../../src/tasks/forms.js';
+import { extensionAsLegacy, legacyAsExtension, type TaskInput } from '../../src/tasks/forms.js';
+import { Cancellation } from '../../src/util/cancel.js';
 
 const TASK = { taskId: 't-1', status: 'input_required', createdAt: '2026-07-28T12:00:00Z', lastUpdatedAt: '2026-07-28T12:00:01Z', ttl: 60_000, pollInterval: 500 };
 
@@ -46,5 +50,43 @@ describe("a 2025-11-25 task's input in the extension's form", () => {
   it('tasks/update without inputResponses is invalid params', async () => {
     const { send } = upstream();
     await expect(legacyAsExtension(send, input())('tasks/update', { taskId: 't-1' })).rejects.toMatchObject({ code: 'invalid_params', message: 'tasks/update needs inputResponses' });
+  });
+});
+
+/** An extension upstream whose task is `status` until a tasks/cancel reaches it (then cancelled, unless it had ended). */
+function extensionUpstream(status: string): { send: (method: string, params: JsonObject) => Promise<JsonObject>; sent: string[] } {
+  const sent: string[] = [];
+  let now = status;
+  return {
+    sent,
+    send: async (method) => {
+      sent.push(method);
+      if (method === 'tasks/cancel') {
+        if (now === 'working' || now === 'input_required') now = 'cancelled';
+        return {};
+      }
+      return { resultType: 'complete', taskId: 't-1', status: now, createdAt: '2026-07-28T12:00:00Z', lastUpdatedAt: '2026-07-28T12:00:01Z', ttlMs: 60_000, pollIntervalMs: 500, ...(now === 'completed' ? { result: { content: [] } } : {}) };
+    },
+  };
+}
+
+describe("an extension task's cancel in the 2025-11-25 form", () => {
+  for (const status of ['completed', 'failed', 'cancelled']) {
+    it(`tasks/cancel of a ${status} task is invalid params, and is not sent upstream`, async () => {
+      const { send, sent } = extensionUpstream(status);
+      const outcome = await extensionAsLegacy(send, new Cancellation().signal)('tasks/cancel', { taskId: 't-1' }).then(
+        (answered) => ({ answered }),
+        (err: unknown) => ({ refused: toJsonRpcError(err) }),
+      );
+      expect(outcome).toEqual({ refused: { code: -32602, message: `Cannot cancel task: already in terminal status '${status}'` } });
+      expect(sent).not.toContain('tasks/cancel');
+    });
+  }
+
+  it('tasks/cancel of a working task reaches the upstream and answers the task as it is after', async () => {
+    const { send, sent } = extensionUpstream('working');
+    const task = await extensionAsLegacy(send, new Cancellation().signal)('tasks/cancel', { taskId: 't-1' });
+    expect(sent).toContain('tasks/cancel');
+    expect(task).toEqual({ taskId: 't-1', status: 'cancelled', createdAt: '2026-07-28T12:00:00Z', lastUpdatedAt: '2026-07-28T12:00:01Z', ttl: 60_000, pollInterval: 500 });
   });
 });

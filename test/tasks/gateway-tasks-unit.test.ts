@@ -186,4 +186,32 @@ describe('tasks the gateway makes', () => {
     await b.tasks.close();
     await a.tasks.close();
   });
+
+  it('a task another replica ended stays ended: its owner, finishing the call late, writes and audits no other end', async () => {
+    let now = Date.now();
+    const store = new MemoryTaskStore(() => now);
+    // What each write of the owner came to.
+    const writes: boolean[] = [];
+    const put = store.put.bind(store);
+    store.put = async (task, leaseMs) => {
+      const written = await put(task, leaseMs);
+      writes.push(written);
+      return written;
+    };
+    const a = setup({}, store);
+    const b = setup({}, store);
+    const { sink, response } = answered();
+    const call = a.tasks.adopt(request, alice, sink, control());
+    const taskId = ((await response) as { result: JsonObject }).result.taskId as string;
+    // A's lease lapses (its heartbeats could not reach the store) and B ends the task.
+    now += 10_000;
+    expect(await b.tasks.serve('tasks/get', { taskId }, alice)).toMatchObject({ status: 'failed' });
+    // A's call then completes: the stored end is final, and A's answer is not a second one.
+    call.finish({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'late' }] } });
+    await expect.poll(() => writes.at(-1), { timeout: 5_000 }).toBe(false);
+    expect(await b.tasks.serve('tasks/get', { taskId }, alice)).toMatchObject({ status: 'failed' });
+    expect((await a.records()).filter((r) => r.event === 'task.ended')).toEqual([]);
+    await a.tasks.close();
+    await b.tasks.close();
+  });
 });

@@ -1,5 +1,6 @@
 // Task handles and the memory task store, alone: who a handle opens for, what a tampered or
-// re-keyed one is, and the store's bounds (count per principal, TTL) and leases.
+// re-keyed one is, and the store's bounds (count per principal, TTL, for as long as a task is
+// renewed), leases, and that a terminal task stays terminal.
 import { describe, expect, it } from 'vitest';
 import { TaskHandles } from '../../src/tasks/handles.js';
 import { MemoryTaskStore, type StoredTask } from '../../src/tasks/store.js';
@@ -77,5 +78,26 @@ describe('the memory task store', () => {
     await store.request('1', { cancel: true });
     expect([...(await store.take(['1', 'unknown']))]).toEqual([['1', { cancel: true, updates: [{ confirm: { action: 'accept' } }] }]]);
     expect((await store.take(['1'])).size).toBe(0);
+  });
+
+  it('a task renewed past its first TTL still counts against its principal', async () => {
+    let now = 0;
+    const store = new MemoryTaskStore(() => now);
+    expect(await store.create(task('1', 'alice', 1_000), 1_000, 1)).toBe(true);
+    for (now = 300; now <= 1_800; now += 300) await store.renew(['1'], 1_000, 1_000);
+    expect(await store.get('1')).toBeDefined();
+    expect(await store.create(task('2', 'alice', 1_000), 1_000, 1)).toBe(false);
+  });
+
+  it("a task that ended stays ended: its owner's later write is refused", async () => {
+    let now = 0;
+    const store = new MemoryTaskStore(() => now);
+    await store.create(task('1', 'alice'), 100, 10);
+    now = 101;
+    expect(await store.failIfAbandoned({ ...task('1', 'alice'), status: 'failed' })).toBe(true);
+    const written = await store.put({ ...task('1', 'alice'), status: 'completed', result: { content: [] } }, 100);
+    expect((await store.get('1'))?.task).toMatchObject({ status: 'failed' });
+    expect((await store.get('1'))?.task.result).toBeUndefined();
+    expect(written).toBe(false);
   });
 });
