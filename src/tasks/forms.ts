@@ -71,7 +71,13 @@ export function legacyAsExtension(send: Send, input?: TaskInput): Send {
         }
       }
       case 'tasks/cancel':
-        await send(method, params);
+        try {
+          await send(method, params);
+        } catch (err) {
+          // A 2025-11-25 upstream refuses the cancel of a task that already ended; the extension
+          // acknowledges a cancel of any task it knows (the work may have finished first).
+          if (!(err instanceof RpcError) || !(await ended(send, params))) throw err;
+        }
         return { resultType: 'complete' };
       case 'tasks/update':
         if (!input) throw new GatewayError('invalid_params', `${method} is not served for this task (its upstream speaks 2025-11-25 tasks)`);
@@ -83,6 +89,15 @@ export function legacyAsExtension(send: Send, input?: TaskInput): Send {
         throw new GatewayError('invalid_params', `${method} is not served for this task (its upstream speaks 2025-11-25 tasks)`);
     }
   };
+}
+
+/** Whether the upstream knows the task and it has ended. */
+async function ended(send: Send, params: JsonObject): Promise<boolean> {
+  try {
+    return TERMINAL.has((await send('tasks/get', params)).status as string);
+  } catch {
+    return false;
+  }
 }
 
 /**

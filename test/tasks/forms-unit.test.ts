@@ -2,9 +2,10 @@
 // in the extension's form: while input_required, tasks/get carries the requests the task waits
 // on as inputRequests; tasks/update hands inputResponses to them and is acknowledged;
 // tasks/update needs them. An extension upstream's task in the 2025-11-25 form: tasks/cancel of
-// a task that already ended is refused with -32602 and never reaches the upstream.
+// a task that already ended is refused with -32602 and never reaches the upstream; and the other
+// way, a 2025-11-25 upstream's refusal to cancel its ended task is acknowledged to the client.
 import { describe, expect, it } from 'vitest';
-import { toJsonRpcError } from '../../src/mcp/errors.js';
+import { RpcError, toJsonRpcError } from '../../src/mcp/errors.js';
 import type { JsonObject } from '../../src/mcp/jsonrpc.js';
 import { extensionAsLegacy, legacyAsExtension, type TaskInput } from '../../src/tasks/forms.js';
 import { Cancellation } from '../../src/util/cancel.js';
@@ -88,5 +89,25 @@ describe("an extension task's cancel in the 2025-11-25 form", () => {
     const task = await extensionAsLegacy(send, new Cancellation().signal)('tasks/cancel', { taskId: 't-1' });
     expect(sent).toContain('tasks/cancel');
     expect(task).toEqual({ taskId: 't-1', status: 'cancelled', createdAt: '2026-07-28T12:00:00Z', lastUpdatedAt: '2026-07-28T12:00:01Z', ttl: 60_000, pollInterval: 500 });
+  });
+});
+
+describe("a 2025-11-25 task's cancel in the extension's form", () => {
+  /** A 2025-11-25 upstream: its task in `status`; a cancel of an ended one refused with -32602, of an unknown one too. */
+  function legacyUpstream(status: string | undefined): (method: string, params: JsonObject) => Promise<JsonObject> {
+    return async (method) => {
+      if (status === undefined) throw new RpcError({ code: -32602, message: 'Failed to retrieve task: Task not found' });
+      if (method === 'tasks/get') return { ...TASK, status };
+      if (method === 'tasks/cancel' && ['completed', 'failed', 'cancelled'].includes(status)) throw new RpcError({ code: -32602, message: `Cannot cancel task: already in terminal status '${status}'` });
+      return { ...TASK, status: 'cancelled' };
+    };
+  }
+
+  it('a cancel of a task that already ended is acknowledged, as the extension requires of a known task', async () => {
+    expect(await legacyAsExtension(legacyUpstream('completed'))('tasks/cancel', { taskId: 't-1' })).toEqual({ resultType: 'complete' });
+  });
+
+  it('a cancel of a task the upstream does not know is still its error', async () => {
+    await expect(legacyAsExtension(legacyUpstream(undefined))('tasks/cancel', { taskId: 't-9' })).rejects.toMatchObject({ error: { code: -32602 } });
   });
 });
