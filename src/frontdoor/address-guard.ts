@@ -15,14 +15,22 @@ function nonPublic(): BlockList {
     ['169.254.0.0', 16],
     ['172.16.0.0', 12],
     ['192.0.0.0', 24],
+    ['192.88.99.0', 24],
     ['192.168.0.0', 16],
     ['198.18.0.0', 15],
+    ['198.51.100.0', 24],
+    ['203.0.113.0', 24],
     ['224.0.0.0', 4],
     ['240.0.0.0', 4],
   ] as const) list.addSubnet(net, prefix, 'ipv4');
   for (const [net, prefix] of [
-    ['::', 128],
-    ['::1', 128],
+    // IPv4-compatible (deprecated; ::1 and :: among them) and IPv4-translated addresses, 6to4 and
+    // Teredo (2001::/32, in 2001::/23): forms that carry an IPv4 address a stack may reach.
+    ['::', 96],
+    ['::ffff:0:0:0', 96],
+    ['2002::', 16],
+    ['2001::', 23],
+    ['100::', 64],
     ['fc00::', 7],
     ['fe80::', 10],
     ['ff00::', 8],

@@ -110,7 +110,11 @@ describe('the address guard', () => {
     for (const address of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::']) {
       expect(guard.allows(address), address).toBe(false);
     }
-    for (const address of ['93.184.216.34', '2606:4700::1111', '::ffff:8.8.8.8']) expect(guard.allows(address), address).toBe(true);
+    // IPv6 forms that carry an IPv4 address (IPv4-compatible, IPv4-translated, 6to4, Teredo), and documentation ranges.
+    for (const address of ['::127.0.0.1', '::7f00:1', '::ffff:0:7f00:1', '2002:7f00:1::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', '198.51.100.7', '203.0.113.9', '2001:db8::1']) {
+      expect(guard.allows(address), address).toBe(false);
+    }
+    for (const address of ['93.184.216.34', '2606:4700::1111', '::ffff:8.8.8.8', '2001:4860:4860::8888']) expect(guard.allows(address), address).toBe(true);
     expect(new AddressGuard(true).allows('127.0.0.1')).toBe(true);
   });
 });
