@@ -1,8 +1,8 @@
 // The connected section of `npm run bench` (issue "Sized for a company", item 1): N sessions
 // each holding a GET stream, as a real client keeps one per session, on one gateway with one
 // shared stdio upstream (the bundled style). Three figures, measured in one run:
-//   - RSS per connected session: the gateway's RSS after the N are open, less before, over N
-//     (target ≤ 16 KB);
+//   - RSS per connected session: the gateway's RSS with all N open, less with half of them, over
+//     N/2, each reading once settled (target ≤ 16 KB);
 //   - CPU while they all idle: the gateway's CPU time over two keep-alive periods, as a share of
 //     one core (target ≤ 1 %), once it has settled: at least one keep-alive period after the last
 //     session opened, and past V8's memory reducer (below), whose CPU is printed apart;
@@ -72,7 +72,8 @@ export function memoryReducer(output) {
 export async function settle(reducer, since, minMs, maxMs, quietMs = REDUCER_QUIET_MS) {
   for (;;) {
     const now = performance.now();
-    const last = reducer.times.at(-1);
+    // (a collection before `since`, after an earlier group of sessions opened, is not this one's)
+    const last = reducer.times.findLast((at) => at >= since);
     const reduced = last !== undefined && now - last >= quietMs;
     if (now - since >= maxMs || (now - since >= minMs && reduced)) return;
     const until = Math.min(since + maxMs, Math.max(since + minMs, last === undefined ? Infinity : last + quietMs));
@@ -113,6 +114,11 @@ function connectClients(url, count) {
   });
 }
 
+/** Two groups of clients' counts as one. */
+function joined(a, b) {
+  return { connected: a.connected + b.connected, errors: a.errors + b.errors, firstError: a.firstError ?? b.firstError };
+}
+
 /** The monotonic clock in µs, the one V8's CPU profiles are stamped with. */
 const monotonicUs = () => Number(process.hrtime.bigint() / 1_000n);
 
@@ -132,7 +138,7 @@ async function settled(server, reducer, windowMs, quick) {
   const cpuBefore = await cpuSeconds(server.pid);
   await settle(reducer, opened, windowMs, quick ? windowMs : REDUCER_WAIT_MS);
   const seconds = (performance.now() - opened) / 1_000;
-  return { seconds, cpuShare: ((await cpuSeconds(server.pid)) - cpuBefore) / seconds, reductions: reducer.times.map((at) => (at - opened) / 1_000) };
+  return { seconds, cpuShare: ((await cpuSeconds(server.pid)) - cpuBefore) / seconds, reductions: reducer.times.filter((at) => at >= opened).map((at) => (at - opened) / 1_000) };
 }
 
 /**
@@ -174,10 +180,19 @@ export async function runConnected({ buildDir, sessions, quick = false, keepAliv
     say(`\nConnected clients: ${sessions} sessions, each initialize, initialized, tools/list and a GET stream held (one shared stdio upstream, ${VERSION}, keep-alive every ${keepAliveMs / 1_000} s${profile ? ', gateway profiled: its CPU figure is not one to judge' : ''}):`);
     const alone = await callLatencies(gateway.url, CALLS);
     const before = await rssBytes(gateway.pid);
-    const clients = await connectClients(gateway.url, sessions);
+    // Opened in two halves, the RSS per session from the second half's growth: the reading of a
+    // process that has held none varies with its collector's state by more than the sessions'
+    // own growth does (bench/HISTORY.md, Twenty-second pass).
+    const half = sessions >> 1;
+    const first = await connectClients(gateway.url, half);
+    let second;
     try {
-      // Settle: one keep-alive period, and the memory reducer's clean-up (the quick pass does not
-      // wait for it: its figures are not judged).
+      // Settle after each half: one keep-alive period, and the memory reducer's clean-up (the
+      // quick pass does not wait for it: its figures are not judged).
+      await settled(gateway, reducer, windowMs, quick);
+      const mid = await rssBytes(gateway.pid);
+      second = await connectClients(gateway.url, sessions - half);
+      const clients = joined(first, second);
       const settling = await settled(gateway, reducer, windowMs, quick);
       const after = await rssBytes(gateway.pid);
       // Two keep-alive periods with every stream open and nothing else happening.
@@ -191,8 +206,9 @@ export async function runConnected({ buildDir, sessions, quick = false, keepAliv
         connected: clients.connected,
         errors: clients.errors,
         rssBefore: before,
+        rssHalf: mid,
         rssAfter: after,
-        bytesPerSession: (after - before) / sessions,
+        bytesPerSession: (after - mid) / (sessions - half),
         idleCpuShare: idle.cpuShare,
         settleSeconds: settling.seconds,
         settleCpuShare: settling.cpuShare,
@@ -207,12 +223,12 @@ export async function runConnected({ buildDir, sessions, quick = false, keepAliv
         p99Connected: quantile(crowded, 0.99),
       };
       figures.p99Ratio = figures.p99Connected / figures.p99Alone;
-      say(`  RSS per connected session     ${fmt(figures.bytesPerSession / 1024, 1).padStart(7)} KB     (RSS ${fmt(before / 2 ** 20, 0)} → ${fmt(after / 2 ** 20, 0)} MB, ${clients.connected} connected, ${clients.errors} errors${clients.firstError ? `; first: ${clients.firstError}` : ''})`);
+      say(`  RSS per connected session     ${fmt(figures.bytesPerSession / 1024, 1).padStart(7)} KB     (RSS ${fmt(before / 2 ** 20, 0)} → ${fmt(mid / 2 ** 20, 0)} → ${fmt(after / 2 ** 20, 0)} MB with none, half and all connected, each settled; ${clients.connected} connected, ${clients.errors} errors${clients.firstError ? `; first: ${clients.firstError}` : ''})`);
       say(`  CPU while all idle            ${fmt(figures.idleCpuShare * 100, 2).padStart(7)} % of a core over ${fmt(idle.seconds, 0)} s   (${reducedWhileIdle > 0 ? `${reducedWhileIdle} of the memory reducer's collections in it; ` : ''}machine ${fmt(idle.machineIdle * 100, 0)} % idle meanwhile, load average ${fmt(figures.loadAverage, 1)})`);
       say(`  settled after                 ${fmt(settling.seconds, 0).padStart(7)} s      (${settling.reductions.length === 0 ? 'no reducing collection of V8 meanwhile' : `V8's memory reducer collected the heap at ${settling.reductions.map((at) => fmt(at, 1)).join(', ')} s`}; ${fmt(settling.cpuShare * 100, 2)} % of a core meanwhile, once after the sessions opened)`);
       say(`  call p50 / p99, nobody connected  ${fmt(figures.p50Alone, 3)} / ${fmt(figures.p99Alone, 3)} ms; all connected ${fmt(figures.p50Connected, 3)} / ${fmt(figures.p99Connected, 3)} ms (${CALLS} calls one at a time each)`);
     } finally {
-      await clients.close();
+      await Promise.all([first.close(), second?.close()]);
     }
   } finally {
     await stopGateway(gateway);

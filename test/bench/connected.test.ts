@@ -57,6 +57,19 @@ describe('the connected section waits for the memory reducer', () => {
       expect(waited).toBeLessThan(10_000);
     }));
 
+  it('does not take a reducing collection from before its start for one after it', () =>
+    withTrace(async (output, reducer, settle) => {
+      // The clean-up after the first half of the sessions opened…
+      const heard = reducer.next(5_000);
+      output.write(REDUCE);
+      await heard;
+      // …is not the one after the second half: with none after it, the wait runs to its bound.
+      const since = performance.now() + 1;
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      await settle(reducer, since, 20, 300, 50);
+      expect(performance.now() - since).toBeGreaterThanOrEqual(299);
+    }));
+
   it('waits no longer than its bound when the reducer never runs', () =>
     withTrace(async (_output, reducer, settle) => {
       const since = performance.now();
