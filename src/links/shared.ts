@@ -97,9 +97,16 @@ export class SharedHub {
     let targets: Iterable<DownstreamSession> = this.#sessions;
     if (message.method === 'notifications/resources/updated') {
       targets = this.#subscriptions.holders(String(message.params?.uri));
-    } else if (message.method === 'notifications/tasks/status') {
+    } else if (message.method.startsWith('notifications/tasks')) {
+      // A task is its session's alone (the extension's notifications/tasks carries its result):
+      // who follows it there hears it, and the session's client the 2025-11-25 status.
       const owner = this.#tasks.get(String(message.params?.taskId));
-      targets = owner ? [owner] : [];
+      const taskId = forwarded.params?.taskId;
+      if (owner && typeof taskId === 'string') for (const follower of owner.taskFollowers.get(taskId) ?? []) follower(forwarded);
+      targets = owner && message.method === 'notifications/tasks/status' ? [owner] : [];
+    } else if (message.method === 'notifications/subscriptions/acknowledged') {
+      // It answers one session's listen, which this hub cannot tell from the others': nobody's.
+      targets = [];
     }
     for (const session of targets) {
       const uri = forwarded.params?.uri;

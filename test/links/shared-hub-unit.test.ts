@@ -1,0 +1,69 @@
+// A shared stdio child's unasked messages (links/shared.ts): what belongs to one session's task
+// reaches that session only. The extension's `notifications/tasks` carries a task's result, and
+// `notifications/subscriptions/acknowledged` answers one session's listen: neither is for the
+// other sessions (other principals) the child serves.
+import { describe, expect, it } from 'vitest';
+import type { JsonRpcNotification } from '../../src/mcp/jsonrpc.js';
+import type { DownstreamSession } from '../../src/links/session.js';
+import { SharedHub } from '../../src/links/shared.js';
+import { Metrics } from '../../src/metrics/metrics.js';
+import { NamespaceCodec } from '../../src/names/namespace.js';
+import type { UpstreamClient } from '../../src/upstream/client.js';
+import { silentLogger } from '../../src/util/log.js';
+
+interface Heard {
+  session: DownstreamSession;
+  delivered: JsonRpcNotification[];
+  followed: JsonRpcNotification[];
+}
+
+/** A session that records what it is delivered, and what a follower of `task` hears. */
+function session(task?: string): Heard {
+  const delivered: JsonRpcNotification[] = [];
+  const followed: JsonRpcNotification[] = [];
+  const taskFollowers = new Map<string, Set<(message: JsonRpcNotification) => void>>();
+  if (task) taskFollowers.set(task, new Set([(message) => void followed.push(message)]));
+  const fake = { access: { canSee: () => true }, taskFollowers, deliver: (message: JsonRpcNotification) => void delivered.push(message) };
+  return { session: fake as unknown as DownstreamSession, delivered, followed };
+}
+
+const codec = new NamespaceCodec({ separator: '__', maxNameLength: 64 }, [{ upstream: 'kid', prefix: 'kid' }]);
+/** The task as the gateway names it to its clients (and as a listen follows it). */
+const EXPOSED = codec.exposeTaskId('kid', 'task-1');
+
+function hub(): { hub: SharedHub; hear: (message: JsonRpcNotification) => void } {
+  const client = { name: 'kid', request: async () => ({}) } as unknown as UpstreamClient & { onnotification: (message: JsonRpcNotification, context: unknown) => void };
+  const shared = new SharedHub(client, { naming: { codec }, metrics: new Metrics(['kid']), logger: silentLogger });
+  return { hub: shared, hear: (message) => client.onnotification(message, undefined) };
+}
+
+describe("a shared child's task notifications", () => {
+  it("reach the task's own session only: its followers hear the task, no other session hears anything", () => {
+    const { hub: shared, hear } = hub();
+    const a = session(EXPOSED);
+    const b = session(EXPOSED);
+    shared.add(a.session);
+    shared.add(b.session);
+    shared.ownTask('task-1', a.session);
+    const tasks: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/tasks', params: { taskId: 'task-1', status: 'completed', result: { content: [{ type: 'text', text: 'A SECRET' }] } } };
+    const status: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/tasks/status', params: { taskId: 'task-1', status: 'working' } };
+    hear(tasks);
+    hear(status);
+    hear({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: ['task-1'] } } });
+    expect(b.delivered).toEqual([]);
+    expect(b.followed).toEqual([]);
+    expect(a.delivered.map((m) => m.method)).toEqual(['notifications/tasks/status']);
+    expect(a.followed.map((m) => m.method)).toEqual(['notifications/tasks', 'notifications/tasks/status']);
+  });
+
+  it('still reach every session when they are the whole catalog\'s (list_changed)', () => {
+    const { hub: shared, hear } = hub();
+    const a = session();
+    const b = session();
+    shared.add(a.session);
+    shared.add(b.session);
+    hear({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    expect(a.delivered).toHaveLength(1);
+    expect(b.delivered).toHaveLength(1);
+  });
+});
