@@ -7,6 +7,7 @@ import type { BrowserRequest, ConnectFlows, Step } from '../credentials/connect-
 import { isLoopback } from '../config/schema.js';
 import type { IncomingMessage } from 'node:http';
 import { parse as parseCookies } from 'hono/utils/cookie';
+import { readBodyWithin } from './input.js';
 
 export interface ConnectDeps {
   flows: ConnectFlows;
@@ -27,8 +28,9 @@ export function mountConnect<E extends { Bindings: { incoming?: IncomingMessage 
   app.get('/connect/login', async (c) => answer(await flows.loggedIn(new URL(c.req.url), browserOf(c))));
   app.get('/connect/callback', async (c) => answer(await flows.authorized(new URL(c.req.url), browserOf(c))));
   app.post('/connect/secret', async (c) => {
-    const body = await c.req.raw.text();
-    if (Buffer.byteLength(body) > MAX_FORM_BYTES) return new Response('form too large', { status: 413 });
+    // Read no further than the bound: a chunked body declares no length to check first.
+    const body = await readBodyWithin(MAX_FORM_BYTES, c.req.raw, c.env?.incoming);
+    if (body === undefined) return new Response(`form too large (at most ${MAX_FORM_BYTES} bytes)`, { status: 413 });
     return answer(await flows.secret(new URLSearchParams(body), browserOf(c)));
   });
   app.get('/connect/client/:file', (c) => {

@@ -12,6 +12,8 @@ import { openCredentialStore, type CredentialStore } from '../../src/credentials
 import { FrontDoor } from '../../src/frontdoor/front-door.js';
 import type { AppEnv } from '../../src/http/app.js';
 import { mountAdminPins } from '../../src/http/admin-pins.js';
+import { mountConnect } from '../../src/http/connect.js';
+import type { ConnectFlows } from '../../src/credentials/connect-flow.js';
 import { mountFrontDoor } from '../../src/http/front-door.js';
 import type { PinOperations } from '../../src/pinning/setup.js';
 import { silentLogger } from '../../src/util/log.js';
@@ -31,6 +33,7 @@ const ROUTES = [
   ['/oauth/consent', FORM],
   ['/oauth/register', 'application/json'],
   ['/admin/pins', 'application/json'],
+  ['/connect/secret', FORM],
 ] as const;
 
 let store: CredentialStore;
@@ -55,6 +58,8 @@ beforeAll(async () => {
   // The operator is signed in; nothing is waiting, so a decision that gets read finds nothing.
   const operations = { decide: async () => 'nothing waiting under that name', list: async () => [] } as unknown as PinOperations;
   mountAdminPins(app, { operations, scopes: () => ['admin'], authenticate: () => ({ id: 'apikey:ops', kind: 'apikey', scopes: ['admin'], claims: {} }) });
+  // The secret form of a per-user upstream: nobody is signed in, nothing would be taken.
+  mountConnect(app, { flows: { secret: async () => ({ status: 400, html: 'no sign-in' }) } as unknown as ConnectFlows, upstreams: () => ['vault'], base: () => origin });
   // As the listener serves it (src/http/listener.ts): the Node request reaches the app beside the Request.
   const served = getRequestListener(app.fetch);
   server = createServer((incoming, outgoing) => {
@@ -100,7 +105,7 @@ async function postChunked(path: string, contentType: string, parts: Iterable<Bu
   return { status: response.statusCode!, body: Buffer.concat(chunks).toString() };
 }
 
-describe('POST bodies of the front door and /admin/pins', () => {
+describe('POST bodies of the front door, /admin/pins and the connect page', () => {
   it.each(ROUTES)('%s: a chunked body far over the limit gets 413 once the limit is passed, not after all of it was read', async (path, type) => {
     readWhenAnswered.length = 0;
     const { status, body } = await postChunked(path, type, bytes(HUGE));
