@@ -89,8 +89,11 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     const id = request.header(SESSION_HEADER);
     if (id === undefined) return missingSession();
     const local = sessions.get(id);
-    // A session another replica opened is taken over from its self-describing id.
-    return local ? admit(local, context) : links.resume(id, context).then((resumed) => admit(resumed, context));
+    // A session another replica opened is taken over from its self-describing id (one found
+    // here while that is under way is answered once its upstreams are attached).
+    if (!local) return links.resume(id, context).then((resumed) => admit(resumed, context));
+    const takeover = links.takingOver(id);
+    return takeover ? takeover.then(() => admit(local, context)) : admit(local, context);
   }
 
   function admit(session: DownstreamSession | undefined, context: Caller): DownstreamSession | Response {

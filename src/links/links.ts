@@ -24,6 +24,8 @@ export interface SessionLinks {
   open(info: Omit<SessionInfo, 'principal'>, caller: Caller, delivery: Delivery): Promise<DownstreamSession>;
   /** A session another replica opened, taken over from its self-describing id. */
   resume(id: string, caller: Caller): Promise<DownstreamSession | undefined>;
+  /** The takeover of session `id` under way here (its upstreams not yet attached), if any. */
+  takingOver(id: string): Promise<unknown> | undefined;
   /** A config reload applied to the open sessions. */
   reconfigure(changes: UpstreamChanges, namingChanged: boolean, policyChanged: boolean): Promise<void>;
   /** Starts (and stops) closing idle upstream sessions. */
@@ -86,6 +88,10 @@ export class Links implements SessionLinks {
 
   resume(id: string, caller: Caller): Promise<DownstreamSession | undefined> {
     return this.#opener.resume(id, caller);
+  }
+
+  takingOver(id: string): Promise<unknown> | undefined {
+    return this.#opener.takingOver(id);
   }
 
   reconfigure(changes: UpstreamChanges, namingChanged: boolean, policyChanged: boolean): Promise<void> {

@@ -62,6 +62,8 @@ export class SessionOpener {
   readonly #hubs = new Map<UpstreamClient, SharedHub>();
   /** Sessions being taken over from another replica, so concurrent requests resume once. */
   readonly #resuming = new Map<string, Promise<DownstreamSession | undefined>>();
+  /** The same takeovers by session id alone (takingOver). */
+  readonly #takeovers = new Map<string, Promise<DownstreamSession | undefined>>();
   readonly #catalogs: UpstreamCatalogs;
   #sweeper: NodeJS.Timeout | undefined;
   /** Own upstream sessions whose lists may differ from their catalog's (they changed, or restarted). */
@@ -128,9 +130,22 @@ export class SessionOpener {
     const key = `${id}\0${caller.principal?.id ?? ''}`;
     const pending = this.#resuming.get(key);
     if (pending) return pending;
-    const resumed = this.#resume(id, caller).finally(() => this.#resuming.delete(key));
+    const resumed = this.#resume(id, caller).finally(() => {
+      this.#resuming.delete(key);
+      if (this.#takeovers.get(id) === resumed) this.#takeovers.delete(id);
+    });
     this.#resuming.set(key, resumed);
+    this.#takeovers.set(id, resumed);
     return resumed;
+  }
+
+  /**
+   * The takeover of session `id` under way here, if any. The session is in the store from its
+   * start (its id is taken), but its upstreams are attached only at its end: a request that
+   * finds it meanwhile waits for this.
+   */
+  takingOver(id: string): Promise<unknown> | undefined {
+    return this.#takeovers.get(id);
   }
 
   async #resume(id: string, caller: Caller): Promise<DownstreamSession | undefined> {

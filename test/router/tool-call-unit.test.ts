@@ -93,6 +93,7 @@ async function harness(setup: Setup = {}): Promise<Harness> {
     initialize: notHere,
     open: notHere,
     resume: notHere,
+    takingOver: notHere,
     reconfigure: notHere,
     startSweeping: notHere,
     stopSweeping: notHere,
