@@ -65,7 +65,11 @@ export function sweepIdle(deps: IdleSweepDeps, now = Date.now()): void {
       if (state.kind !== 'own' || record.opening) continue;
       const { client } = state;
       const idle = idleTimeoutOf(pool.config(name));
-      if (idle === undefined || record.keptForTask || record.subscriptions.size > 0 || client.pendingCount > 0 || asksClient(session, name)) {
+      // An HTTP upstream session of a portable session may be carried in its id and used by
+      // other replicas: closing it here would end it there too (the session's own idle
+      // timeout lets the session go from this replica without ending it).
+      const carried = session.portable && client.upstreamSessionId !== undefined;
+      if (idle === undefined || carried || record.keptForTask || record.subscriptions.size > 0 || client.pendingCount > 0 || asksClient(session, name)) {
         record.busy();
         continue;
       }

@@ -67,6 +67,21 @@ describe('sweepIdle', () => {
     expect(links.get('u')).toMatchObject({ client: undefined, deferred: true });
   });
 
+  it("never ends an upstream session a portable session's id carries: other replicas use it", () => {
+    const { client, deps } = setup();
+    Object.assign(client, { upstreamSessionId: 'up-1' });
+    const [session] = (deps.sessions as unknown as { all: () => Array<{ portable?: boolean }> }).all();
+    session!.portable = true;
+    sweepIdle(deps, 0);
+    sweepIdle(deps, 10_000);
+    expect(client.closed).toBe(false);
+    // A session of this replica alone (no self-describing id) lets it go as before.
+    session!.portable = false;
+    sweepIdle(deps, 20_000);
+    sweepIdle(deps, 30_000);
+    expect(client.closed).toBe(true);
+  });
+
   it('starts counting again after a request, however short', () => {
     const { client, deps } = setup();
     sweepIdle(deps, 0);
