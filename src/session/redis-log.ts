@@ -1,7 +1,8 @@
 // The shared replay log in Redis (sessions.store: redis). Per stream, a list of its events
 // ("<seq> <data>", trimmed to sessions.replayEvents) and a hash of what it is (kind, the
 // requests it answers, the replica writing it, done). Keys name the session by a hash of its
-// id (the id itself is never stored) and expire sessions.idleTimeout after their last write.
+// id (the id itself is never stored) and expire sessions.idleTimeout after their last write, or
+// while a client's connection holds the stream on a replica, after it let go.
 // Each replica refreshes a short-lived key of its own: a stream whose writer's key is gone will
 // not be written to again. Writes are never waited for; a failed one is logged once per outage.
 import { createHash, randomBytes } from 'node:crypto';
@@ -29,6 +30,11 @@ export class RedisStreamLog implements SharedStreamLog {
   /** This replica, as streams' writer. */
   readonly #replica = randomBytes(8).toString('hex');
   readonly #alive: NodeJS.Timeout;
+  /**
+   * Streams a client's connection holds here, by their keys (the hash, the list): a quiet one is
+   * kept from expiring, its keys' TTL renewed every half TTL (at the heartbeat).
+   */
+  readonly #held = new Map<string, { list: string; renewedAt: number }>();
   #failing = false;
 
   constructor(options: RedisStreamLogOptions) {
@@ -70,6 +76,12 @@ export class RedisStreamLog implements SharedStreamLog {
     this.#write(this.#redis.multi().hset(meta, 'd', '1').pexpire(meta, this.#options.ttlMs));
   }
 
+  hold(session: string, stream: string, held: boolean): void {
+    const meta = this.#key(session, stream, 'm');
+    if (held) this.#held.set(meta, { list: this.#key(session, stream, 'e'), renewedAt: Date.now() });
+    else this.#held.delete(meta);
+  }
+
   async read(session: string, stream: string, after: number): Promise<SharedStream | undefined> {
     const meta = await this.#redis.hgetall(this.#key(session, stream, 'm'));
     const kind = meta.k;
@@ -102,7 +114,16 @@ export class RedisStreamLog implements SharedStreamLog {
 
   #heartbeat(): void {
     if (this.#redis.status !== 'ready') return;
-    this.#write(this.#redis.multi().set(this.#aliveKey(this.#replica), '1', 'PX', ALIVE_MS));
+    const batch = this.#redis.multi().set(this.#aliveKey(this.#replica), '1', 'PX', ALIVE_MS);
+    const { ttlMs } = this.#options;
+    const now = Date.now();
+    for (const [meta, held] of this.#held) {
+      // Renewed a heartbeat before half its TTL has gone (one heartbeat may come late).
+      if (now - held.renewedAt < ttlMs / 2 - ALIVE_MS / 3) continue;
+      held.renewedAt = now;
+      batch.pexpire(meta, ttlMs).pexpire(held.list, ttlMs);
+    }
+    this.#write(batch);
   }
 
   #write(batch: { exec(): Promise<unknown> }): void {

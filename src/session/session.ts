@@ -295,6 +295,7 @@ export class DownstreamSession<C extends UpstreamLink = UpstreamLink> {
       begin: (stream, kind, requests) => log.begin(this.id, stream, kind, requests),
       append: (stream, seq, data) => log.append(this.id, stream, seq, data),
       end: (stream) => log.end(this.id, stream),
+      hold: (stream, held) => log.hold(this.id, stream, held),
     };
     return this.#mirror;
   }

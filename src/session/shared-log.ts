@@ -32,6 +32,11 @@ export interface SharedStreamLog {
   append(session: string, stream: string, seq: number, data: string): void;
   /** The stream is over: its answer was written (or the session ended). */
   end(session: string, stream: string): void;
+  /**
+   * A client's connection holds the stream here (or no longer does): while one does, the stream
+   * is kept from expiring however long it stays quiet.
+   */
+  hold(session: string, stream: string, held: boolean): void;
   /** The stream as written so far; undefined when no replica wrote it (or it expired). */
   read(session: string, stream: string, after: number): Promise<SharedStream | undefined>;
   close(): Promise<void>;
@@ -42,4 +47,5 @@ export interface StreamMirror {
   begin(stream: string, kind: StreamKind, requests: readonly JsonRpcId[]): void;
   append(stream: string, seq: number, data: string): void;
   end(stream: string): void;
+  hold(stream: string, held: boolean): void;
 }

@@ -289,7 +289,7 @@ export class SessionStream implements LoggedStream {
     const previous = this.#connection;
     if (previous && previous !== connection) previous.close();
     this.#connection = connection;
-    if (!previous) this.onattached?.(true);
+    if (!previous) this.#attached(true);
     // Priming (2025-11-25): an event id with empty data, so the client can resume from the very
     // start. A stream never written to primes first with `<key>.0`; later connections prime
     // after the replay with a sequence number of their own, as event ids must be unique.
@@ -312,7 +312,7 @@ export class SessionStream implements LoggedStream {
   detach(connection: StreamConnection): void {
     if (this.#connection !== connection) return;
     this.#connection = undefined;
-    this.onattached?.(false);
+    this.#attached(false);
   }
 
   /** Ends the stream (its response was sent, or the session ended). */
@@ -332,7 +332,13 @@ export class SessionStream implements LoggedStream {
     const connection = this.#connection;
     this.#connection = undefined;
     connection?.close();
-    if (connection) this.onattached?.(false);
+    if (connection) this.#attached(false);
+  }
+
+  /** A connection came or went: the session hears it, and the shared log keeps a held stream. */
+  #attached(attached: boolean): void {
+    this.#mirror?.hold(this.key, attached);
+    this.onattached?.(attached);
   }
 }
 
