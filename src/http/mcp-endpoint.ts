@@ -91,9 +91,16 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     const local = sessions.get(id);
     // A session another replica opened is taken over from its self-describing id (one found
     // here while that is under way is answered once its upstreams are attached).
-    if (!local) return links.resume(id, context).then((resumed) => admit(resumed, context));
+    if (!local) return takeOver(id, context);
     const takeover = links.takingOver(id);
     return takeover ? takeover.then(() => admit(local, context)) : admit(local, context);
+  }
+
+  /** A session opened on another replica, taken over here within this replica's caps, as initialize is. */
+  function takeOver(id: string, context: Caller): Response | Promise<DownstreamSession | Response> {
+    if (sessions.size >= deps.maxSessions) return refuse(refusals.tooManySessions);
+    if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) return refuse(refusals.sessionsPerPrincipal, deps.maxSessionsPerPrincipal);
+    return links.resume(id, context).then((resumed) => admit(resumed, context));
   }
 
   function admit(session: DownstreamSession | undefined, context: Caller): DownstreamSession | Response {

@@ -11,8 +11,8 @@ afterEach(async () => {
   await Promise.all(gateways.splice(0).map((gw) => gw.close()));
 });
 
-async function replica(keys: string[]): Promise<TestGateway> {
-  const gw = await startGateway({ sessions: { keys }, upstreams: { everything: upstream.everything() } });
+async function replica(keys: string[], sessions: Record<string, unknown> = {}): Promise<TestGateway> {
+  const gw = await startGateway({ sessions: { keys, ...sessions }, upstreams: { everything: upstream.everything() } });
   gateways.push(gw);
   return gw;
 }
@@ -33,5 +33,20 @@ describe('a session taken over by another replica', () => {
     }
     const tools = (answers[3]!.messages[0]?.result as { tools?: unknown[] } | undefined)?.tools ?? [];
     expect(tools.length).toBeGreaterThan(0);
+  });
+
+  it("is held to the replica's session caps, as initialize is: per principal (429) and in all (503)", async () => {
+    const keys = [randomBytes(32).toString('hex')];
+    const a = await replica(keys);
+    const perPrincipal = await replica(keys, { maxPerPrincipal: 1 });
+    const inAll = await replica(keys, { max: 1 });
+    const [one, two] = [await initializeRaw(a.url), await initializeRaw(a.url)];
+    const ping = (gw: TestGateway, headers: Record<string, string>) => postRpc(gw.url, { jsonrpc: '2.0', id: 1, method: 'ping' }, { headers });
+    expect((await ping(perPrincipal, one.headers)).status).toBe(200);
+    expect((await ping(perPrincipal, two.headers)).status).toBe(429);
+    expect((await ping(inAll, one.headers)).status).toBe(200);
+    expect((await ping(inAll, two.headers)).status).toBe(503);
+    // A session already taken over is not counted twice.
+    expect((await ping(perPrincipal, one.headers)).status).toBe(200);
   });
 });
