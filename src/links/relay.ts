@@ -70,6 +70,16 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
     else deps.logger.debug('upstream notification not forwarded', { upstream: client.name, method: message.method });
   };
 
+  // What the upstream asked the client dies with its connection (a crashed child is restarted):
+  // the client is told, and a late answer finds nothing to go to.
+  client.ondisconnect = () => {
+    const asked = [...session.clientRequests.values()].filter(([, request]) => request.upstream === client.name);
+    for (const [id] of asked) {
+      session.clientRequests.settle(id, new GatewayError('upstream_closed', `upstream ${client.name} restarted`));
+      session.deliver(notification('notifications/cancelled', { requestId: id, reason: 'the server that asked restarted' }));
+    }
+  };
+
   // Requests of this upstream session waiting for the client. Each holds a pending entry, a
   // timer and a logged SSE event until answered or timed out, so an upstream flooding a client
   // that never answers would grow the gateway without bound: past the cap they are refused.

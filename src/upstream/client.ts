@@ -93,6 +93,10 @@ export class UpstreamClient {
   onclose?: (reason?: Error) => void;
   /** The upstream came back after a restart; its lists may have changed. */
   onreconnect?: () => void;
+  /** The connection to the upstream was lost (it is restarted): what it asked the client is over. */
+  ondisconnect?: () => void;
+  /** Counts lost connections: a request of an earlier one is answered to nobody. */
+  #connection = 0;
 
   constructor(name: string, transport: Transport, options: UpstreamClientOptions) {
     this.name = name;
@@ -103,7 +107,10 @@ export class UpstreamClient {
     transport.onclose = (reason) => this.#onTransportClose(reason);
     transport.ondisconnect = (reason) => {
       options.logger.warn('upstream connection lost; requests in flight failed', { reason, failed: this.#pending.size });
+      // Its requests to the gateway die with it: answers still to come are not the next one's.
+      this.#connection++;
       this.#abandonAll(new GatewayError('upstream_closed', `upstream ${this.name} crashed (${reason.message}); it is being restarted`));
+      this.ondisconnect?.();
     };
     transport.onreconnect = (result) => {
       const init = parseInitializeResult(result);
@@ -465,6 +472,7 @@ export class UpstreamClient {
   }
 
   async #answer(request: JsonRpcRequest, context: unknown): Promise<void> {
+    const connection = this.#connection;
     let reply: JsonRpcMessage;
     if (request.method === 'ping') {
       reply = success(request.id, {});
@@ -477,7 +485,9 @@ export class UpstreamClient {
         reply = failure(request.id, toJsonRpcError(err));
       }
     }
-    if (this.#closed) return;
+    // Not to a restarted upstream, which numbers its own requests afresh: it would take this for
+    // the answer to another.
+    if (this.#closed || connection !== this.#connection) return;
     this.#transport.send(reply).catch((err: unknown) => this.#options.logger.debug('could not answer upstream request', { err }));
   }
 }
