@@ -330,7 +330,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if (isWebResponse(session)) return session;
     const badVersion = checkProtocolVersion(request);
     if (badVersion) return badVersion;
-    await sessions.delete(session.id);
+    await sessions.endByClient(session.id);
     logger.info('session ended by client', { session: session.id.slice(0, 8) });
     return new Response(null, { status: 200 });
   }

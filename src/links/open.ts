@@ -149,8 +149,8 @@ export class SessionOpener {
   }
 
   async #resume(id: string, caller: Caller): Promise<DownstreamSession | undefined> {
-    // Ended here (DELETE, idle): its id does not bring it back.
-    if (this.#deps.sessions.ended(id)) return undefined;
+    // Ended (its client's DELETE, here or on any replica; idle here): its id does not bring it back.
+    if (await this.#deps.sessions.endedInFleet(id)) return undefined;
     const claims = this.#deps.tokens?.open(id);
     if (!claims || claims.principal !== caller.principal?.id || claims.endpoint !== caller.endpoint) return undefined;
     const { sessions, pool, logger } = this.#deps;

@@ -5,11 +5,11 @@
 // while a client's connection holds the stream on a replica, after it let go.
 // Each replica refreshes a short-lived key of its own: a stream whose writer's key is gone will
 // not be written to again. Writes are never waited for; a failed one is logged once per outage.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { JsonRpcId } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
-import type { SharedEvent, SharedStream, SharedStreamLog, StreamKind } from './shared-log.js';
+import { fingerprint, type SharedEvent, type SharedStream, type SharedStreamLog, type StreamKind } from './shared-log.js';
 
 /** A replica's liveness key lives this long; refreshed three times as often. */
 const ALIVE_MS = 3_000;
@@ -26,6 +26,9 @@ export interface RedisStreamLogOptions {
 
 export class RedisStreamLog implements SharedStreamLog {
   readonly #redis: Redis;
+  /** A connection in subscriber mode: sessions ended on other replicas. */
+  readonly #ends: Redis;
+  onSessionEnded?: (fingerprint: string) => void;
   readonly #options: RedisStreamLogOptions;
   /** This replica, as streams' writer. */
   readonly #replica = randomBytes(8).toString('hex');
@@ -51,6 +54,21 @@ export class RedisStreamLog implements SharedStreamLog {
     this.#redis.on('ready', () => this.#heartbeat());
     this.#alive = setInterval(() => this.#heartbeat(), ALIVE_MS / 3);
     this.#alive.unref();
+    this.#ends = this.#redis.duplicate({ enableOfflineQueue: true });
+    this.#ends.on('error', () => {});
+    this.#ends.on('message', (_channel: string, ended: string) => this.onSessionEnded?.(ended));
+    this.#ends.subscribe(this.#endsChannel()).catch(() => {}); // retried on reconnect by ioredis
+  }
+
+  endSession(session: string): void {
+    const ended = fingerprint(session);
+    // Kept as long as the local memory of ended ids (twice the idle timeout, a minute at least).
+    this.#write(this.#redis.multi().set(this.#endedKey(ended), '1', 'PX', Math.max(this.#options.ttlMs, 60_000) * 2).publish(this.#endsChannel(), ended));
+  }
+
+  async sessionEnded(session: string): Promise<boolean> {
+    // Without Redis a takeover goes on (the replica's own memory of ended ids still holds).
+    return (await this.#redis.exists(this.#endedKey(fingerprint(session))).catch(() => 0)) === 1;
   }
 
   begin(session: string, stream: string, kind: StreamKind, requests: readonly JsonRpcId[]): void {
@@ -98,14 +116,22 @@ export class RedisStreamLog implements SharedStreamLog {
 
   async close(): Promise<void> {
     clearInterval(this.#alive);
+    await this.#ends.quit().catch(() => this.#ends.disconnect());
     // Writes already sent are flushed; the replica's liveness key goes with it.
     await this.#redis.del(this.#aliveKey(this.#replica)).catch(() => {});
     await this.#redis.quit().catch(() => this.#redis.disconnect());
   }
 
   #key(session: string, stream: string, part: 'e' | 'm'): string {
-    const id = createHash('sha256').update(session).digest('base64url').slice(0, 22);
-    return `${this.#options.prefix}log:${id}:${stream}:${part}`;
+    return `${this.#options.prefix}log:${fingerprint(session)}:${stream}:${part}`;
+  }
+
+  #endedKey(ended: string): string {
+    return `${this.#options.prefix}ended:${ended}`;
+  }
+
+  #endsChannel(): string {
+    return `${this.#options.prefix}ended`;
   }
 
   #aliveKey(replica: string): string {

@@ -3,7 +3,13 @@
 // Last-Event-ID on another replica (its own died, drained or the load balancer chose another)
 // is replayed what it missed instead of refused. The replica's own log (streams.ts) stays the
 // one it replays from itself; this one is written beside it, never waited for.
+import { createHash } from 'node:crypto';
 import type { JsonRpcId } from '../mcp/jsonrpc.js';
+
+/** A session id as shared state names it (never the id itself, which only its client holds). */
+export function fingerprint(id: string): string {
+  return createHash('sha256').update(id).digest('base64url').slice(0, 22);
+}
 
 /** A session's GET stream (standalone), or the stream of one POST's answer. */
 export type StreamKind = 'request' | 'standalone';
@@ -39,6 +45,12 @@ export interface SharedStreamLog {
   hold(session: string, stream: string, held: boolean): void;
   /** The stream as written so far; undefined when no replica wrote it (or it expired). */
   read(session: string, stream: string, after: number): Promise<SharedStream | undefined>;
+  /** Its client ended the session (DELETE): no replica opens its id again, and those holding it let it go. */
+  endSession(session: string): void;
+  /** Whether the session's client ended it on some replica. */
+  sessionEnded(session: string): Promise<boolean>;
+  /** Hears of sessions ended on other replicas, by fingerprint. */
+  onSessionEnded?: (fingerprint: string) => void;
   close(): Promise<void>;
 }
 

@@ -1,17 +1,13 @@
 // Downstream sessions by id. Ids are 192 random bits in base64url: visible ASCII, unguessable
 // (spec: basic/transports.mdx "Session Management"). Idle sessions are closed by a sweeper.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Logger } from '../util/log.js';
 import { GatewayError } from '../mcp/errors.js';
 import { DownstreamSession, type Delivery, type FleetOptions, type SessionInfo, type UpstreamLink } from './session.js';
 import type { LogLimits } from './streams.js';
-import type { SharedStreamLog } from './shared-log.js';
+import { fingerprint, type SharedStreamLog } from './shared-log.js';
 
 const MAX_ENDED = 100_000;
-
-function fingerprint(id: string): string {
-  return createHash('sha256').update(id).digest('base64url').slice(0, 22);
-}
 
 export interface SessionStoreOptions {
   idleTimeoutMs: number;
@@ -38,6 +34,26 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
   constructor(options: SessionStoreOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    const log = options.fleet?.log;
+    if (log) log.onSessionEnded = (ended) => void this.#endedElsewhere(ended);
+  }
+
+  /** The client's DELETE: the session ends here, and (sessions.store: redis) on every replica. */
+  async endByClient(id: string): Promise<void> {
+    if (this.#sessions.get(id)?.portable) this.sharedLog?.endSession(id);
+    await this.delete(id, 'session ended by client');
+  }
+
+  /** Whether a session's client ended it on any replica (not to be taken over). */
+  async endedInFleet(id: string): Promise<boolean> {
+    return this.ended(id) || ((await this.sharedLog?.sessionEnded(id)) ?? false);
+  }
+
+  /** Another replica's client DELETE: the session goes here too; its upstream sessions were ended there. */
+  async #endedElsewhere(ended: string): Promise<void> {
+    for (const session of this.#sessions.values()) {
+      if (fingerprint(session.id) === ended) return this.delete(session.id, 'session ended by client', { keepUpstreams: true });
+    }
   }
 
   /** The replay log every replica reads, when sessions.store is shared. */

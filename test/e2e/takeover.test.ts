@@ -4,11 +4,15 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGateway, upstream, type TestGateway } from '../helpers/gateway.js';
-import { initializeRaw, postRpc } from '../helpers/raw-http.js';
+import { exchange, initializeRaw, postRpc } from '../helpers/raw-http.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 const gateways: TestGateway[] = [];
+let redis: TestRedis | undefined;
 afterEach(async () => {
   await Promise.all(gateways.splice(0).map((gw) => gw.close()));
+  await redis?.close();
+  redis = undefined;
 });
 
 async function replica(keys: string[], sessions: Record<string, unknown> = {}): Promise<TestGateway> {
@@ -48,5 +52,20 @@ describe('a session taken over by another replica', () => {
     expect((await ping(inAll, two.headers)).status).toBe(503);
     // A session already taken over is not counted twice.
     expect((await ping(perPrincipal, one.headers)).status).toBe(200);
+  });
+
+  it("is over on every replica once its client ended it on one (sessions.store: redis): 404, as the spec asks", async () => {
+    redis = await startRedis();
+    const keys = [randomBytes(32).toString('hex')];
+    const store = { redis: { url: redis.url, prefix: redis.prefix } };
+    const [a, b, c] = [await replica(keys, { store }), await replica(keys, { store }), await replica(keys, { store })];
+    const session = await initializeRaw(a.url);
+    const call = (gw: TestGateway) => postRpc(gw.url, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'everything__echo', arguments: { message: 'x' } } }, { headers: session.headers });
+    expect((await call(b)).status).toBe(200);
+    expect((await exchange(a.url, { method: 'DELETE', headers: session.headers })).status).toBe(200);
+    // b held it: it hears of the end; c never saw it: the id no longer opens there.
+    await expect.poll(async () => (await call(b)).status, { timeout: 10_000 }).toBe(404);
+    expect((await call(c)).status).toBe(404);
+    expect((await call(a)).status).toBe(404);
   });
 });
