@@ -1,6 +1,7 @@
 // The front door's authorization server metadata claims Client ID Metadata Documents only when
 // cimd.allow lets one in: hosts that prefer CIMD (MCP authorization, "Client Registration
-// Approaches") read the flag and fall back to DCR only without it.
+// Approaches") read the flag and fall back to DCR only without it. And its grants end at
+// frontDoor.grantMaxAge, as the config says.
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
@@ -58,5 +59,26 @@ describe("the front door's metadata", () => {
       expect(metadata.client_id_metadata_document_supported).toBe(true);
       expect(metadata).not.toHaveProperty('registration_endpoint');
     }
+  });
+});
+
+describe('the front door built from the config', () => {
+  it("ends its grants at frontDoor.grantMaxAge after the sign-in, however long refreshTtl is", async () => {
+    const store = await openCredentialStore('memory', [KEY]);
+    const config = configSchema.parse({
+      listen: { publicUrl: `${ISSUER}/mcp` },
+      auth: { oauth: { issuer: 'https://login.example/', jwksUri: 'https://login.example/keys', login: { clientId: 'switchyard' }, frontDoor: { refreshTtl: '30d', grantMaxAge: '2h' } } },
+      credentials: { key: KEY },
+      upstreams: {},
+    });
+    const door = new FrontDoor({ config, store, logger: silentLogger });
+    opened.push({ store, frontDoor: door });
+    const record = { clientId: 'dcr_c', redirectUri: 'http://127.0.0.1/cb', challenge: 'c', resource: `${ISSUER}/mcp`, scope: '', identity: { principal: 'https://login.example/|alice', subject: 'alice', claims: {} } };
+    const code = await door.grants.issueCode(record as never);
+    const redeemed = await door.grants.redeemCode(code);
+    if (!redeemed || redeemed === 'reused') throw new Error('the code did not redeem');
+    const made = await door.grants.createGrant(code, redeemed);
+    if (made === 'reused') throw new Error('the grant was refused');
+    expect(made.grant.expiresAt - made.grant.signedInAt).toBe(2 * 3_600_000);
   });
 });
