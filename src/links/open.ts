@@ -139,11 +139,7 @@ export class SessionOpener {
     return resumed;
   }
 
-  /**
-   * The takeover of session `id` under way here, if any. The session is in the store from its
-   * start (its id is taken), but its upstreams are attached only at its end: a request that
-   * finds it meanwhile waits for this.
-   */
+  /** The takeover of `id` under way here: the session is in the store before its upstreams are attached. */
   takingOver(id: string): Promise<unknown> | undefined {
     return this.#takeovers.get(id);
   }

@@ -93,10 +93,9 @@ export class UpstreamClient {
   onclose?: (reason?: Error) => void;
   /** The upstream came back after a restart; its lists may have changed. */
   onreconnect?: () => void;
-  /** The connection to the upstream was lost (it is restarted): what it asked the client is over. */
+  /** The connection was lost (it is restarted): what it asked the client is over. */
   ondisconnect?: () => void;
-  /** Counts lost connections: a request of an earlier one is answered to nobody. */
-  #connection = 0;
+  #connection = 0; // lost connections: a request of an earlier one is answered to nobody
 
   constructor(name: string, transport: Transport, options: UpstreamClientOptions) {
     this.name = name;
@@ -107,8 +106,7 @@ export class UpstreamClient {
     transport.onclose = (reason) => this.#onTransportClose(reason);
     transport.ondisconnect = (reason) => {
       options.logger.warn('upstream connection lost; requests in flight failed', { reason, failed: this.#pending.size });
-      // Its requests to the gateway die with it: answers still to come are not the next one's.
-      this.#connection++;
+      this.#connection++; // its requests to the gateway die with it
       this.#abandonAll(new GatewayError('upstream_closed', `upstream ${this.name} crashed (${reason.message}); it is being restarted`));
       this.ondisconnect?.();
     };
@@ -485,8 +483,7 @@ export class UpstreamClient {
         reply = failure(request.id, toJsonRpcError(err));
       }
     }
-    // Not to a restarted upstream, which numbers its own requests afresh: it would take this for
-    // the answer to another.
+    // Not to a restarted upstream: it numbers its requests afresh, and would take this for another's answer.
     if (this.#closed || connection !== this.#connection) return;
     this.#transport.send(reply).catch((err: unknown) => this.#options.logger.debug('could not answer upstream request', { err }));
   }
