@@ -244,6 +244,21 @@ describe('a relayed server request', () => {
     expect(JSON.stringify(second.body!.result)).toContain('Grace');
   });
 
+  it("lets an anonymous client's retry through at its session cap: it resumes a parked call, it opens nothing", async () => {
+    const capped = await startGateway({ upstreams: { everything: upstream.everything() }, sessions: { maxPerPrincipal: 1 } });
+    try {
+      const first = await send(capped.url, ask(1), named);
+      const result = first.body!.result as { inputRequests: Record<string, unknown>; requestState: string };
+      const key = Object.keys(result.inputRequests)[0]!;
+      // The parked call holds the one session the cap allows anonymous requests in flight.
+      const second = await send(capped.url, ask(2, { inputResponses: { [key]: { action: 'accept', content: { name: 'Ada', username: 'ada' } } }, requestState: result.requestState }), named);
+      expect(second.status).toBe(200);
+      expect(second.body).toMatchObject({ id: 2, result: { resultType: 'complete' } });
+    } finally {
+      await capped.close();
+    }
+  });
+
   it('refuses a requestState used for another tool, or again after it completed', async () => {
     const first = await send(gw.url, ask(1), named);
     const { requestState, inputRequests } = first.body!.result as { requestState: string; inputRequests: Record<string, unknown> };

@@ -179,6 +179,9 @@ export class StatelessSessions {
 
   /** Whether this client already has its session here (opening one counts against the limits). */
   has(request: StatelessRequest, caller: Caller): boolean {
+    // A retry of a parked call opens nothing: that call holds its session already (resume() checks the rest).
+    const state = request.params.requestState;
+    if (typeof state === 'string' && this.#parked.has(state)) return true;
     // An anonymous request's session is always its own, opened for it.
     if (caller.principal === undefined) return false;
     const key = this.#key(request, caller);
