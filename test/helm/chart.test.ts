@@ -73,6 +73,9 @@ describe('Helm chart', () => {
     expect(config.shutdown.gracePeriod).toBe((v.drainSeconds as number) * 1_000);
     expect(config.sessions.keys).toEqual([env.SESSION_KEY]);
     expect(config.auth?.oauth).toBeDefined();
+    // The metrics listener answers the ServiceMonitor from outside the pod, not on loopback alone.
+    expect(config.metrics.port).toBe(9464);
+    expect(config.metrics.host).toBe('0.0.0.0');
     // With TLS on (and client certificates) too.
     const tls = configFromObject(renderedConfig(v, { clientCa: true }), { file: '/etc/switchyard/gateway.yaml', env });
     expect(tls.listen.tls).toEqual({ cert: '/etc/switchyard/tls/tls.crt', key: '/etc/switchyard/tls/tls.key', ca: '/etc/switchyard/client-ca/ca.crt' });
@@ -89,17 +92,19 @@ describe('Helm chart', () => {
   });
 
   it('runs a fleet as the fleet test does: three replicas, one down at a time, a rolling update that adds before it removes, an Ingress that sends on what a replica refused and never a POST it was sent', async () => {
-    const v = (await values()) as { replicaCount: number; autoscaling: { minReplicas: number }; podDisruptionBudget: { enabled: boolean; minAvailable: number }; config: { sessions: { keys?: unknown } } };
+    const v = (await values()) as { replicaCount: number; autoscaling: { minReplicas: number }; podDisruptionBudget: { enabled: boolean; maxUnavailable: number; minAvailable: number | null }; config: { sessions: { keys?: unknown } } };
     expect(v.replicaCount).toBe(3);
     expect(v.autoscaling.minReplicas).toBe(3);
     expect(v.podDisruptionBudget.enabled).toBe(true);
-    expect(v.podDisruptionBudget.minAvailable).toBe(v.replicaCount - 1);
+    // One down at a time at any size (minAvailable 2 let 8 of 10 autoscaled pods go at once).
+    expect(v.podDisruptionBudget.maxUnavailable).toBe(1);
+    expect(v.podDisruptionBudget.minAvailable).toBeNull();
     // Every replica opens every session from its id.
     expect(v.config.sessions.keys).toEqual(['${SESSION_KEY}']);
     const deployment = (await templates()).get('deployment.yaml')!;
     expect(deployment).toMatch(/strategy:\s+type: RollingUpdate\s+rollingUpdate: \{ maxSurge: 1, maxUnavailable: 0 \}/);
     const pdb = (await templates()).get('pdb.yaml')!;
-    expect(pdb).toContain('minAvailable: {{ .Values.podDisruptionBudget.minAvailable }}');
+    expect(pdb).toContain('maxUnavailable: {{ .Values.podDisruptionBudget.maxUnavailable }}');
     // What a replica refused goes to the next one, a POST that was sent never does (no
     // non_idempotent: a crashed replica may have run it), as the fleet test's nginx and
     // docs/deploy.md's do.
