@@ -42,6 +42,9 @@ export interface RequestMeta {
   logLevel?: string;
 }
 
+/** MCP's log levels (RFC 5424's severities), least severe first. */
+export const MCP_LOG_LEVELS: readonly string[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
 /** The per-request protocol fields, or a description of what is missing or malformed. */
 export function requestMetaOf(params: JsonObject | undefined): RequestMeta | string {
   const meta = params?._meta;
@@ -54,6 +57,8 @@ export function requestMetaOf(params: JsonObject | undefined): RequestMeta | str
   const info = meta[META.clientInfo];
   if (isObject(info)) out.clientInfo = info;
   const level = meta[META.logLevel];
+  // A level that is not one is refused (logging.mdx, "Error Handling"), not taken for the lowest.
+  if (level !== undefined && (typeof level !== 'string' || !MCP_LOG_LEVELS.includes(level))) return `_meta["${META.logLevel}"] must be one of ${MCP_LOG_LEVELS.join(', ')}`;
   if (typeof level === 'string') out.logLevel = level;
   return out;
 }

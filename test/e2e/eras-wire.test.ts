@@ -215,6 +215,13 @@ describe('logging', () => {
     expect(res.messages[0]).toMatchObject({ params: { level: 'warning', data: 'from rogue', logger: 'rogue' } });
   });
 
+  it('refuses a logLevel that is not a level (-32602), rather than sending it every line', async () => {
+    const res = await send(gw.url, request(4, 'tools/call', { name: 'rogue__notify', arguments: logLine }, { ...META, 'io.modelcontextprotocol/logLevel': 'bogus' }), { 'mcp-name': 'rogue__notify' });
+    expect(res.status).toBe(400);
+    expect(res.messages).toEqual([]);
+    expect(res.body).toMatchObject({ id: 4, error: { code: -32602 } });
+  });
+
   it('sends none below that level, and none to a request that asked for no logs', async () => {
     const above = await send(gw.url, request(2, 'tools/call', { name: 'rogue__notify', arguments: logLine }, { ...META, 'io.modelcontextprotocol/logLevel': 'error' }), { 'mcp-name': 'rogue__notify' });
     expect(above.messages).toEqual([]);

@@ -5,6 +5,7 @@
 // under a random requestState. The client's retry carries that requestState and its
 // inputResponses; they answer the pending upstream requests and the same call continues.
 import { createHash } from 'node:crypto';
+import { MCP_LOG_LEVELS } from '../../mcp/era.js';
 import { asksInput, mirroredName } from '../../mcp/methods.js';
 import { ErrorCode, GatewayError } from '../../mcp/errors.js';
 import { MAX_TIMER_MS, type RequestSink } from '../../mcp/pending.js';
@@ -41,7 +42,7 @@ export interface StatelessRequest {
   paramHeaders?: Readonly<Record<string, string>>;
 }
 
-export const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+export const LEVELS = MCP_LOG_LEVELS;
 
 /** A request's method and params without `_meta` and the fields that change between rounds. */
 export function digestOf(request: Pick<StatelessRequest, 'method' | 'params'>): string {
