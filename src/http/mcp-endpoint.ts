@@ -98,9 +98,15 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
 
   /** A session opened on another replica, taken over here within this replica's caps, as initialize is. */
   function takeOver(id: string, context: Caller): Response | Promise<DownstreamSession | Response> {
-    if (sessions.size >= deps.maxSessions) return refuse(refusals.tooManySessions);
-    if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) return refuse(refusals.sessionsPerPrincipal, deps.maxSessionsPerPrincipal);
-    return links.resume(id, context).then((resumed) => admit(resumed, context));
+    return overCaps(context) ?? links.resume(id, context).then((resumed) => admit(resumed, context));
+  }
+
+  /** The refusal of one more session here: past sessions.max (503) or the principal's cap (429). */
+  function overCaps(context: Caller, id?: JsonRpcId): Response | undefined {
+    const options = id === undefined ? {} : { id };
+    if (sessions.size >= deps.maxSessions) return refuse(refusals.tooManySessions, options);
+    if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) return refuse(refusals.sessionsPerPrincipal, deps.maxSessionsPerPrincipal, options);
+    return undefined;
   }
 
   function admit(session: DownstreamSession | undefined, context: Caller): DownstreamSession | Response {
@@ -270,12 +276,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       if (isWebResponse(session)) return session;
       return refuse(refusals.alreadyInitialized, { id: message.id });
     }
-    if (sessions.size >= deps.maxSessions) {
-      return refuse(refusals.tooManySessions, { id: message.id });
-    }
-    if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) {
-      return refuse(refusals.sessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: message.id });
-    }
+    const over = overCaps(context, message.id);
+    if (over) return over;
     const trace = deps.tracing && traceInitialize(deps.tracing, message, context);
     try {
       const { session, response } = await links.initialize(message, context);

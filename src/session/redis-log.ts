@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { JsonRpcId } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
-import { fingerprint, type SharedEvent, type SharedStream, type SharedStreamLog, type StreamKind } from './shared-log.js';
+import { endedForMs, fingerprint, type SharedEvent, type SharedStream, type SharedStreamLog, type StreamKind } from './shared-log.js';
 
 /** A replica's liveness key lives this long; refreshed three times as often. */
 const ALIVE_MS = 3_000;
@@ -62,8 +62,7 @@ export class RedisStreamLog implements SharedStreamLog {
 
   endSession(session: string): void {
     const ended = fingerprint(session);
-    // Kept as long as the local memory of ended ids (twice the idle timeout, a minute at least).
-    this.#write(this.#redis.multi().set(this.#endedKey(ended), '1', 'PX', Math.max(this.#options.ttlMs, 60_000) * 2).publish(this.#endsChannel(), ended));
+    this.#write(this.#redis.multi().set(this.#endedKey(ended), '1', 'PX', endedForMs(this.#options.ttlMs)).publish(this.#endsChannel(), ended));
   }
 
   async sessionEnded(session: string): Promise<boolean> {
@@ -96,8 +95,8 @@ export class RedisStreamLog implements SharedStreamLog {
 
   hold(session: string, stream: string, held: boolean): void {
     const meta = this.#key(session, stream, 'm');
-    if (held) this.#held.set(meta, { list: this.#key(session, stream, 'e'), renewedAt: Date.now() });
-    else this.#held.delete(meta);
+    if (!held) return void this.#held.delete(meta);
+    this.#held.set(meta, { list: `${meta.slice(0, -1)}e`, renewedAt: Date.now() });
   }
 
   async read(session: string, stream: string, after: number): Promise<SharedStream | undefined> {

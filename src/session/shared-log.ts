@@ -6,6 +6,11 @@
 import { createHash } from 'node:crypto';
 import type { JsonRpcId } from '../mcp/jsonrpc.js';
 
+/** How long an ended session's id stays refused (here and in shared state): twice the idle timeout, a minute at least. */
+export function endedForMs(idleTimeoutMs: number): number {
+  return Math.max(idleTimeoutMs, 60_000) * 2;
+}
+
 /** A session id as shared state names it (never the id itself, which only its client holds). */
 export function fingerprint(id: string): string {
   return createHash('sha256').update(id).digest('base64url').slice(0, 22);

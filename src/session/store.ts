@@ -5,7 +5,7 @@ import type { Logger } from '../util/log.js';
 import { GatewayError } from '../mcp/errors.js';
 import { DownstreamSession, type Delivery, type FleetOptions, type SessionInfo, type UpstreamLink } from './session.js';
 import type { LogLimits } from './streams.js';
-import { fingerprint, type SharedStreamLog } from './shared-log.js';
+import { endedForMs, fingerprint, type SharedStreamLog } from './shared-log.js';
 
 const MAX_ENDED = 100_000;
 
@@ -113,7 +113,7 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
         if (this.#ended.size < MAX_ENDED * 0.9) break;
       }
     }
-    this.#ended.set(fingerprint(id), this.#now() + Math.max(this.#options.idleTimeoutMs, 60_000) * 2);
+    this.#ended.set(fingerprint(id), this.#now() + endedForMs(this.#options.idleTimeoutMs));
   }
 
   /** Gives a session its final id (the sealed token, known once its upstreams are open). */

@@ -7,6 +7,7 @@
 import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, type JsonObject, type JsonRpcErrorObject } from '../mcp/jsonrpc.js';
 import { pause, type CancelSignal } from '../util/cancel.js';
+import { isTerminalTaskStatus } from '../mcp/tasks.js';
 import { META, isStatelessVersion } from '../mcp/era.js';
 import { declaringTasks } from './drive.js';
 import { isTaskResult } from './wire.js';
@@ -15,7 +16,6 @@ export type TaskForm = 'extension' | 'legacy';
 
 type Send = (method: string, params: JsonObject) => Promise<JsonObject>;
 
-const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const MIN_POLL_MS = 100;
 const MAX_POLL_MS = 5_000;
 
@@ -94,7 +94,7 @@ export function legacyAsExtension(send: Send, input?: TaskInput): Send {
 /** Whether the upstream knows the task and it has ended. */
 async function ended(send: Send, params: JsonObject): Promise<boolean> {
   try {
-    return TERMINAL.has((await send('tasks/get', params)).status as string);
+    return isTerminalTaskStatus((await send('tasks/get', params)).status);
   } catch {
     return false;
   }
@@ -118,13 +118,13 @@ export function extensionAsLegacy(send: Send, signal: CancelSignal): Send {
         return extensionToLegacy(await send(method, params));
       case 'tasks/cancel': {
         const before = await send('tasks/get', params);
-        if (TERMINAL.has(before.status as string)) throw new GatewayError('invalid_params', `Cannot cancel task: already in terminal status '${String(before.status)}'`);
+        if (isTerminalTaskStatus(before.status)) throw new GatewayError('invalid_params', `Cannot cancel task: already in terminal status '${String(before.status)}'`);
         await send(method, params);
         return extensionToLegacy(await send('tasks/get', params));
       }
       case 'tasks/result': {
         let task = await send('tasks/get', params);
-        while (!TERMINAL.has(task.status as string)) {
+        while (!isTerminalTaskStatus(task.status)) {
           const interval = typeof task.pollIntervalMs === 'number' ? Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, task.pollIntervalMs)) : 1_000;
           await pause(interval, signal);
           if (signal.aborted) throw new GatewayError('cancelled', 'Request cancelled');

@@ -42,8 +42,6 @@ export interface StatelessRequest {
   paramHeaders?: Readonly<Record<string, string>>;
 }
 
-export const LEVELS = MCP_LOG_LEVELS;
-
 /** A request's method and params without `_meta` and the fields that change between rounds. */
 export function digestOf(request: Pick<StatelessRequest, 'method' | 'params'>): string {
   const { _meta: _m, inputResponses: _i, requestState: _s, ...rest } = request.params;
@@ -143,8 +141,8 @@ export class RoundTrip implements RequestChannel {
       if (this.#progressToken === undefined || !sink) return;
       sink.notify(notification(message.method, { ...message.params, progressToken: this.#progressToken as string | number }));
     } else if (message.method === 'notifications/message') {
-      const level = typeof message.params?.level === 'string' ? LEVELS.indexOf(message.params.level) : -1;
-      if (sink && this.#logLevel !== undefined && level >= LEVELS.indexOf(this.#logLevel)) sink.notify(message);
+      const level = typeof message.params?.level === 'string' ? MCP_LOG_LEVELS.indexOf(message.params.level) : -1;
+      if (sink && this.#logLevel !== undefined && level >= MCP_LOG_LEVELS.indexOf(this.#logLevel)) sink.notify(message);
     } else if (message.method === 'notifications/cancelled') {
       // The upstream gave up an input request it had asked for.
       for (const [key, entry] of this.outstanding) if (entry.id === message.params?.requestId) this.outstanding.delete(key);

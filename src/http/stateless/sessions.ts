@@ -12,7 +12,7 @@
 // live on the replica that started them (for `sessions.inputTimeout` at most), under a
 // requestState the gateway signs, so a requestState an upstream made passes through untouched.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { META, STATELESS_VERSION } from '../../mcp/era.js';
+import { META, MCP_LOG_LEVELS, STATELESS_VERSION } from '../../mcp/era.js';
 import { listChangeOf, mirroredName } from '../../mcp/methods.js';
 import { ErrorCode, GatewayError } from '../../mcp/errors.js';
 import {
@@ -34,7 +34,7 @@ import type { TaskFollow } from '../../router/task-follow.js';
 import type { SessionLinks } from '../../links/links.js';
 import type { DownstreamSession, SessionStore } from '../../links/session.js';
 import type { Logger } from '../../util/log.js';
-import { digestOf, RoundTrip, LEVELS, type StatelessRequest } from './round-trip.js';
+import { digestOf, RoundTrip, type StatelessRequest } from './round-trip.js';
 import type { RequestSink } from '../../mcp/pending.js';
 import { stableJson } from '../../util/stable-json.js';
 import { SharedHolds } from '../../util/shared-holds.js';
@@ -244,7 +244,7 @@ export class StatelessSessions {
    * sessions-era upstreams, the envelope's logLevel for 2026-07-28 ones), when it changed.
    */
   async #level(session: DownstreamSession, level: string | undefined, caller: Caller): Promise<void> {
-    if (level === undefined || session.logLevel === level || !LEVELS.includes(level)) return;
+    if (level === undefined || session.logLevel === level || !MCP_LOG_LEVELS.includes(level)) return;
     const request: JsonRpcRequest = { jsonrpc: '2.0', id: `s-${++this.#nextId}`, method: 'logging/setLevel', params: { level } };
     await this.#deps.router.answer(session, request, this.#internal(session, caller));
   }
