@@ -70,8 +70,19 @@ export class NamespaceCodec {
     return head + this.#shorten(name, this.#max - head.length);
   }
 
-  /** Splits a client-facing name; undefined when no upstream can own it. */
+  /**
+   * Splits a client-facing name; undefined when no upstream can own it, or when `exposed` is not
+   * the spelling exposeName gives (the prefixed form of an unprefixed upstream's name, the raw
+   * original of a shortened one): policy, views and limits are keyed by the one spelling clients
+   * are shown, so another spelling of the same item is not a name.
+   */
   splitName(exposed: string): SplitName | undefined {
+    const split = this.#splitName(exposed);
+    if (split === undefined || this.isShortened(split.local)) return split; // a shortened form is the catalog's to map back
+    return this.exposeName(split.upstream, split.local) === exposed ? split : undefined;
+  }
+
+  #splitName(exposed: string): SplitName | undefined {
     const at = exposed.indexOf(this.#separator);
     if (at > 0) {
       const upstream = this.#byPrefix.get(exposed.slice(0, at));
@@ -99,7 +110,13 @@ export class NamespaceCodec {
     return `${this.#routing.get(upstream) ?? upstream}+${uri}`;
   }
 
+  /** Splits a client-facing URI; undefined as for splitName, for a spelling exposeUri does not give. */
   splitUri(exposed: string): { upstream: string; uri: string } | undefined {
+    const split = this.#splitUri(exposed);
+    return split === undefined || this.exposeUri(split.upstream, split.uri) === exposed ? split : undefined;
+  }
+
+  #splitUri(exposed: string): { upstream: string; uri: string } | undefined {
     if (exposed.startsWith(UI_SCHEME)) {
       const rest = exposed.slice(UI_SCHEME.length);
       const upstream = this.#uiOwner(rest);

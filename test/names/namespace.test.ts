@@ -267,3 +267,39 @@ describe('NamespaceCodec custom separators', () => {
     expect(names.splitName('gh-x-x-tool')).toEqual({ upstream: 'gh', local: 'x-tool' });
   });
 });
+
+// Policy, views and limits are keyed by the spelling clients are shown: another spelling of the
+// same item must not split (it would be decided as a name no rule names).
+describe('NamespaceCodec: one spelling per item', () => {
+  it('does not split the prefixed form of an unprefixed upstream\'s name', () => {
+    const names = codec(['single=', 'github=gh']);
+    expect(names.splitName('delete_everything')).toEqual({ upstream: 'single', local: 'delete_everything' });
+    expect(names.splitName('single__delete_everything')).toBeUndefined();
+  });
+
+  it('does not split the raw original of a shortened name', () => {
+    const names = codec(['github=gh']);
+    expect(names.exposeName('github', 'delete.repo')).toMatch(HASH_SUFFIX);
+    expect(names.splitName('gh__delete.repo')).toBeUndefined();
+    const long = 'x'.repeat(80);
+    expect(names.splitName(`gh__${long}`)).toBeUndefined();
+    expect(names.splitName(names.exposeName('github', long))?.upstream).toBe('github');
+  });
+
+  it('does not split an unprefixed upstream\'s raw original that it shows shortened', () => {
+    const names = codec(['single=']);
+    expect(names.splitName('delete.repo')).toBeUndefined();
+  });
+
+  it('does not split the prefixed form of an unprefixed upstream\'s URI', () => {
+    const names = codec(['single=', 'github=gh']);
+    expect(names.splitUri('file:///secret')).toEqual({ upstream: 'single', uri: 'file:///secret' });
+    expect(names.splitUri('single+file:///secret')).toBeUndefined();
+  });
+
+  it('does not split a UI resource written with the prefix before its scheme', () => {
+    const names = codec(['github=gh']);
+    expect(names.splitUri('ui://gh/app.html')).toEqual({ upstream: 'github', uri: 'ui://app.html' });
+    expect(names.splitUri('gh+ui://app.html')).toBeUndefined();
+  });
+});
