@@ -48,6 +48,14 @@ export const frontDoor = z.strictObject({
     .describe("IdP ID-token claims copied into Switchyard's access tokens (teams[].match reads them); default: every claim a teams[].match names."),
   cimd: cimd.prefault({}).describe('Clients whose `client_id` is an https URL (Client ID Metadata Documents).'),
   dcr: z.boolean().default(true).describe('Serve Dynamic Client Registration (RFC 7591) at /oauth/register, for public clients only.'),
+  registrationsPerMinute: z
+    .number()
+    .int()
+    .min(1)
+    .default(10)
+    .describe(
+      "Registrations (DCR) allowed per client address (an IPv6 one: per /64) per minute: counted in Redis for every replica together when rateLimits.store is Redis, else per replica. The address is the connection's: behind a proxy or load balancer every client shares the proxy's, so raise this there.",
+    ),
   redirects: z
     .array(z.string().regex(/^[a-z][a-z0-9+.-]*:\/\/[^\s]*$/, 'must be a URI prefix such as https://*, http://127.0.0.1 or cursor://*'))
     .default(DEFAULT_REDIRECTS)

@@ -2,7 +2,8 @@
 // metadata-document): a client_id that is an https URL names a JSON document describing the
 // client. Fetched with an SSRF guard (the URL's shape, the allowed hosts, the address checked at
 // connect time, no redirects, 5 KiB and 5 s at most) and kept per its caching headers in a
-// bounded LRU, so a hostile client cannot make the gateway fetch much or hold much.
+// bounded LRU; a URL that failed is not fetched again for a minute, and requests for a URL being
+// fetched wait for that fetch, so a hostile client cannot make the gateway fetch much or hold much.
 import { LRUCache } from 'lru-cache';
 import { Agent, request } from 'undici';
 import { AddressGuard } from './address-guard.js';
@@ -26,7 +27,10 @@ export interface CimdOptions {
   allowPrivateAddresses: boolean;
   /** Extra CA certificates (PEM) trusted for the fetch (tests; in production NODE_EXTRA_CA_CERTS). */
   ca?: string;
+  /** Documents kept, and failed URLs remembered (each). */
   maxEntries?: number;
+  /** The caches' clock (tests). */
+  now?: () => number;
 }
 
 export const MAX_DOCUMENT_BYTES = 5 * 1024;
@@ -34,6 +38,8 @@ export const FETCH_TIMEOUT_MS = 5_000;
 /** Freshness when the answer has no caching headers (RFC 9111 §4.2.2 lets a cache choose). */
 const DEFAULT_FRESH_MS = 5 * 60_000;
 const MAX_FRESH_MS = 24 * 60 * 60_000;
+/** How long a URL whose document could not be used is refused without fetching it again. */
+export const FAILURE_TTL_MS = 60_000;
 /** Anything with no scheme-relative structure of its own: these are redirect URIs a document may never list. */
 const ALL_REDIRECTS = ['https://*', 'http://127.0.0.1', 'http://localhost', 'http://[::1]'];
 
@@ -42,6 +48,10 @@ export class ClientDocuments {
   readonly #guard: AddressGuard;
   readonly #agent: Agent;
   readonly #cache: LRUCache<string, ClientInfo>;
+  /** Per URL that failed: why, for FAILURE_TTL_MS (this replica's; nothing is shared). */
+  readonly #failures: LRUCache<string, string>;
+  /** Fetches under way, per URL: a burst of requests for one URL makes one fetch. */
+  readonly #pending = new Map<string, Promise<ClientInfo>>();
 
   constructor(options: CimdOptions) {
     this.#options = options;
@@ -52,7 +62,9 @@ export class ClientDocuments {
       bodyTimeout: FETCH_TIMEOUT_MS,
       keepAliveTimeout: 1_000,
     });
-    this.#cache = new LRUCache({ max: options.maxEntries ?? 1_000, ttlAutopurge: false });
+    const clock = options.now ? { perf: { now: options.now }, ttlResolution: 0 } : {};
+    this.#cache = new LRUCache({ max: options.maxEntries ?? 1_000, ttlAutopurge: false, ...clock });
+    this.#failures = new LRUCache({ max: options.maxEntries ?? 1_000, ttl: FAILURE_TTL_MS, ttlAutopurge: false, ...clock });
   }
 
   /** Documents held now (for the clients gauge). */
@@ -68,12 +80,29 @@ export class ClientDocuments {
     if (!hostAllowed(url.hostname, this.#options.allow)) throw new ClientRefused(`clients from ${url.hostname} are not allowed here (auth.oauth.frontDoor.cimd.allow)`);
     const cached = this.#cache.get(clientId);
     if (cached) return cached;
+    const failed = this.#failures.get(clientId);
+    if (failed !== undefined) throw new ClientRefused(failed);
     const literal = url.hostname.replace(/^\[|\]$/g, '');
     if (/^[\d.]+$|:/.test(literal) && !this.#guard.allows(literal)) throw new ClientRefused(`${url.hostname} is a non-public address`);
-    const { body, freshMs } = await this.#fetch(url);
-    const client = documentToClient(clientId, body);
-    if (freshMs > 0) this.#cache.set(clientId, client, { ttl: freshMs });
-    return client;
+    let pending = this.#pending.get(clientId);
+    if (!pending) {
+      pending = this.#load(clientId, url).finally(() => this.#pending.delete(clientId));
+      this.#pending.set(clientId, pending);
+    }
+    return pending;
+  }
+
+  /** Fetches and reads the document: kept while fresh, and a refusal remembered for FAILURE_TTL_MS. */
+  async #load(clientId: string, url: URL): Promise<ClientInfo> {
+    try {
+      const { body, freshMs } = await this.#fetch(url);
+      const client = documentToClient(clientId, body);
+      if (freshMs > 0) this.#cache.set(clientId, client, { ttl: freshMs });
+      return client;
+    } catch (err) {
+      if (err instanceof ClientRefused) this.#failures.set(clientId, err.message);
+      throw err;
+    }
   }
 
   async #fetch(url: URL): Promise<{ body: unknown; freshMs: number }> {
@@ -118,6 +147,7 @@ export class ClientDocuments {
 
   async close(): Promise<void> {
     this.#cache.clear();
+    this.#failures.clear();
     await this.#agent.destroy();
   }
 }

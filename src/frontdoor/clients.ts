@@ -1,9 +1,12 @@
 // Which clients the front door knows: a URL client_id is a Client ID Metadata Document
 // (cimd.ts); any other is one registered here by Dynamic Client Registration (RFC 7591), public
-// clients only, its redirect URIs checked against `redirects`, registrations limited per address.
+// clients only, its redirect URIs checked against `redirects`, registrations limited per address
+// in a token bucket of the rate limiter's store (Redis: one count for every replica).
 import { randomBytes } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
+import { isIP } from 'node:net';
 import type { CredentialStore } from '../credentials/store.js';
+import type { BucketLimit } from '../ratelimit/bucket.js';
+import type { BucketStore } from '../ratelimit/memory-store.js';
 import { ClientDocuments, ClientRefused, type ClientInfo } from './cimd.js';
 import { redirectRefusal } from './rules.js';
 
@@ -12,7 +15,9 @@ export interface ClientRegistryOptions {
   documents: ClientDocuments;
   /** `redirects`: what a DCR client may register. */
   redirects: readonly string[];
-  /** Registrations allowed per address per minute. */
+  /** Where registrations are counted (the front door's bucket store). */
+  limits: BucketStore;
+  /** Registrations allowed per address per minute (default 10). */
   registrationsPerMinute?: number;
   now?: () => number;
 }
@@ -28,8 +33,12 @@ export class RegistrationRefused extends Error {
   }
 }
 
-/** Too many registrations from one address. */
-export class RegistrationLimited extends Error {}
+/** Too many registrations from one address: the next is allowed after `retryAfterMs`. */
+export class RegistrationLimited extends Error {
+  constructor(readonly retryAfterMs: number) {
+    super('too many registrations from this address');
+  }
+}
 
 const DCR_TTL_MS = 365 * 24 * 60 * 60_000;
 const clientKey = (id: string): string => `frontdoor:client:${id}`;
@@ -37,12 +46,13 @@ const DCR_ID = /^dcr_[A-Za-z0-9_-]{22}$/;
 
 export class ClientRegistry {
   readonly #options: ClientRegistryOptions;
-  /** Per address: registrations in the current minute (bounded: the oldest addresses go first). */
-  readonly #recent = new LRUCache<string, { minute: number; count: number }>({ max: 10_000 });
+  readonly #limit: BucketLimit;
   readonly #now: () => number;
 
   constructor(options: ClientRegistryOptions) {
     this.#options = options;
+    const perMinute = options.registrationsPerMinute ?? 10;
+    this.#limit = { rate: perMinute, perMs: 60_000, burst: perMinute };
     this.#now = options.now ?? Date.now;
   }
 
@@ -62,7 +72,8 @@ export class ClientRegistry {
 
   /** RFC 7591 §3.1: registers a public client; the §3.2.1 answer. */
   async register(body: unknown, address: string): Promise<Record<string, unknown>> {
-    this.#limit(address);
+    const decision = await this.#options.limits.take(`frontdoor:register:${registrationSource(address)}`, this.#limit);
+    if (!decision.allowed) throw new RegistrationLimited(decision.retryAfterMs);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new RegistrationRefused('invalid_client_metadata', 'the registration must be a JSON object');
     const metadata = body as Record<string, unknown>;
     const uris = metadata.redirect_uris;
@@ -95,12 +106,21 @@ export class ClientRegistry {
       response_types: responseTypes,
     };
   }
+}
 
-  #limit(address: string): void {
-    const minute = Math.floor(this.#now() / 60_000);
-    const entry = this.#recent.get(address);
-    const count = entry?.minute === minute ? entry.count + 1 : 1;
-    if (count > (this.#options.registrationsPerMinute ?? 10)) throw new RegistrationLimited(`too many registrations from ${address}`);
-    this.#recent.set(address, { minute, count });
-  }
+/**
+ * What registrations are counted against: the address (an IPv4-mapped one as IPv4), an IPv6 one
+ * by its /64, the block one host or one customer usually gets whole (else each of its 2^64
+ * addresses would count on its own).
+ */
+export function registrationSource(address: string): string {
+  const bare = address.replace(/%.*$/, '').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '');
+  if (isIP(bare) !== 6) return bare;
+  // The URL parser writes the address in its one normal form (lower case, embedded IPv4 as hex).
+  const normal = new URL(`http://[${bare}]/`).hostname.slice(1, -1);
+  const [head = '', tail] = normal.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups.slice(0, 4).join(':')}::/64`;
 }

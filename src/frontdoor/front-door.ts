@@ -9,6 +9,7 @@ import type { SecurityEvents } from '../audit/events.js';
 import type { Config } from '../config/schema.js';
 import { IdpLogin } from '../credentials/login.js';
 import type { CredentialStore } from '../credentials/store.js';
+import { MemoryBucketStore, type BucketStore } from '../ratelimit/memory-store.js';
 import type { Logger } from '../util/log.js';
 import { Authorization } from './authorize.js';
 import { ClientDocuments } from './cimd.js';
@@ -28,8 +29,13 @@ export interface FrontDoorOptions {
   onToken?: (grantType: string, outcome: string) => void;
   /** Extra CA certificates (PEM) for fetching client metadata documents (tests). */
   ca?: string;
+  /** Where registrations are counted (setup.ts: the rate limiter's kind of store); the front door closes it. Default: this process's. */
+  limits?: BucketStore;
   now?: () => number;
 }
+
+/** Addresses whose registrations are counted in this process at once (a full store makes newcomers wait, never resets a count). */
+export const REGISTRATION_BUCKETS = 100_000;
 
 const REVOKED_CHANNEL = 'frontdoor:revoked';
 
@@ -57,6 +63,7 @@ export class FrontDoor {
   readonly #principalIssuer: string;
   readonly #documents: ClientDocuments;
   readonly #config: Config;
+  readonly #limits: BucketStore;
   readonly #unsubscribe: () => void;
 
   constructor(options: FrontDoorOptions) {
@@ -80,7 +87,8 @@ export class FrontDoor {
       },
     });
     this.#documents = new ClientDocuments({ allow: settings.cimd.allow, allowPrivateAddresses: settings.cimd.allowPrivateAddresses, ...(options.ca ? { ca: options.ca } : {}) });
-    this.clients = new ClientRegistry({ store, documents: this.#documents, redirects: settings.redirects, ...(options.now ? { now: options.now } : {}) });
+    this.#limits = options.limits ?? new MemoryBucketStore(REGISTRATION_BUCKETS);
+    this.clients = new ClientRegistry({ store, documents: this.#documents, redirects: settings.redirects, limits: this.#limits, registrationsPerMinute: settings.registrationsPerMinute, ...(options.now ? { now: options.now } : {}) });
     this.authorization = new Authorization({
       issuer: this.issuer,
       resources,
@@ -165,7 +173,7 @@ export class FrontDoor {
 
   async close(): Promise<void> {
     this.#unsubscribe();
-    await this.#documents.close();
+    await Promise.all([this.#documents.close(), this.#limits.close()]);
   }
 }
 

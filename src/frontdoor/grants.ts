@@ -247,15 +247,18 @@ export class Grants {
     await this.#options.onRevoked(grantId);
   }
 
-  /** RFC 7009: revokes the grant of a refresh token (current or spent) of `clientId`; false when it names none. */
-  async revokeRefreshToken(refreshToken: string, clientId: string | undefined): Promise<Grant | undefined> {
+  /**
+   * RFC 7009 §2.1: revokes the grant of a refresh token (current or spent) issued to `clientId`;
+   * 'client' when it was issued to another client (nothing is revoked); undefined when it names none.
+   */
+  async revokeRefreshToken(refreshToken: string, clientId: string): Promise<Grant | 'client' | undefined> {
     const parsed = parseRefreshToken(refreshToken);
     if (!parsed) return undefined;
     const grant = (await this.#options.store.get(grantKey(parsed.id))) as Grant | undefined;
     if (!grant) return undefined;
     const presented = digest(parsed.secret);
     if (presented !== grant.current && !grant.spent.includes(presented)) return undefined;
-    if (clientId !== undefined && clientId !== grant.clientId) return undefined;
+    if (clientId !== grant.clientId) return 'client';
     await this.revoke(grant.id);
     return grant;
   }

@@ -1,13 +1,16 @@
 // Builds the front door from the config when auth.oauth.frontDoor is set, on the gateway's one
 // credential store (opened at the start, shared with per-user credentials and pins), with its
-// metrics counted.
+// metrics counted, and its registrations counted where rateLimits.store says (Redis: every replica
+// together) in buckets of its own, so registrations never crowd out the principals' buckets.
 import type { SecurityEvents } from '../audit/events.js';
 import type { Config } from '../config/schema.js';
 import type { CredentialStore } from '../credentials/store.js';
 import { waitingStore } from '../credentials/opener.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { MemoryBucketStore, type BucketStore } from '../ratelimit/memory-store.js';
+import { RedisBucketStore } from '../ratelimit/redis-store.js';
 import type { Logger } from '../util/log.js';
-import { FrontDoor } from './front-door.js';
+import { FrontDoor, REGISTRATION_BUCKETS } from './front-door.js';
 
 export interface FrontDoorSetup {
   logger: Logger;
@@ -31,7 +34,15 @@ export function createFrontDoor(config: Config, setup: FrontDoorSetup): FrontDoo
     onAuthorization: (outcome) => metrics.oauthAuthorizations.inc({ outcome }),
     onToken: (grantType, outcome) => metrics.oauthTokens.inc({ grant_type: grantType, outcome }),
     ...(setup.ca ? { ca: setup.ca } : {}),
+    limits: registrationLimits(config, setup.logger),
   });
   metrics.observeOauthClients(() => frontDoor.clientCounts());
   return frontDoor;
+}
+
+/** The rate limiter's kind of store (rateLimits.store), for DCR registrations. */
+function registrationLimits(config: Config, logger: Logger): BucketStore {
+  const store = config.rateLimits?.store;
+  if (typeof store === 'object') return new RedisBucketStore({ url: store.redis.url, prefix: store.redis.prefix, maxBuckets: REGISTRATION_BUCKETS, logger: logger.child({ buckets: 'frontdoor registrations' }) });
+  return new MemoryBucketStore(REGISTRATION_BUCKETS);
 }

@@ -153,12 +153,22 @@ export class TokenEndpoint {
     return json(200, { access_token: accessToken, token_type: 'Bearer', expires_in: ttlSeconds, refresh_token: refreshToken, ...(grant.scope ? { scope: grant.scope } : {}) });
   }
 
-  /** RFC 7009 §2.2: 200 whether or not the token was known (an access token is left to expire). */
+  /**
+   * RFC 7009: the client names itself (public clients: client_id, RFC 6749 §2.3) and may revoke
+   * only its own tokens (§2.1); another client's is refused (§2.2.1, RFC 6749 §5.2 invalid_grant)
+   * and keeps working. 200 for a token revoked or one that names nothing (§2.2); an access token
+   * is left to expire.
+   */
   async revoke(form: URLSearchParams): Promise<Response> {
-    const token = form.get('token');
-    if (!token) return tokenError('invalid_request', 'token is required');
-    const grant = await this.#deps.grants.revokeRefreshToken(token, form.get('client_id') ?? undefined);
-    if (grant) audit(this.#deps, 'grant_revoked', { principal: grant.identity.principal, clientId: grant.clientId, grantId: grant.id, reason: 'revocation' });
+    const deps = this.#deps;
+    const [token, clientId] = [form.get('token'), form.get('client_id')];
+    if (!token || !clientId) return tokenError('invalid_request', 'token and client_id are required');
+    const revoked = await deps.grants.revokeRefreshToken(token, clientId);
+    if (revoked === 'client') {
+      audit(deps, 'token_refused', { clientId, grantType: 'revocation', reason: 'client' });
+      return tokenError('invalid_grant', 'the token was issued to another client');
+    }
+    if (revoked) audit(deps, 'grant_revoked', { principal: revoked.identity.principal, clientId: revoked.clientId, grantId: revoked.id, reason: 'revocation' });
     return new Response(null, { status: 200, headers: { 'cache-control': 'no-store' } });
   }
 
@@ -168,7 +178,10 @@ export class TokenEndpoint {
       return json(201, await this.#deps.clients.register(body, address));
     } catch (err) {
       if (err instanceof RegistrationRefused) return json(400, { error: err.error, error_description: err.message });
-      if (err instanceof RegistrationLimited) return json(429, { error: 'invalid_request', error_description: 'too many registrations from this address; try again in a minute' }, { 'retry-after': '60' });
+      if (err instanceof RegistrationLimited) {
+        const seconds = Math.max(1, Math.ceil(err.retryAfterMs / 1_000));
+        return json(429, { error: 'invalid_request', error_description: `too many registrations from this address; try again in ${seconds} s` }, { 'retry-after': String(seconds) });
+      }
       throw err;
     }
   }

@@ -186,8 +186,14 @@ describe('the front door refuses', () => {
     expect(h.gateway.logs.some((line) => line.includes('"event":"consent_denied"'))).toBe(true);
   }, 60_000);
 
-  it('a revoked refresh token (RFC 7009), and the grant\'s access token with it', async () => {
+  it('a revoked refresh token (RFC 7009), and the grant\'s access token with it; never by another client', async () => {
     const tokens = await tokensFor('alice');
+    const other = (await register([h.callback.url])).body.client_id as string;
+    const refused = await fetch(`${h.origin}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: tokens.refresh_token as string, client_id: other }).toString() });
+    expect({ status: refused.status, body: await refused.json() }).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    const alive = await ping('/mcp', tokens.access_token as string);
+    await alive.body?.cancel();
+    expect(alive.status).toBe(200);
     const revoke = await fetch(`${h.origin}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: tokens.refresh_token as string, client_id: h.clientId }).toString() });
     expect(revoke.status).toBe(200);
     expect(await tokenRequest(h.origin, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token as string, client_id: h.clientId })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });

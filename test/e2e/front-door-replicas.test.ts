@@ -1,6 +1,7 @@
 // Two gateways behind one public URL, sharing one real redis-server as their credential store:
 // a code issued by one is redeemed at the other, a token one signs is accepted by both, a
-// refresh at one rotates for both, and a reuse detected at one revokes what the other remembered.
+// refresh at one rotates for both, and a reuse detected at one revokes what the other remembered;
+// with rateLimits.store in the same Redis, registrations from one address are limited across both.
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBrowser, type TestBrowser } from '../helpers/browser.js';
@@ -30,6 +31,7 @@ beforeAll(async () => {
   const config = frontDoorConfig(idp.issuer, `${origin}/mcp`, {}, {
     upstreams: { everything: upstream.everything() },
     credentials: { key: 'front-door-test-credentials-key-of-forty-chars', store: { redis: { url: redis.url, prefix: `${redis.prefix}cred:` } } },
+    rateLimits: { store: { redis: { url: redis.url, prefix: `${redis.prefix}limits:` } } },
   });
   const a = await startFrontDoorGateway(config, portA);
   const b = await startFrontDoorGateway(config, portB);
@@ -101,4 +103,19 @@ describe('the front door on two replicas sharing Redis', () => {
     expect(await initialize(h.b, latest.access_token)).toBe(401);
     expect(await post(h.a, '/oauth/token', { grant_type: 'refresh_token', refresh_token: latest.refresh_token, client_id: clientId })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
   }, 90_000);
+
+  it('registrations from one address are limited across both replicas (frontDoor.registrationsPerMinute)', async () => {
+    const statuses: number[] = [];
+    let retryAfter: string | null = null;
+    for (let i = 0; i < 12 && !statuses.includes(429); i++) {
+      const response = await fetch(new URL('/oauth/register', (i % 2 === 0 ? h.a : h.b).url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: `Fleet ${i}`, redirect_uris: [h.callback.url] }) });
+      await response.body?.cancel();
+      statuses.push(response.status);
+      retryAfter = response.headers.get('retry-after');
+    }
+    // Ten a minute from 127.0.0.1 in all (the test above registered one); each replica alone would allow twelve.
+    expect(statuses.filter((status) => status === 201).length).toBeLessThanOrEqual(10);
+    expect(statuses.at(-1)).toBe(429);
+    expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+  });
 });

@@ -1,12 +1,12 @@
 // Client ID Metadata Documents fetched from a real https server on loopback: what is accepted,
-// cached per its caching headers in a bounded LRU, and every refusal of the SSRF guard and of
-// the document's contents.
+// cached per its caching headers in a bounded LRU, a failed URL not fetched again for a minute,
+// and every refusal of the SSRF guard and of the document's contents.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AddressGuard } from '../../src/frontdoor/address-guard.js';
-import { ClientDocuments, freshnessOf } from '../../src/frontdoor/cimd.js';
+import { ClientDocuments, FAILURE_TTL_MS, freshnessOf } from '../../src/frontdoor/cimd.js';
 import { startDocumentServer } from '../helpers/front-door.js';
 import { selfSigned, type Certificate } from '../helpers/tls.js';
 
@@ -58,6 +58,37 @@ describe('Client ID Metadata Documents', () => {
     try {
       for (const name of ['a', 'b', 'c', 'd']) await cimd.resolve(doc(`/bounded-${name}.json`, {}, { 'cache-control': 'max-age=300' }));
       expect(cimd.size).toBe(2);
+    } finally {
+      await cimd.close();
+    }
+  });
+
+  it('that failed are not fetched again for FAILURE_TTL_MS; a burst for one URL makes one fetch', async () => {
+    let now = 1_000_000;
+    const cimd = new ClientDocuments({ allow: ['localhost'], allowPrivateAddresses: true, ca: cert.certPem, now: () => now });
+    const fetches = (path: string): number => server.fetched.filter((fetched) => fetched === path).length;
+    try {
+      const missing = `${server.origin}/failing.json`;
+      await expect(cimd.resolve(missing)).rejects.toThrow(/answered 404/);
+      await expect(cimd.resolve(missing)).rejects.toThrow(/answered 404/);
+      expect(fetches('/failing.json')).toBe(1);
+      const unnamed = doc('/unnamed.json', { client_name: undefined });
+      await expect(cimd.resolve(unnamed)).rejects.toThrow(/client_name/);
+      await expect(cimd.resolve(unnamed)).rejects.toThrow(/client_name/);
+      expect(fetches('/unnamed.json')).toBe(1);
+      // Mended, it is still refused until the failure is forgotten; then fetched and kept as usual.
+      doc('/failing.json', {}, { 'cache-control': 'max-age=300' });
+      now += FAILURE_TTL_MS - 1;
+      await expect(cimd.resolve(missing)).rejects.toThrow(/answered 404/);
+      expect(fetches('/failing.json')).toBe(1);
+      now += 2;
+      expect((await cimd.resolve(missing)).name).toBe('Host');
+      await cimd.resolve(missing);
+      expect(fetches('/failing.json')).toBe(2);
+      const burst = `${server.origin}/burst.json`;
+      const answers = await Promise.allSettled(Array.from({ length: 5 }, () => cimd.resolve(burst)));
+      expect(answers.every((answer) => answer.status === 'rejected')).toBe(true);
+      expect(fetches('/burst.json')).toBe(1);
     } finally {
       await cimd.close();
     }

@@ -19,8 +19,8 @@ describe('auth.oauth.frontDoor', () => {
     // As the issue's configuration block writes them (a duration in days included).
     const parsed = parse({ frontDoor: { tokenTtl: '1h', refreshTtl: '30d', claims: ['groups', 'email'], cimd: { allow: ['claude.ai', '*.anthropic.com'] }, dcr: true, redirects: ['https://*', 'cursor://*'] } });
     expect(parsed.success).toBe(true);
-    expect(parsed.data!.auth!.oauth!.frontDoor).toEqual({ tokenTtl: 3_600_000, refreshTtl: 2_592_000_000, grantMaxAge: 2_592_000_000, claims: ['groups', 'email'], cimd: { allow: ['claude.ai', '*.anthropic.com'], allowPrivateAddresses: false }, dcr: true, redirects: ['https://*', 'cursor://*'] });
-    expect(parse({}).data!.auth!.oauth!.frontDoor).toMatchObject({ tokenTtl: 3_600_000, dcr: true, cimd: { allow: [], allowPrivateAddresses: false } });
+    expect(parsed.data!.auth!.oauth!.frontDoor).toEqual({ tokenTtl: 3_600_000, refreshTtl: 2_592_000_000, grantMaxAge: 2_592_000_000, claims: ['groups', 'email'], cimd: { allow: ['claude.ai', '*.anthropic.com'], allowPrivateAddresses: false }, dcr: true, registrationsPerMinute: 10, redirects: ['https://*', 'cursor://*'] });
+    expect(parse({}).data!.auth!.oauth!.frontDoor).toMatchObject({ tokenTtl: 3_600_000, dcr: true, registrationsPerMinute: 10, cimd: { allow: [], allowPrivateAddresses: false } });
     expect(parse({ frontDoor: { grantMaxAge: '168h' } }).data!.auth!.oauth!.frontDoor!.grantMaxAge).toBe(7 * 24 * 3_600_000);
   });
 

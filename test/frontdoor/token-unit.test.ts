@@ -1,6 +1,7 @@
 // The token endpoint in-process, its sign-in reached through the authorization endpoint with a
 // stand-in IdP: a code is redeemed with the redirect_uri its authorization request sent (and only
-// then may omit it), and a code redeemed twice at once gives no grant that lasts.
+// then may omit it), a code redeemed twice at once gives no grant that lasts, and a client revokes
+// only its own tokens (RFC 7009).
 import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { IdpLogin, PendingLogin } from '../../src/credentials/login.js';
@@ -152,5 +153,42 @@ describe('a grant whose IdP gave no refresh token', () => {
     // The store forgets the grant at that age ('unknown'); a replica whose clock runs ahead finds it 'expired'.
     expect(refusals()).toHaveLength(1);
     expect(['expired', 'unknown']).toContain(refusals()[0]);
+  });
+});
+
+describe('revocation (RFC 7009)', () => {
+  beforeEach(async () => {
+    await build();
+  });
+
+  async function revoke(fields: Record<string, string>): Promise<{ status: number; body: string }> {
+    const response = await tokens.revoke(new URLSearchParams(fields));
+    return { status: response.status, body: await response.text() };
+  }
+
+  it("refuses another client's token (invalid_grant, §2.1), which keeps working", async () => {
+    const issued = (await redeem(await signIn({}))).body;
+    const refused = await revoke({ token: issued.refresh_token as string, client_id: 'dcr_other' });
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.body)).toMatchObject({ error: 'invalid_grant' });
+    expect(refusals()).toEqual(['client']);
+    expect(audits.some((line) => line.event === 'grant_revoked')).toBe(false);
+    expect((await refresh(issued.refresh_token as string)).status).toBe(200);
+  });
+
+  it('needs the client to name itself: without client_id nothing is revoked', async () => {
+    const issued = (await redeem(await signIn({}))).body;
+    const refused = await revoke({ token: issued.refresh_token as string });
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.body)).toMatchObject({ error: 'invalid_request' });
+    expect((await refresh(issued.refresh_token as string)).status).toBe(200);
+  });
+
+  it("revokes the client's own grant, and answers 200 for a token that names nothing (§2.2)", async () => {
+    const issued = (await redeem(await signIn({}))).body;
+    expect(await revoke({ token: issued.refresh_token as string, client_id: CLIENT.clientId })).toEqual({ status: 200, body: '' });
+    expect(await refresh(issued.refresh_token as string)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await revoke({ token: issued.refresh_token as string, client_id: CLIENT.clientId })).toEqual({ status: 200, body: '' });
+    expect(await revoke({ token: 'not-a-token', client_id: 'dcr_other' })).toEqual({ status: 200, body: '' });
   });
 });
