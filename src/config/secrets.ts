@@ -21,6 +21,8 @@ const SECRET_BEARING: readonly (readonly string[])[] = [
   ['credentials', 'key'],
   ['credentials', 'key', '*'],
   ['credentials', 'store', 'redis', 'url'],
+  ['sessions', 'store', 'redis', 'url'],
+  ['upstreams', '*', 'http', 'tokenExchange', 'client', 'clientSecret'],
 ];
 
 function secretBearing(path: readonly (string | number)[]): boolean {
@@ -40,6 +42,10 @@ export function secretsOf(config: Config): Secret[] {
   secrets.push(...(config.sessions.keys ?? []));
   for (const upstream of Object.values(config.upstreams)) if (upstream.http?.oauth) secrets.push(upstream.http.oauth.clientSecret);
   for (const upstream of Object.values(config.upstreams)) if (upstream.http?.userAuth?.type === 'oauth' && upstream.http.userAuth.clientSecret) secrets.push(upstream.http.userAuth.clientSecret);
+  for (const upstream of Object.values(config.upstreams)) {
+    const client = upstream.http?.tokenExchange?.client;
+    if (typeof client === 'object') secrets.push(client.clientSecret);
+  }
   if (config.auth?.oauth?.login?.clientSecret) secrets.push(config.auth.oauth.login.clientSecret);
   secrets.push(...(config.credentials?.key ?? []));
   for (const { path, value } of substitutionsOf(config)) if (value !== '' && secretBearing(path)) secrets.push({ value, fromEnv: true });
