@@ -165,6 +165,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   });
   const sessions = new SessionStore<UpstreamClient>({
     idleTimeoutMs: config.sessions.idleTimeout,
+    maxAgeMs: config.sessions.maxAge,
     replay: { events: config.sessions.replayEvents, bytes: config.sessions.replayBytes, budget: new ReplayBudget(config.sessions.replayTotalBytes) },
     logger,
     fleet: fleetOf(config, logger),

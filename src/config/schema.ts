@@ -316,6 +316,12 @@ const sessions = z.strictObject({
   /** A session with no request in flight and no open stream is closed after this. */
   idleTimeout: duration.default(30 * 60_000).describe('A session with no request in flight and no open stream is closed after this.'),
   /**
+   * A session's whole life, from initialize: then it ends wherever it is held, and its id opens
+   * on no replica (404). Also how long an ended id is remembered, and how long a retired
+   * session key must stay in `keys`.
+   */
+  maxAge: duration.refine((ms) => ms > 0, 'must be more than 0').default(24 * 3_600_000).describe("A session's whole life, from its initialize: then it ends on the replica holding it (busy or not, within a minute) and its id opens on no replica (404: the client initializes a new session). It bounds how long a session id that leaked stays usable, how long an ended session's id is remembered (here and in `store`), and how long a key taken out of first place in `keys` must stay in the list."),
+  /**
    * A 2026-07-28 client's request that was answered input_required waits this long for the
    * client's retry (with its requestState) before it is cancelled upstream.
    */

@@ -11,6 +11,7 @@ import type { SharedEvent, SharedStream, SharedStreamLog } from '../session/shar
 import { encodeSseEvent } from '../util/sse.js';
 import { SseConnection } from './sse-connection.js';
 import { primes, type StreamSettings } from './responder.js';
+import { refusals, refuse } from './refusals.js';
 
 /** How often a request stream another replica writes is read again while its answer is due. */
 const FOLLOW_EVERY_MS = 200;
@@ -19,6 +20,8 @@ const FOLLOW_EVERY_MS = 200;
 export async function resumeFromSharedLog(session: DownstreamSession, log: SharedStreamLog, event: { key: string; seq: number }, settings: StreamSettings): Promise<Response | SseConnection | undefined> {
   const written = await log.read(session.id, event.key, event.seq).catch(() => undefined);
   if (!written) return undefined;
+  // Some of what followed it were dropped: refused, as the replica that wrote it refuses it.
+  if (written.dropped) return refuse(refusals.lastEventIdTooOld);
   if (written.kind === 'standalone') return continueStandalone(session, event.key, written.events, settings);
   // Over, and the client saw all of it: 204 tells it to stop reconnecting (as streams.ts's exhaustedAfter).
   if (written.done && written.events.length === 0) return new Response(null, { status: 204 });
@@ -41,6 +44,8 @@ async function follow(session: DownstreamSession, log: SharedStreamLog, key: str
   let last = after;
   try {
     while (state && connection.open) {
+      // Dropped while followed: the connection ends, and the client's resumption is refused.
+      if (state.dropped) return;
       for (const event of state.events) connection.write(encodeSseEvent(event.data, `${key}.${event.seq}`));
       last = state.events.at(-1)?.seq ?? last;
       if (state.done) return;

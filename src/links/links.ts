@@ -22,7 +22,10 @@ export interface SessionLinks {
   initialize(request: JsonRpcRequest, caller: Caller): Promise<{ session: DownstreamSession; response: JsonRpcResponse }>;
   /** A session the edge keeps for a client that has none of its own (its id never reaches a client). */
   open(info: Omit<SessionInfo, 'principal'>, caller: Caller, delivery: Delivery): Promise<DownstreamSession>;
-  /** A session another replica opened, taken over from its self-describing id. */
+  /**
+   * A session another replica opened, taken over from its self-describing id. It is in the store
+   * (under the caps the caller just checked) before the promise is returned.
+   */
   resume(id: string, caller: Caller): Promise<DownstreamSession | undefined>;
   /** The takeover of session `id` under way here (its upstreams not yet attached), if any. */
   takingOver(id: string): Promise<unknown> | undefined;

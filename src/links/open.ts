@@ -60,9 +60,7 @@ export class SessionOpener {
   readonly #deps: OpenerDeps;
   /** The hub of each shared upstream child. */
   readonly #hubs = new Map<UpstreamClient, SharedHub>();
-  /** Sessions being taken over from another replica, so concurrent requests resume once. */
-  readonly #resuming = new Map<string, Promise<DownstreamSession | undefined>>();
-  /** The same takeovers by session id alone (takingOver). */
+  /** Sessions being taken over from another replica, by id (requests that find one wait for it). */
   readonly #takeovers = new Map<string, Promise<DownstreamSession | undefined>>();
   readonly #catalogs: UpstreamCatalogs;
   #sweeper: NodeJS.Timeout | undefined;
@@ -124,17 +122,15 @@ export class SessionOpener {
   /**
    * Takes over a session another replica opened, from its self-describing id: HTTP upstream
    * sessions continue where they were, stdio upstreams are started for it. Undefined when the
-   * id is not a valid token, or names another principal (an unknown session either way).
+   * id is not a valid token, names another principal, is sessions.maxAge old or ended (an
+   * unknown session either way). The session is in the store (counted against the caps, and
+   * found by the requests that follow) before this returns: the caller's cap check and the slot
+   * it takes are one step, with nothing awaited between them.
    */
   resume(id: string, caller: Caller): Promise<DownstreamSession | undefined> {
-    const key = `${id}\0${caller.principal?.id ?? ''}`;
-    const pending = this.#resuming.get(key);
-    if (pending) return pending;
     const resumed = this.#resume(id, caller).finally(() => {
-      this.#resuming.delete(key);
       if (this.#takeovers.get(id) === resumed) this.#takeovers.delete(id);
     });
-    this.#resuming.set(key, resumed);
     this.#takeovers.set(id, resumed);
     return resumed;
   }
@@ -145,26 +141,29 @@ export class SessionOpener {
   }
 
   async #resume(id: string, caller: Caller): Promise<DownstreamSession | undefined> {
-    // Ended (its client's DELETE, here or on any replica; idle here): its id does not bring it back.
-    if (await this.#deps.sessions.endedInFleet(id)) return undefined;
+    const { sessions, pool, logger } = this.#deps;
     const claims = this.#deps.tokens?.open(id);
     if (!claims || claims.principal !== caller.principal?.id || claims.endpoint !== caller.endpoint) return undefined;
-    const { sessions, pool, logger } = this.#deps;
-    const session = sessions.create(
-      {
-        protocolVersion: claims.protocolVersion,
-        clientCapabilities: claims.clientCapabilities,
-        clientInfo: claims.clientInfo,
-        ...(claims.principal ? { principal: claims.principal } : {}),
-        ...(claims.endpoint !== undefined ? { endpoint: claims.endpoint } : {}),
-      },
-      id,
-    );
-    session.principal = caller.principal;
-    session.access = this.#deps.policy().access(caller.principal, claims.endpoint);
-    const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
-    await this.#openUpstreams(session, names, claims.upstreams);
-    session.capabilities = this.#capabilitiesOf(session);
+    // Ended here (its client's DELETE), or too old to be opened anywhere: its id does not bring it back.
+    if (sessions.outlived(claims.iat) || sessions.ended(id)) return undefined;
+    // It counts against the caps from here: nothing was awaited since the caller checked them.
+    const { protocolVersion, clientCapabilities, clientInfo, principal, endpoint } = claims;
+    const session = sessions.create({ protocolVersion, clientCapabilities, clientInfo, ...(principal ? { principal } : {}), ...(endpoint !== undefined ? { endpoint } : {}) }, id, undefined, claims.iat);
+    try {
+      session.principal = caller.principal;
+      session.access = this.#deps.policy().access(caller.principal, claims.endpoint);
+      // Its client's DELETE on another replica (sessions.store: redis): the slot goes back.
+      if (await sessions.sharedLog?.sessionEnded(id)) {
+        await sessions.delete(id, 'session ended by client', { keepUpstreams: true });
+        return undefined;
+      }
+      const names = pool.names.filter((name) => session.access.canSeeUpstream(name));
+      await this.#openUpstreams(session, names, claims.upstreams);
+      session.capabilities = this.#capabilitiesOf(session);
+    } catch (err) {
+      await sessions.delete(id, 'session could not be taken over', { remember: false, keepUpstreams: true });
+      throw err;
+    }
     logger.info('session resumed from its id', { session: id.slice(0, 8), upstreams: [...session.upstreams.keys()] });
     return session;
   }
@@ -430,7 +429,7 @@ export class SessionOpener {
       clientCapabilities: session.info.clientCapabilities,
       clientInfo: session.info.clientInfo,
       upstreams,
-      iat: Date.now(),
+      iat: this.#deps.sessions.startedAt(session.id) ?? this.#deps.sessions.now(),
     };
   }
 

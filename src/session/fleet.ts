@@ -6,8 +6,8 @@ import { RedisStreamLog } from './redis-log.js';
 import type { FleetOptions } from './session.js';
 
 export function fleetOf(config: Config, logger: Logger): FleetOptions | undefined {
-  const { keys, store, replayEvents, idleTimeout } = config.sessions;
+  const { keys, store, replayEvents, replayBytes, idleTimeout } = config.sessions;
   if (!keys) return undefined;
   if (typeof store !== 'object') return {};
-  return { log: new RedisStreamLog({ url: store.redis.url, prefix: store.redis.prefix, events: replayEvents, ttlMs: idleTimeout, logger }) };
+  return { log: new RedisStreamLog({ url: store.redis.url, prefix: store.redis.prefix, events: replayEvents, bytes: replayBytes, ttlMs: idleTimeout, logger }) };
 }

@@ -1,31 +1,76 @@
 // The shared replay log in Redis (sessions.store: redis). Per stream, a list of its events
-// ("<seq> <data>", trimmed to sessions.replayEvents) and a hash of what it is (kind, the
-// requests it answers, the replica writing it, done). Keys name the session by a hash of its
-// id (the id itself is never stored) and expire sessions.idleTimeout after their last write, or
-// while a client's connection holds the stream on a replica, after it let go.
+// ("<seq> <data>") and a hash of what it is (kind, the requests it answers, the replica writing
+// it, done, the newest of its events dropped). Per session, the order its events came in and
+// their bytes: a script appends and drops the oldest past sessions.replayEvents or replayBytes,
+// as a replica's own log does (streams.ts), so a resumption is answered alike on any replica.
+// Keys name the session by a hash of its id (the id itself is never stored) and expire
+// sessions.idleTimeout after their last write, or while a client's connection holds the stream
+// on a replica, after it let go.
 // Each replica refreshes a short-lived key of its own: a stream whose writer's key is gone will
 // not be written to again. Writes are never waited for; a failed one is logged once per outage.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { JsonRpcId } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
-import { endedForMs, fingerprint, type SharedEvent, type SharedStream, type SharedStreamLog, type StreamKind } from './shared-log.js';
+import { fingerprint, type SharedEvent, type SharedStream, type SharedStreamLog, type StreamKind } from './shared-log.js';
 
 /** A replica's liveness key lives this long; refreshed three times as often. */
 const ALIVE_MS = 3_000;
 
+/**
+ * Appends an event and drops the session's oldest, across its streams, while it holds more than
+ * its events or (keeping the newest) its bytes; a stream that lost events is told the newest it
+ * lost. One script, so replicas writing one session at once keep it bounded. The streams it drops
+ * from are keys of the same session, named here (a single Redis, not a cluster).
+ * KEYS: the stream's events, its hash, the session's order ("<stream> <seq> <bytes>"), its bytes.
+ * ARGV: stream, seq, data, events, bytes, TTL in ms, the session's key prefix.
+ */
+const APPEND = `
+local list, meta, order, total = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local maxEvents, maxBytes, ttl, base = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]
+redis.call('RPUSH', list, ARGV[2] .. ' ' .. ARGV[3])
+local count = redis.call('RPUSH', order, ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. #ARGV[3])
+local bytes = (tonumber(redis.call('GET', total)) or 0) + #ARGV[3]
+while count > maxEvents or (bytes > maxBytes and count > 1) do
+  local stream, seq, size = string.match(redis.call('LPOP', order), '^(%S+) (%d+) (%d+)$')
+  count = count - 1
+  if stream then
+    bytes = bytes - tonumber(size)
+    local events, dropped = base .. stream .. ':e', tonumber(seq)
+    local head = redis.call('LINDEX', events, 0)
+    while head and (tonumber(string.match(head, '^%d+')) or 0) <= dropped do
+      redis.call('LPOP', events)
+      head = redis.call('LINDEX', events, 0)
+    end
+    if redis.call('EXISTS', base .. stream .. ':m') == 1 then redis.call('HSET', base .. stream .. ':m', 'x', seq) end
+  end
+end
+-- Events the order lost (Redis evicted it) are bounded all the same.
+redis.call('LTRIM', list, -maxEvents, -1)
+redis.call('PEXPIRE', list, ttl)
+redis.call('PEXPIRE', meta, ttl)
+redis.call('PEXPIRE', order, ttl)
+redis.call('SET', total, bytes, 'PX', ttl)
+`;
+
+type ScriptedRedis = Redis & {
+  streamLogAppend(list: string, meta: string, order: string, total: string, stream: string, seq: string, data: string, events: string, bytes: string, ttlMs: string, base: string): Promise<unknown>;
+};
+
 export interface RedisStreamLogOptions {
   url: string;
   prefix: string;
-  /** Events kept per stream (sessions.replayEvents). */
+  /** Events kept per session, across its streams (sessions.replayEvents). */
   events: number;
+  /** Bytes of their data kept per session (sessions.replayBytes); the newest event is kept whatever its size. */
+  bytes: number;
   /** Keys expire this long after their stream's last write. */
   ttlMs: number;
   logger: Logger;
 }
 
 export class RedisStreamLog implements SharedStreamLog {
-  readonly #redis: Redis;
+  readonly #redis: ScriptedRedis;
   /** A connection in subscriber mode: sessions ended on other replicas. */
   readonly #ends: Redis;
   onSessionEnded?: (fingerprint: string) => void;
@@ -34,14 +79,16 @@ export class RedisStreamLog implements SharedStreamLog {
   readonly #replica = randomBytes(8).toString('hex');
   readonly #alive: NodeJS.Timeout;
   /**
-   * Streams a client's connection holds here, by their keys (the hash, the list): a quiet one is
-   * kept from expiring, its keys' TTL renewed every half TTL (at the heartbeat).
+   * Streams a client's connection holds here, by their hash's key (with the keys of its events
+   * and its session's): a quiet one is kept from expiring, its keys' TTL renewed every half TTL
+   * (at the heartbeat).
    */
-  readonly #held = new Map<string, { list: string; renewedAt: number }>();
+  readonly #held = new Map<string, { keys: string[]; renewedAt: number }>();
   #failing = false;
 
   constructor(options: RedisStreamLogOptions) {
-    this.#options = options;
+    // Redis takes whole milliseconds only (a key written with another would never expire).
+    this.#options = { ...options, ttlMs: Math.max(1, Math.ceil(options.ttlMs)) };
     this.#redis = new Redis(options.url, {
       enableAutoPipelining: true,
       enableOfflineQueue: false,
@@ -49,7 +96,8 @@ export class RedisStreamLog implements SharedStreamLog {
       commandTimeout: 1_000,
       connectTimeout: 2_000,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
-    });
+    }) as ScriptedRedis;
+    this.#redis.defineCommand('streamLogAppend', { numberOfKeys: 4, lua: APPEND });
     this.#redis.on('error', () => {}); // reported through #failed, once per outage
     this.#redis.on('ready', () => this.#heartbeat());
     this.#alive = setInterval(() => this.#heartbeat(), ALIVE_MS / 3);
@@ -60,9 +108,9 @@ export class RedisStreamLog implements SharedStreamLog {
     this.#ends.subscribe(this.#endsChannel()).catch(() => {}); // retried on reconnect by ioredis
   }
 
-  endSession(session: string): void {
+  endSession(session: string, forMs: number): void {
     const ended = fingerprint(session);
-    this.#write(this.#redis.multi().set(this.#endedKey(ended), '1', 'PX', endedForMs(this.#options.ttlMs)).publish(this.#endsChannel(), ended));
+    this.#write(this.#redis.multi().set(this.#endedKey(ended), '1', 'PX', Math.max(1, Math.ceil(forMs))).publish(this.#endsChannel(), ended));
   }
 
   async sessionEnded(session: string): Promise<boolean> {
@@ -76,16 +124,11 @@ export class RedisStreamLog implements SharedStreamLog {
   }
 
   append(session: string, stream: string, seq: number, data: string): void {
-    const list = this.#key(session, stream, 'e');
-    const { events, ttlMs } = this.#options;
-    this.#write(
-      this.#redis
-        .multi()
-        .rpush(list, `${seq} ${data}`)
-        .ltrim(list, -events, -1)
-        .pexpire(list, ttlMs)
-        .pexpire(this.#key(session, stream, 'm'), ttlMs),
-    );
+    const base = this.#sessionKey(session);
+    const { events, bytes, ttlMs } = this.#options;
+    this.#write({
+      exec: () => this.#redis.streamLogAppend(`${base}${stream}:e`, `${base}${stream}:m`, `${base}order`, `${base}bytes`, stream, String(seq), data, String(events), String(bytes), String(ttlMs), base),
+    });
   }
 
   end(session: string, stream: string): void {
@@ -96,7 +139,8 @@ export class RedisStreamLog implements SharedStreamLog {
   hold(session: string, stream: string, held: boolean): void {
     const meta = this.#key(session, stream, 'm');
     if (!held) return void this.#held.delete(meta);
-    this.#held.set(meta, { list: `${meta.slice(0, -1)}e`, renewedAt: Date.now() });
+    const base = this.#sessionKey(session);
+    this.#held.set(meta, { keys: [`${base}${stream}:e`, `${base}order`, `${base}bytes`], renewedAt: Date.now() });
   }
 
   async read(session: string, stream: string, after: number): Promise<SharedStream | undefined> {
@@ -110,7 +154,7 @@ export class RedisStreamLog implements SharedStreamLog {
       const seq = Number(entry.slice(0, space));
       if (space > 0 && Number.isSafeInteger(seq) && seq > after) events.push({ seq, data: entry.slice(space + 1) });
     }
-    return { kind, done: meta.d === '1', requests: parseIds(meta.r), writerAlive: alive === 1, events };
+    return { kind, done: meta.d === '1', requests: parseIds(meta.r), writerAlive: alive === 1, dropped: Number(meta.x ?? 0) > after, events };
   }
 
   async close(): Promise<void> {
@@ -122,7 +166,12 @@ export class RedisStreamLog implements SharedStreamLog {
   }
 
   #key(session: string, stream: string, part: 'e' | 'm'): string {
-    return `${this.#options.prefix}log:${fingerprint(session)}:${stream}:${part}`;
+    return `${this.#sessionKey(session)}${stream}:${part}`;
+  }
+
+  /** What every key of the session's log begins with. */
+  #sessionKey(session: string): string {
+    return `${this.#options.prefix}log:${fingerprint(session)}:`;
   }
 
   #endedKey(ended: string): string {
@@ -146,7 +195,8 @@ export class RedisStreamLog implements SharedStreamLog {
       // Renewed a heartbeat before half its TTL has gone (one heartbeat may come late).
       if (now - held.renewedAt < ttlMs / 2 - ALIVE_MS / 3) continue;
       held.renewedAt = now;
-      batch.pexpire(meta, ttlMs).pexpire(held.list, ttlMs);
+      batch.pexpire(meta, ttlMs);
+      for (const key of held.keys) batch.pexpire(key, ttlMs);
     }
     this.#write(batch);
   }

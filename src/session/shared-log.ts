@@ -6,11 +6,6 @@
 import { createHash } from 'node:crypto';
 import type { JsonRpcId } from '../mcp/jsonrpc.js';
 
-/** How long an ended session's id stays refused (here and in shared state): twice the idle timeout, a minute at least. */
-export function endedForMs(idleTimeoutMs: number): number {
-  return Math.max(idleTimeoutMs, 60_000) * 2;
-}
-
 /** A session id as shared state names it (never the id itself, which only its client holds). */
 export function fingerprint(id: string): string {
   return createHash('sha256').update(id).digest('base64url').slice(0, 22);
@@ -33,7 +28,12 @@ export interface SharedStream {
   requests: JsonRpcId[];
   /** Whether the replica that writes the stream is still running. */
   writerAlive: boolean;
-  /** Its events after the sequence number asked for, oldest first (the oldest may have been trimmed). */
+  /**
+   * Some of its events after the sequence number asked for were dropped (the session's bounds,
+   * as a replica's own log keeps them): a resumption from there is refused, as streams.ts's is.
+   */
+  dropped: boolean;
+  /** Its events after the sequence number asked for that are still kept, oldest first. */
   events: SharedEvent[];
 }
 
@@ -50,8 +50,11 @@ export interface SharedStreamLog {
   hold(session: string, stream: string, held: boolean): void;
   /** The stream as written so far; undefined when no replica wrote it (or it expired). */
   read(session: string, stream: string, after: number): Promise<SharedStream | undefined>;
-  /** Its client ended the session (DELETE): no replica opens its id again, and those holding it let it go. */
-  endSession(session: string): void;
+  /**
+   * Its client ended the session (DELETE): no replica opens its id again, and those holding it
+   * let it go. Remembered `forMs`: until the id is sessions.maxAge old and opens nowhere anyway.
+   */
+  endSession(session: string, forMs: number): void;
   /** Whether the session's client ended it on some replica. */
   sessionEnded(session: string): Promise<boolean>;
   /** Hears of sessions ended on other replicas, by fingerprint. */

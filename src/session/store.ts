@@ -1,16 +1,19 @@
 // Downstream sessions by id. Ids are 192 random bits in base64url: visible ASCII, unguessable
-// (spec: basic/transports.mdx "Session Management"). Idle sessions are closed by a sweeper.
+// (spec: basic/transports.mdx "Session Management"). A sweeper closes idle sessions, and ends a
+// session whose client holds its id once it is sessions.maxAge old, wherever it was taken over.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../util/log.js';
 import { GatewayError } from '../mcp/errors.js';
 import { DownstreamSession, type Delivery, type FleetOptions, type SessionInfo, type UpstreamLink } from './session.js';
 import type { LogLimits } from './streams.js';
-import { endedForMs, fingerprint, type SharedStreamLog } from './shared-log.js';
+import { fingerprint, type SharedStreamLog } from './shared-log.js';
 
 const MAX_ENDED = 100_000;
 
 export interface SessionStoreOptions {
   idleTimeoutMs: number;
+  /** A session's whole life, from its start (its id's `iat`): sessions.maxAge. */
+  maxAgeMs: number;
   /** Each session's replay buffer. */
   replay: LogLimits;
   logger: Logger;
@@ -19,12 +22,18 @@ export interface SessionStoreOptions {
   fleet?: FleetOptions;
 }
 
+/** A session held here, and when it began (on whichever replica opened it). */
+interface Held<C extends UpstreamLink> {
+  session: DownstreamSession<C>;
+  startedAt: number;
+}
+
 export class SessionStore<C extends UpstreamLink = UpstreamLink> {
-  readonly #sessions = new Map<string, DownstreamSession<C>>();
+  readonly #sessions = new Map<string, Held<C>>();
   readonly #perPrincipal = new Map<string, number>();
   /**
-   * Ids of sessions that ended here (by hash), kept at least an idle timeout: a self-describing
-   * id must not bring a session back on the replica that ended it.
+   * Self-describing ids of sessions that ended here (by hash), until each is sessions.maxAge old
+   * and no replica opens it anyway: such an id must not bring its session back.
    */
   readonly #ended = new Map<string, number>();
   readonly #options: SessionStoreOptions;
@@ -40,20 +49,30 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
 
   /** The client's DELETE: the session ends here, and (sessions.store: redis) on every replica. */
   async endByClient(id: string): Promise<void> {
-    if (this.#sessions.get(id)?.portable) this.sharedLog?.endSession(id);
+    const held = this.#sessions.get(id);
+    if (held?.session.portable) this.sharedLog?.endSession(id, this.#endsAt(held) - this.#now());
     await this.delete(id, 'session ended by client');
-  }
-
-  /** Whether a session's client ended it on any replica (not to be taken over). */
-  async endedInFleet(id: string): Promise<boolean> {
-    return this.ended(id) || ((await this.sharedLog?.sessionEnded(id)) ?? false);
   }
 
   /** Another replica's client DELETE: the session goes here too; its upstream sessions were ended there. */
   async #endedElsewhere(ended: string): Promise<void> {
-    for (const session of this.#sessions.values()) {
+    for (const { session } of this.#sessions.values()) {
       if (fingerprint(session.id) === ended) return this.delete(session.id, 'session ended by client', { keepUpstreams: true });
     }
+  }
+
+  /** Whether a session that began at `startedAt` (its id's `iat`) has lived sessions.maxAge: no replica opens it. */
+  outlived(startedAt: number): boolean {
+    return startedAt + this.#options.maxAgeMs <= this.#now();
+  }
+
+  /** When the session by this id began (what its self-describing id says, `iat`). */
+  startedAt(id: string): number | undefined {
+    return this.#sessions.get(id)?.startedAt;
+  }
+
+  #endsAt(held: Held<C>): number {
+    return held.startedAt + this.#options.maxAgeMs;
   }
 
   /** The replay log every replica reads, when sessions.store is shared. */
@@ -69,23 +88,26 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
     return this.#now();
   }
 
-  /** A new session, under `id` (a resumed one) or a fresh random id. */
-  create(info: SessionInfo, id = randomBytes(24).toString('base64url'), delivery?: Delivery): DownstreamSession<C> {
+  /**
+   * A new session, under `id` (a resumed one, begun at `startedAt` on the replica that opened
+   * it) or a fresh random id. It counts against the caps from this moment.
+   */
+  create(info: SessionInfo, id = randomBytes(24).toString('base64url'), delivery?: Delivery, startedAt = this.#now()): DownstreamSession<C> {
     const session = new DownstreamSession<C>(id, info, this.#now(), this.#options.replay, delivery, this.#options.fleet);
-    this.#sessions.set(session.id, session);
+    this.#sessions.set(session.id, { session, startedAt });
     const key = info.principal ?? '';
     this.#perPrincipal.set(key, (this.#perPrincipal.get(key) ?? 0) + 1);
     return session;
   }
 
-  all(): IterableIterator<DownstreamSession<C>> {
-    return this.#sessions.values();
+  *all(): IterableIterator<DownstreamSession<C>> {
+    for (const { session } of this.#sessions.values()) yield session;
   }
 
   /** SSE connections open to clients, by kind. */
   openStreams(): { request: number; standalone: number } {
     const open = { request: 0, standalone: 0 };
-    for (const session of this.#sessions.values()) {
+    for (const session of this.all()) {
       const counts = session.openStreams();
       open.request += counts.request;
       open.standalone += counts.standalone;
@@ -96,32 +118,35 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
   /** Client requests being processed, across sessions. */
   inflight(): number {
     let total = 0;
-    for (const session of this.#sessions.values()) total += session.inflight;
+    for (const session of this.all()) total += session.inflight;
     return total;
   }
 
-  /** Whether a session by this id ended here recently (and so must not be resumed). */
+  /** Whether a session by this id ended here and is not yet sessions.maxAge old (so must not be taken over). */
   ended(id: string): boolean {
     const until = this.#ended.get(fingerprint(id));
     return until !== undefined && until > this.#now();
   }
 
-  #remember(id: string): void {
+  /** Remembers a self-describing id as ended until `until` (random ids are never opened again anyway). */
+  #remember(id: string, until: number): void {
+    if (!this.#options.fleet || until <= this.#now()) return;
     if (this.#ended.size >= MAX_ENDED) {
-      for (const [key, until] of this.#ended) {
-        if (until <= this.#now() || this.#ended.size >= MAX_ENDED) this.#ended.delete(key);
+      for (const [key, expires] of this.#ended) {
+        if (expires <= this.#now() || this.#ended.size >= MAX_ENDED) this.#ended.delete(key);
         if (this.#ended.size < MAX_ENDED * 0.9) break;
       }
     }
-    this.#ended.set(fingerprint(id), this.#now() + endedForMs(this.#options.idleTimeoutMs));
+    this.#ended.set(fingerprint(id), until);
   }
 
   /** Gives a session its final id (the sealed token, known once its upstreams are open). */
   assignId(session: DownstreamSession<C>, id: string): void {
-    if (this.#sessions.get(session.id) !== session) return;
+    const held = this.#sessions.get(session.id);
+    if (held?.session !== session) return;
     this.#sessions.delete(session.id);
     session.id = id;
-    this.#sessions.set(id, session);
+    this.#sessions.set(id, held);
   }
 
   /** Sessions open for `principal`. */
@@ -130,7 +155,7 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
   }
 
   get(id: string): DownstreamSession<C> | undefined {
-    return this.#sessions.get(id);
+    return this.#sessions.get(id)?.session;
   }
 
   /**
@@ -139,10 +164,11 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
    * upstreams' own sessions alive.
    */
   async delete(id: string, reason = 'session ended', options: { remember?: boolean; keepUpstreams?: boolean } = {}): Promise<void> {
-    const session = this.#sessions.get(id);
-    if (!session) return;
+    const held = this.#sessions.get(id);
+    if (!held) return;
+    const { session } = held;
     this.#sessions.delete(id);
-    if (options.remember !== false) this.#remember(id);
+    if (options.remember !== false) this.#remember(id, this.#endsAt(held));
     const key = session.info.principal ?? '';
     const left = (this.#perPrincipal.get(key) ?? 1) - 1;
     if (left > 0) this.#perPrincipal.set(key, left);
@@ -159,21 +185,33 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
     return session.portable ? this.delete(session.id, reason, { remember: false, keepUpstreams: true }) : this.delete(session.id, reason);
   }
 
-  /** Closes sessions idle for longer than the timeout. */
+  /**
+   * Ends sessions that lived sessions.maxAge (busy or not: everywhere, for no replica opens them
+   * again) and lets go of those idle for longer than the timeout. A session the gateway keeps
+   * for a client that holds no id of it has no age limit.
+   */
   async sweep(): Promise<number> {
-    const cutoff = this.#now() - this.#options.idleTimeoutMs;
-    const idle = [...this.#sessions.values()].filter((s) => {
-      const since = s.idleSince();
-      return since !== undefined && since <= cutoff;
-    });
-    for (const session of idle) this.#options.logger.info('closing idle session', { session: session.id.slice(0, 8) });
-    await Promise.allSettled(idle.map((s) => this.#letGo(s, 'session idle timeout')));
-    return idle.length;
+    const now = this.#now();
+    const cutoff = now - this.#options.idleTimeoutMs;
+    const outlived: DownstreamSession<C>[] = [];
+    const idle: DownstreamSession<C>[] = [];
+    for (const held of this.#sessions.values()) {
+      const { session } = held;
+      const since = session.idleSince();
+      if (session.delivery.addressable && this.#endsAt(held) <= now) outlived.push(session);
+      else if (since !== undefined && since <= cutoff) idle.push(session);
+    }
+    const { logger } = this.#options;
+    for (const session of outlived) logger.info('ending session at sessions.maxAge', { session: session.id.slice(0, 8) });
+    for (const session of idle) logger.info('closing idle session', { session: session.id.slice(0, 8) });
+    await Promise.allSettled([...outlived.map((s) => this.delete(s.id, 'session reached its maximum age')), ...idle.map((s) => this.#letGo(s, 'session idle timeout'))]);
+    return outlived.length + idle.length;
   }
 
   startSweeper(): void {
     if (this.#sweeper) return;
-    const every = Math.max(1_000, Math.min(this.#options.idleTimeoutMs / 2, 60_000));
+    const { idleTimeoutMs, maxAgeMs } = this.#options;
+    const every = Math.max(1_000, Math.min(idleTimeoutMs / 2, maxAgeMs / 2, 60_000));
     this.#sweeper = setInterval(() => void this.sweep(), every);
     this.#sweeper.unref();
   }
@@ -181,7 +219,7 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
   async closeAll(): Promise<void> {
     clearInterval(this.#sweeper);
     this.#sweeper = undefined;
-    const all = [...this.#sessions.values()];
+    const all = [...this.all()];
     await Promise.allSettled(all.map((session) => this.#letGo(session, 'gateway shutting down')));
   }
 }

@@ -13,7 +13,7 @@ let log: RedisStreamLog;
 
 beforeAll(async () => {
   redis = await startRedis();
-  log = new RedisStreamLog({ url: redis.url, prefix: redis.prefix, events: 100, ttlMs: TTL_MS, logger: silentLogger });
+  log = new RedisStreamLog({ url: redis.url, prefix: redis.prefix, events: 100, bytes: 1_000_000, ttlMs: TTL_MS, logger: silentLogger });
   // Ready once a read is answered (offline, it is refused at once); bounded.
   for (let tries = 0; !(await log.read('s', 'none', 0).then(() => true, () => false)); tries++) {
     if (tries > 100) throw new Error('Redis never became ready');

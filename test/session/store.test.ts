@@ -4,7 +4,7 @@ import { SessionStore } from '../../src/session/store.js';
 import { silentLogger } from '../../src/util/log.js';
 
 function store(clock: { now: number }) {
-  return new SessionStore({ idleTimeoutMs: 1_000, replay: { events: 10, bytes: 10_000 }, logger: silentLogger, now: () => clock.now });
+  return new SessionStore({ idleTimeoutMs: 1_000, maxAgeMs: 3_600_000, replay: { events: 10, bytes: 10_000 }, logger: silentLogger, now: () => clock.now });
 }
 
 const info = { protocolVersion: '2025-11-25' as const, clientCapabilities: {}, clientInfo: { name: 't', version: '1' } };
