@@ -17,10 +17,11 @@ export function hashApiKey(key: string): string {
 }
 
 export class ApiKeys {
-  readonly #entries: { entry: ApiKeyEntry; digest: Buffer }[];
+  /** Each key's one principal: the same object on every request (a session sees its principal unchanged). */
+  readonly #entries: { principal: Principal; digest: Buffer }[];
 
   constructor(entries: readonly ApiKeyEntry[]) {
-    this.#entries = entries.map((entry) => ({ entry, digest: Buffer.from(entry.hash.slice('sha256:'.length), 'hex') }));
+    this.#entries = entries.map((entry) => ({ principal: principalOf(entry), digest: Buffer.from(entry.hash.slice('sha256:'.length), 'hex') }));
   }
 
   get size(): number {
@@ -29,12 +30,16 @@ export class ApiKeys {
 
   verify(key: string): Principal {
     const digest = createHash('sha256').update(key, 'utf8').digest();
-    let found: ApiKeyEntry | undefined;
+    let found: Principal | undefined;
     // Compare with every entry, matched or not, so timing says nothing about which matched.
-    for (const { entry, digest: stored } of this.#entries) if (timingSafeEqual(digest, stored)) found = entry;
+    for (const { principal, digest: stored } of this.#entries) if (timingSafeEqual(digest, stored)) found = principal;
     if (!found) throw new AuthError('unknown_api_key', 'the API key is not valid');
-    const principal: Principal = { id: `apikey:${found.id}`, kind: 'apikey', scopes: found.scopes, claims: {} };
-    if (found.team !== undefined) principal.team = found.team;
-    return principal;
+    return found;
   }
+}
+
+function principalOf(entry: ApiKeyEntry): Principal {
+  const principal: Principal = { id: `apikey:${entry.id}`, kind: 'apikey', scopes: entry.scopes, claims: Object.freeze({}) };
+  if (entry.team !== undefined) principal.team = entry.team;
+  return Object.freeze(principal);
 }

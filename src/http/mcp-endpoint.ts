@@ -109,11 +109,13 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     return undefined;
   }
 
-  function admit(session: DownstreamSession | undefined, context: Caller): DownstreamSession | Response {
+  function admit(session: DownstreamSession | undefined, context: Caller): DownstreamSession | Response | Promise<DownstreamSession> {
     // Nor is it known on another endpoint than the one it was opened on.
     if (!session || session.closed || !session.delivery.addressable || session.info.principal !== context.principal?.id || session.info.endpoint !== context.endpoint) return unknownSession();
     session.touch(sessions.now());
-    return session;
+    // The same principal with a renewed token: what its claims say now decides (its teams may have changed).
+    const renewed = context.principal === session.principal ? undefined : links.renewPrincipal(session, context.principal);
+    return renewed ? renewed.then(() => session) : session;
   }
 
   /**

@@ -31,6 +31,12 @@ export interface SessionLinks {
   takingOver(id: string): Promise<unknown> | undefined;
   /** A config reload applied to the open sessions. */
   reconfigure(changes: UpstreamChanges, namingChanged: boolean, policyChanged: boolean): Promise<void>;
+  /**
+   * A request's principal other than the one the session holds (the same id, a renewed token):
+   * the session takes it, and if its teams differ, changes as a policy reload changes it; a
+   * promise only then (the session's access is the new one before it settles).
+   */
+  renewPrincipal(session: DownstreamSession, principal: Caller['principal']): Promise<void> | undefined;
   /** Starts (and stops) closing idle upstream sessions. */
   startSweeping(): void;
   stopSweeping(): void;
@@ -99,6 +105,10 @@ export class Links implements SessionLinks {
 
   reconfigure(changes: UpstreamChanges, namingChanged: boolean, policyChanged: boolean): Promise<void> {
     return this.#opener.reconfigure(changes, namingChanged, policyChanged);
+  }
+
+  renewPrincipal(session: DownstreamSession, principal: Caller['principal']): Promise<void> | undefined {
+    return this.#opener.renewPrincipal(session, principal);
   }
 
   startSweeping(): void {

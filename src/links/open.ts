@@ -10,11 +10,10 @@
 import { mergeCapabilities, supportsMethod } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, notification, success, type JsonObject, type JsonRpcRequest, type JsonRpcResponse } from '../mcp/jsonrpc.js';
-import { negotiateVersion, type SessionVersion } from '../mcp/versions.js';
+import { negotiateVersion } from '../mcp/versions.js';
 import { listChangedOf, listChangeOf, listChanges, listKindOf } from '../mcp/methods.js';
-import { randomBytes } from 'node:crypto';
 import type { Delivery, SessionInfo } from '../session/session.js';
-import type { SessionTokens, UpstreamState } from '../session/token.js';
+import { claimsOf, type SessionTokens, type UpstreamState } from '../session/token.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { ProcessLimitError, type UpstreamChanges, type UpstreamPool } from '../upstream/pool.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -22,11 +21,9 @@ import type { Policy } from '../policy/policy.js';
 import type { Logger } from '../util/log.js';
 import { GATEWAY_NAME, GATEWAY_VERSION } from '../version.js';
 import type { Caller } from '../session/context.js';
-import type { Catalog } from '../names/lists.js';
+import type { Catalog, Listing, ListKind } from '../names/lists.js';
 import { afterRestart } from './recovery.js';
 import { UpstreamCatalogs, type CatalogSession } from './catalog-sessions.js';
-import type { Listing } from '../names/lists.js';
-import type { ListKind } from '../names/lists.js';
 import { logOpened, startIdleSweep } from './idle.js';
 import { instructionsSection, namingNote } from './instructions.js';
 import { wireUpstream } from './relay.js';
@@ -87,7 +84,7 @@ export class SessionOpener {
     const protocolVersion = negotiateVersion(params.protocolVersion);
     const { sessions, tokens } = this.#deps;
     const session = await this.open({ protocolVersion, clientCapabilities: params.capabilities, clientInfo: params.clientInfo }, caller);
-    if (tokens) sessions.assignId(session, tokens.seal(this.#claims(session, protocolVersion)));
+    if (tokens) sessions.assignId(session, tokens.seal(claimsOf(session.info, protocolVersion, session.upstreams, sessions.startedAt(session.id) ?? sessions.now())));
     const result: JsonObject = {
       protocolVersion,
       capabilities: session.capabilities,
@@ -413,26 +410,6 @@ export class SessionOpener {
     return client ? this.#hubs.get(client) : undefined;
   }
 
-  /** What a replica needs to take the session over (sealed into its id); only a sessions-era session has one. */
-  #claims(session: DownstreamSession, protocolVersion: SessionVersion) {
-    const upstreams: Record<string, UpstreamState> = {};
-    for (const [name, client] of session.upstreams) {
-      const upstreamSession = client.upstreamSessionId;
-      const init = client.initialized;
-      if (upstreamSession && init) upstreams[name] = { session: upstreamSession, protocolVersion: init.protocolVersion, capabilities: init.capabilities };
-    }
-    return {
-      nonce: randomBytes(8).toString('base64url'),
-      ...(session.info.principal !== undefined ? { principal: session.info.principal } : {}),
-      ...(session.info.endpoint !== undefined ? { endpoint: session.info.endpoint } : {}),
-      protocolVersion,
-      clientCapabilities: session.info.clientCapabilities,
-      clientInfo: session.info.clientInfo,
-      upstreams,
-      iat: this.#deps.sessions.startedAt(session.id) ?? this.#deps.sessions.now(),
-    };
-  }
-
   /**
    * Applies a config reload to the open sessions: upstream sessions of removed or changed
    * upstreams, or of upstreams the session's teams may no longer see, are closed; added or
@@ -441,28 +418,43 @@ export class SessionOpener {
    * reload does not touch keep running as they were.
    */
   async reconfigure(changes: UpstreamChanges, namingChanged: boolean, policyChanged: boolean): Promise<void> {
-    const { sessions, pool } = this.#deps;
+    const { sessions } = this.#deps;
     const replaced = new Set([...changes.removed, ...changes.changed]);
     this.#catalogs.retire([...replaced]);
     if (changes.added.length + changes.changed.length > 0) this.startSweeping();
-    await Promise.allSettled(
-      [...sessions.all()].map(async (session) => {
-        if (policyChanged) session.access = this.#deps.policy().access(session.principal, session.info.endpoint);
-        let touched = namingChanged || policyChanged;
-        for (const name of [...session.links.names()]) {
-          if (!replaced.has(name) && session.access.canSeeUpstream(name)) continue;
-          session.links.drop(name);
-          touched = true;
-        }
-        const reachable = (name: string): boolean => session.upstreams.has(name) || session.links.get(name)?.deferred === true;
-        const opening = pool.names.filter((name) => !reachable(name) && session.access.canSeeUpstream(name) && (changes.added.includes(name) || changes.changed.includes(name) || policyChanged));
-        const before = session.links.reachable();
-        await this.#openUpstreams(session, opening);
-        if (session.links.reachable() !== before) touched = true;
-        if (!touched || session.closed) return;
-        announceListChanges(session);
-      }),
-    );
+    await Promise.allSettled([...sessions.all()].map((session) => this.#reapply(session, replaced, changes, namingChanged, policyChanged)));
+  }
+
+  /**
+   * A request's principal that is not the one the session holds (its token was renewed, its
+   * claims may differ): its teams decide from now on, and if they are not the session's, the
+   * session changes as a policy reload changes it (the access is the new one at once).
+   */
+  renewPrincipal(session: DownstreamSession, principal: Caller['principal']): Promise<void> | undefined {
+    session.principal = principal;
+    const teams = this.#deps.policy().teamsOf(principal);
+    const held = session.access.teams;
+    if (teams.length === held.length && teams.every((team) => held.includes(team))) return undefined;
+    return this.#reapply(session, new Set(), { added: [], removed: [], changed: [] }, false, true);
+  }
+
+  /** A reload (or a new principal) applied to one session; see reconfigure. */
+  async #reapply(session: DownstreamSession, replaced: ReadonlySet<string>, changes: UpstreamChanges, namingChanged: boolean, policyChanged: boolean): Promise<void> {
+    const { pool } = this.#deps;
+    if (policyChanged) session.access = this.#deps.policy().access(session.principal, session.info.endpoint);
+    let touched = namingChanged || policyChanged;
+    for (const name of [...session.links.names()]) {
+      if (!replaced.has(name) && session.access.canSeeUpstream(name)) continue;
+      session.links.drop(name);
+      touched = true;
+    }
+    const reachable = (name: string): boolean => session.upstreams.has(name) || session.links.get(name)?.deferred === true;
+    const opening = pool.names.filter((name) => !reachable(name) && session.access.canSeeUpstream(name) && (changes.added.includes(name) || changes.changed.includes(name) || policyChanged));
+    const before = session.links.reachable();
+    await this.#openUpstreams(session, opening);
+    if (session.links.reachable() !== before) touched = true;
+    if (!touched || session.closed) return;
+    announceListChanges(session);
   }
 
   /** Wires a new upstream session to the client session that owns it. */

@@ -87,6 +87,32 @@ export class SessionTokens {
   }
 }
 
+/** An upstream session as a new session's id carries it (an HTTP one with an id of its own). */
+export interface CarriedUpstream {
+  readonly upstreamSessionId: string | undefined;
+  readonly initialized: { protocolVersion: string; capabilities: JsonObject } | undefined;
+}
+
+/** The claims sealed into a sessions-era session's id: who opened it where, what it negotiated, the upstream sessions a replica continues. */
+export function claimsOf(info: Pick<SessionClaims, 'principal' | 'endpoint' | 'clientCapabilities' | 'clientInfo'>, protocolVersion: SessionVersion, upstreams: Iterable<[string, CarriedUpstream]>, iat: number): SessionClaims {
+  const carried: Record<string, UpstreamState> = {};
+  for (const [name, client] of upstreams) {
+    const session = client.upstreamSessionId;
+    const init = client.initialized;
+    if (session && init) carried[name] = { session, protocolVersion: init.protocolVersion, capabilities: init.capabilities };
+  }
+  return {
+    nonce: randomBytes(8).toString('base64url'),
+    ...(info.principal !== undefined ? { principal: info.principal } : {}),
+    ...(info.endpoint !== undefined ? { endpoint: info.endpoint } : {}),
+    protocolVersion,
+    clientCapabilities: info.clientCapabilities,
+    clientInfo: info.clientInfo,
+    upstreams: carried,
+    iat,
+  };
+}
+
 /** Short keys on the wire: the id travels on every request. */
 function compact(claims: SessionClaims): JsonObject {
   const out: JsonObject = { n: claims.nonce, v: claims.protocolVersion, c: claims.clientCapabilities, i: claims.clientInfo, u: {}, t: claims.iat };

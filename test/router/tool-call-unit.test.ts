@@ -95,6 +95,7 @@ async function harness(setup: Setup = {}): Promise<Harness> {
     resume: notHere,
     takingOver: notHere,
     reconfigure: notHere,
+    renewPrincipal: notHere,
     startSweeping: notHere,
     stopSweeping: notHere,
   };

@@ -119,6 +119,8 @@ export class StatelessSessions {
     const existing = id === undefined ? undefined : this.#deps.sessions.get(id);
     if (existing && !existing.closed) {
       existing.touch(this.#deps.sessions.now());
+      // A renewed token of the same principal: its teams now (the key names the principal, not its claims).
+      if (caller.principal !== existing.principal) await this.#deps.links.renewPrincipal(existing, caller.principal);
       return existing;
     }
     if (id !== undefined) this.#byKey.delete(key);
