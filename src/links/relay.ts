@@ -60,10 +60,11 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
     // Updates about resources the session's teams cannot see never reach it.
     const uri = forwarded?.method === 'notifications/resources/updated' ? forwarded.params?.uri : undefined;
     if (typeof uri === 'string' && !session.access.canSee('resource', uri, client.name)) forwarded = undefined;
-    // A task's status is heard by who follows it here (a listen that named its handle).
-    const taskId = forwarded?.method.startsWith('notifications/tasks') ? forwarded.params?.taskId : undefined;
+    // A 2025-11-25 task's status, sent unasked, is heard by who follows it here (a listen that named its handle).
+    const taskId = forwarded?.method === 'notifications/tasks/status' ? forwarded.params?.taskId : undefined;
     if (typeof taskId === 'string') for (const follower of session.taskFollowers.get(taskId) ?? []) follower(forwarded!);
-    // The extension's own notifications belong to the listen request of the gateway's that asked for them.
+    // The extension's own notifications belong to the listen request of the gateway's that asked
+    // for them (src/router/task-follow.ts follows the task from it), and to nobody without one.
     if (context === undefined && (message.method === 'notifications/tasks' || message.method === 'notifications/subscriptions/acknowledged')) forwarded = undefined;
     metrics.notifications.inc({ method: metrics.notification(message.method), outcome: forwarded && !session.closed ? 'forwarded' : 'dropped' });
     if (forwarded) send(forwarded, context);

@@ -2,13 +2,15 @@
 // special (the UpstreamClient issues its own ids and progress tokens, and keeps each request's
 // context); what needs a hub is what the child sends unasked and what sessions share: resource
 // subscriptions are reference-counted and updates fan out to the subscribed sessions only,
-// tasks stay with the session that created them, and the child, told of no client
+// tasks stay with the session that created them (a listen's acknowledgement and task
+// notifications with the listen they name by subscription id), and the child, told of no client
 // capabilities, gets no sampling, elicitation or roots request relayed. Its lists, the same for
 // every session, are read once and cached until it says they changed.
 import { GatewayError } from '../mcp/errors.js';
 import { notification, type JsonObject, type JsonRpcNotification } from '../mcp/jsonrpc.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { DownstreamSession } from './session.js';
+import type { RequestContext } from '../session/context.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
 import type { NamespaceCodec } from '../names/namespace.js';
@@ -40,7 +42,7 @@ export class SharedHub {
     this.#naming = deps.naming;
     this.#metrics = deps.metrics;
     this.#logger = deps.logger;
-    client.onnotification = (message) => this.#fanOut(message);
+    client.onnotification = (message, context) => this.#fanOut(message, context as RequestContext | undefined);
     client.onrequest = async (request) => {
       this.#metrics.serverRequests.inc({ method: this.#metrics.serverRequest(request.method), outcome: 'refused' });
       throw new GatewayError('method_not_found', `Method not found: ${request.method} (a shared upstream has no client to ask)`);
@@ -84,7 +86,8 @@ export class SharedHub {
     return this.#tasks.get(taskId) === session;
   }
 
-  #fanOut(message: JsonRpcNotification): void {
+  /** `listen` is the context of the listen request the notification names, when it names one. */
+  #fanOut(message: JsonRpcNotification, listen: RequestContext | undefined): void {
     const stale = listChangeOf(message.method)?.methods;
     if (stale) this.listing.forget(stale);
     const upstream = this.client.name;
@@ -97,15 +100,20 @@ export class SharedHub {
     let targets: Iterable<DownstreamSession> = this.#sessions;
     if (message.method === 'notifications/resources/updated') {
       targets = this.#subscriptions.holders(String(message.params?.uri));
-    } else if (message.method.startsWith('notifications/tasks')) {
-      // A task is its session's alone (the extension's notifications/tasks carries its result):
-      // who follows it there hears it, and the session's client the 2025-11-25 status.
+    } else if (message.method === 'notifications/tasks/status') {
+      // A 2025-11-25 task is its session's alone: who follows it there hears it, and the session's client.
       const owner = this.#tasks.get(String(message.params?.taskId));
       const taskId = forwarded.params?.taskId;
       if (owner && typeof taskId === 'string') for (const follower of owner.taskFollowers.get(taskId) ?? []) follower(forwarded);
-      targets = owner && message.method === 'notifications/tasks/status' ? [owner] : [];
-    } else if (message.method === 'notifications/subscriptions/acknowledged') {
-      // It answers one session's listen, which this hub cannot tell from the others': nobody's.
+      targets = owner ? [owner] : [];
+    } else if (message.method === 'notifications/tasks' || message.method === 'notifications/subscriptions/acknowledged') {
+      // The extension's notifications answer one session's listen (notifications/tasks carries
+      // the task's result): the listen they name (by subscription id, on this one channel)
+      // alone hears them; naming none, nobody does.
+      if (listen) {
+        listen.channel.send(forwarded);
+        this.#metrics.notifications.inc({ method: kind, outcome: 'forwarded' });
+      }
       targets = [];
     }
     for (const session of targets) {

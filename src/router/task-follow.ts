@@ -5,7 +5,10 @@
 // (sent unasked to the upstream session that made the task, tasks.mdx "Task Notifications") are
 // followed by a tasks/get in the extension's form, which carries the result once it ended. Only
 // a handle of the listener's principal, of a tool its teams may call, is followed, and only the
-// session's own upstream session is heard: no other session's tasks reach the listener.
+// session's own upstream session is heard: no other session's tasks reach the listener. The
+// gateway's listen hears its acknowledgement and the task's notifications on its own request
+// (the stream of its HTTP exchange; on stdio, where every listen shares the channel, by the
+// subscription id they carry), so a shared child's other sessions never hear them.
 import { isObject, type JsonObject, type JsonRpcNotification } from '../mcp/jsonrpc.js';
 import type { NamespaceCodec } from '../names/namespace.js';
 import { requestContext, type RequestChannel, type RequestContext } from '../session/context.js';
@@ -50,13 +53,17 @@ export async function followTask(deps: TaskFollowDeps, session: DownstreamSessio
   const forms = formsOf(owner.era, context.protocolVersion);
   const send = (method: string, params: JsonObject): Promise<JsonObject> => owner.request(method, declaringFor(owner.era, params, session.info.clientCapabilities), { signal: cancel.signal });
   let seen = '';
+  // What the upstream tells before it agreed waits for its agreement (a task it did not agree
+  // to tell of is not the listener's to hear).
+  let held: JsonObject[] | undefined = forms.upstream === 'extension' ? [] : undefined;
   const emit = (task: JsonObject): void => {
     if (cancel.aborted) return;
     const { resultType: _type, _meta: _meta, ...detailed } = task;
     const state = `${String(detailed.status)} ${String(detailed.lastUpdatedAt)}`;
     if (state === seen) return;
     seen = state;
-    onTask({ ...detailed, taskId: exposed });
+    if (held) held.push({ ...detailed, taskId: exposed });
+    else onTask({ ...detailed, taskId: exposed });
     if (TERMINAL.has(detailed.status as string)) follow.close();
   };
   const follower = (message: JsonRpcNotification): void => {
@@ -75,15 +82,24 @@ export async function followTask(deps: TaskFollowDeps, session: DownstreamSessio
       if (followers.size === 0 && session.taskFollowers.get(id) === followers) session.taskFollowers.delete(id);
     },
   };
-  if (forms.upstream === 'extension' && !(await listenUpstream(session, owner, handle.taskId, id, context, cancel))) {
-    follow.close();
-    return undefined;
+  if (held) {
+    const agreed = await listenUpstream(session, owner, handle.taskId, id, context, cancel, follower);
+    const told = held;
+    held = undefined;
+    if (!agreed) {
+      follow.close();
+      return undefined;
+    }
+    for (const task of told) onTask(task);
   }
   return follow;
 }
 
-/** Asks a 2026-07-28 upstream to tell of the task on a listen of the gateway's; whether it agreed. */
-function listenUpstream(session: DownstreamSession, owner: UpstreamClient, taskId: string, id: string, context: RequestContext, cancel: Cancellation): Promise<boolean> {
+/**
+ * Asks a 2026-07-28 upstream to tell of the task on a listen of the gateway's, whose
+ * notifications/tasks of this task (`id`, as the gateway names it) `hear` hears; whether it agreed.
+ */
+function listenUpstream(session: DownstreamSession, owner: UpstreamClient, taskId: string, id: string, context: RequestContext, cancel: Cancellation, hear: (message: JsonRpcNotification) => void): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => resolve(false), ACK_TIMEOUT_MS);
     timer.unref();
@@ -91,11 +107,14 @@ function listenUpstream(session: DownstreamSession, owner: UpstreamClient, taskI
       clearTimeout(timer);
       resolve(agreed);
     };
-    // The listen's own stream: its acknowledgement says which task ids the upstream agreed to.
+    // The listen's own stream: its acknowledgement says which task ids the upstream agreed to,
+    // then the task's notifications follow (of this task only, whatever else the upstream says).
     const channel: RequestChannel = {
       canAsk: false,
       send(message) {
-        if (!('method' in message) || message.method !== 'notifications/subscriptions/acknowledged') return;
+        if (!('method' in message)) return;
+        if (message.method === 'notifications/tasks' && message.params?.taskId === id) return hear(message);
+        if (message.method !== 'notifications/subscriptions/acknowledged') return;
         const notifications = isObject(message.params?.notifications) ? message.params.notifications : {};
         settle(Array.isArray(notifications.taskIds) && notifications.taskIds.includes(id));
       },

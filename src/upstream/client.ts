@@ -32,7 +32,7 @@ import { createdTaskId, isTerminalTaskStatus } from '../mcp/tasks.js';
 import { isStatelessVersion, STATELESS_VERSION } from '../mcp/era.js';
 import { isWork } from '../mcp/methods.js';
 import { isSupportedVersion, LATEST_VERSION } from '../mcp/versions.js';
-import { eraFromProbe, initFromDiscover, refusesInitialize, withEnvelope, type EraChoice, type Envelope, type UpstreamEra } from './stateless-protocol.js';
+import { eraFromProbe, initFromDiscover, listenNamedBy, refusesInitialize, withEnvelope, type EraChoice, type Envelope, type UpstreamEra } from './stateless-protocol.js';
 import { noClient, StatelessUpstream } from './stateless.js';
 import { TaskProgressRoutes } from './task-progress.js';
 import { parseInitializeResult, type InitializeResult, type RequestOptions, type ServerRequestHandler, type UpstreamClientOptions } from './client-options.js';
@@ -415,10 +415,10 @@ export class UpstreamClient {
       void this.#answer(message, this.#relatedContext(extra));
       return;
     }
+    const related = (extra?.relatedRequestId === undefined ? this.#stateless && listenNamedBy(message.params, (id) => this.#pending.get(id)) : this.#pending.get(extra.relatedRequestId))?.context;
     if (this.#stateless) message = this.#stateless.received(message);
     if (message.method === 'notifications/progress' && this.#onProgress(message)) return;
     if (message.method === 'notifications/tasks/status') this.#onTaskStatus(message.params);
-    const related = extra?.relatedRequestId === undefined ? undefined : this.#pending.get(extra.relatedRequestId)?.context;
     this.onnotification?.(message, related);
   }
 

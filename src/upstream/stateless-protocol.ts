@@ -4,7 +4,7 @@
 // basic/patterns/mrtr.mdx).
 import { META, STATELESS_VERSION, StatelessErrorCode, isStatelessVersion } from '../mcp/era.js';
 import { GatewayError, RpcError } from '../mcp/errors.js';
-import { isObject, metaOf, type JsonObject } from '../mcp/jsonrpc.js';
+import { isObject, metaOf, type JsonObject, type JsonRpcId } from '../mcp/jsonrpc.js';
 import { TransportError } from '../transport/types.js';
 import { Cancellation } from '../util/cancel.js';
 import { listChanges } from '../mcp/methods.js';
@@ -145,6 +145,17 @@ export function withoutSubscriptionId(params: JsonObject | undefined): JsonObjec
   const { [META.subscriptionId]: _id, ...others } = meta;
   const { _meta: _dropped, ...rest } = params;
   return Object.keys(others).length === 0 ? rest : { ...rest, _meta: others };
+}
+
+/**
+ * The pending request a notification belongs to by its subscription id (`pendingOf`: a request
+ * still pending, by id), when that is a subscriptions/listen: on stdio every listen shares one
+ * channel, and this id is all that tells them apart (subscriptions.mdx).
+ */
+export function listenNamedBy<P extends { readonly method: string }>(params: JsonObject | undefined, pendingOf: (id: JsonRpcId) => P | undefined): P | undefined {
+  const id = metaOf(params)?.[META.subscriptionId];
+  const pending = typeof id === 'string' || typeof id === 'number' ? pendingOf(id) : undefined;
+  return pending?.method === 'subscriptions/listen' ? pending : undefined;
 }
 
 /** A server asking for input more often than this on one request is broken (or hostile). */

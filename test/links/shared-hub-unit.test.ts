@@ -1,9 +1,9 @@
 // A shared stdio child's unasked messages (links/shared.ts): what belongs to one session's task
 // reaches that session only. The extension's `notifications/tasks` carries a task's result, and
-// `notifications/subscriptions/acknowledged` answers one session's listen: neither is for the
-// other sessions (other principals) the child serves.
+// `notifications/subscriptions/acknowledged` answers one session's listen: both reach the listen
+// they name (the child's client hands over its request's context) and no session the child serves.
 import { describe, expect, it } from 'vitest';
-import type { JsonRpcNotification } from '../../src/mcp/jsonrpc.js';
+import type { JsonRpcMessage, JsonRpcNotification } from '../../src/mcp/jsonrpc.js';
 import type { DownstreamSession } from '../../src/links/session.js';
 import { SharedHub } from '../../src/links/shared.js';
 import { Metrics } from '../../src/metrics/metrics.js';
@@ -31,29 +31,55 @@ const codec = new NamespaceCodec({ separator: '__', maxNameLength: 64 }, [{ upst
 /** The task as the gateway names it to its clients (and as a listen follows it). */
 const EXPOSED = codec.exposeTaskId('kid', 'task-1');
 
-function hub(): { hub: SharedHub; hear: (message: JsonRpcNotification) => void } {
+/** `listen`: the context of the gateway's listen request the child's notification names, if any. */
+function hub(): { hub: SharedHub; hear: (message: JsonRpcNotification, listen?: unknown) => void } {
   const client = { name: 'kid', request: async () => ({}) } as unknown as UpstreamClient & { onnotification: (message: JsonRpcNotification, context: unknown) => void };
   const shared = new SharedHub(client, { naming: { codec }, metrics: new Metrics(['kid']), logger: silentLogger });
-  return { hub: shared, hear: (message) => client.onnotification(message, undefined) };
+  return { hub: shared, hear: (message, listen) => client.onnotification(message, listen) };
+}
+
+/** The context of a listen request of the gateway's: what reaches its stream. */
+function listening(): { context: unknown; heard: JsonRpcMessage[] } {
+  const heard: JsonRpcMessage[] = [];
+  return { context: { channel: { send: (message: JsonRpcMessage) => void heard.push(message) } }, heard };
 }
 
 describe("a shared child's task notifications", () => {
-  it("reach the task's own session only: its followers hear the task, no other session hears anything", () => {
+  it("a 2025-11-25 task's status reaches its own session only: its followers and its client", () => {
     const { hub: shared, hear } = hub();
     const a = session(EXPOSED);
     const b = session(EXPOSED);
     shared.add(a.session);
     shared.add(b.session);
     shared.ownTask('task-1', a.session);
-    const tasks: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/tasks', params: { taskId: 'task-1', status: 'completed', result: { content: [{ type: 'text', text: 'A SECRET' }] } } };
-    const status: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/tasks/status', params: { taskId: 'task-1', status: 'working' } };
-    hear(tasks);
-    hear(status);
-    hear({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: ['task-1'] } } });
+    hear({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: { taskId: 'task-1', status: 'working' } });
     expect(b.delivered).toEqual([]);
     expect(b.followed).toEqual([]);
-    expect(a.delivered.map((m) => m.method)).toEqual(['notifications/tasks/status']);
-    expect(a.followed.map((m) => m.method)).toEqual(['notifications/tasks', 'notifications/tasks/status']);
+    expect(a.delivered.map((m) => m.params?.taskId)).toEqual([EXPOSED]);
+    expect(a.followed.map((m) => m.method)).toEqual(['notifications/tasks/status']);
+  });
+
+  it("the extension's acknowledgement and notifications/tasks reach the listen they name alone; naming none, nobody", () => {
+    const { hub: shared, hear } = hub();
+    const a = session(EXPOSED);
+    const b = session(EXPOSED);
+    shared.add(a.session);
+    shared.add(b.session);
+    const mine = listening();
+    const ack: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: ['task-1'] } } };
+    const tasks: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/tasks', params: { taskId: 'task-1', status: 'completed', result: { content: [{ type: 'text', text: 'A SECRET' }] } } };
+    hear(ack, mine.context);
+    hear(tasks, mine.context);
+    hear(ack);
+    hear(tasks);
+    expect(mine.heard).toEqual([
+      { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [EXPOSED] } } },
+      { jsonrpc: '2.0', method: 'notifications/tasks', params: { ...tasks.params, taskId: EXPOSED } },
+    ]);
+    for (const other of [a, b]) {
+      expect(other.delivered).toEqual([]);
+      expect(other.followed).toEqual([]);
+    }
   });
 
   it('still reach every session when they are the whole catalog\'s (list_changed)', () => {

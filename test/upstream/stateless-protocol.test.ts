@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { META } from '../../src/mcp/era.js';
 import { RpcError } from '../../src/mcp/errors.js';
 import { TransportError } from '../../src/transport/types.js';
-import { completeRounds, eraFromProbe, initFromDiscover, listenFilter, withEnvelope, withoutSubscriptionId, withoutWireFields } from '../../src/upstream/stateless-protocol.js';
+import { completeRounds, eraFromProbe, initFromDiscover, listenFilter, listenNamedBy, withEnvelope, withoutSubscriptionId, withoutWireFields } from '../../src/upstream/stateless-protocol.js';
 
 describe('eraFromProbe', () => {
   it('is modern for a discover result offering 2026-07-28', () => {
@@ -93,5 +93,24 @@ describe('listenFilter', () => {
       resourceSubscriptions: ['file:///a'],
     });
     expect(listenFilter({ tools: {} }, new Set())).toBeUndefined();
+  });
+});
+
+describe('listenNamedBy', () => {
+  const listen = { method: 'subscriptions/listen' };
+  const call = { method: 'tools/call' };
+  const pending = new Map<unknown, { method: string }>([[7, listen], [8, call]]);
+  const pendingOf = (id: unknown): { method: string } | undefined => pending.get(id);
+
+  it('is the open listen a notification names by its subscription id (stdio shares one channel among listens)', () => {
+    expect(listenNamedBy({ taskId: 't', _meta: { [META.subscriptionId]: 7 } }, pendingOf)).toBe(listen);
+  });
+
+  it('is nothing for an id that names no listen, no pending request, or no id at all', () => {
+    expect(listenNamedBy({ _meta: { [META.subscriptionId]: 8 } }, pendingOf)).toBeUndefined();
+    expect(listenNamedBy({ _meta: { [META.subscriptionId]: 9 } }, pendingOf)).toBeUndefined();
+    expect(listenNamedBy({ _meta: { [META.subscriptionId]: { id: 7 } } }, pendingOf)).toBeUndefined();
+    expect(listenNamedBy({ taskId: 't' }, pendingOf)).toBeUndefined();
+    expect(listenNamedBy(undefined, pendingOf)).toBeUndefined();
   });
 });
