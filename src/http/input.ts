@@ -29,9 +29,13 @@ export interface HttpInput {
   onGone(listener: () => void): void;
 }
 
-/** The Host without its port (`:digits` at the end) or IPv6 brackets, lower-case; no regex, as it runs per request. */
+/** The Host without its port (`:digits` at the end) or IPv6 brackets, lower-case; no regex but for an IPv6 literal, as it runs per request. */
 function bareHost(host: string): string {
-  if (host.startsWith('[')) return host.slice(1, host.indexOf(']')).toLowerCase();
+  // An IPv6 literal: nothing may follow its bracket but a port (else the whole, which names no host allowed).
+  if (host.startsWith('[')) {
+    const close = host.indexOf(']');
+    return close > 0 && /^(:\d*)?$/.test(host.slice(close + 1)) ? host.slice(1, close).toLowerCase() : host.toLowerCase();
+  }
   let digits = host.length;
   while (digits > 0 && host.charCodeAt(digits - 1) >= 48 && host.charCodeAt(digits - 1) <= 57) digits--;
   const hasPort = digits < host.length && digits > 0 && host.charCodeAt(digits - 1) === 58;

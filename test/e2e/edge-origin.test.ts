@@ -136,7 +136,7 @@ describe('Host validation', () => {
   const withHost = (host: string) => ({ headers: { host } });
 
   it('refuses a foreign Host on the MCP endpoint with 403, whatever the method', async () => {
-    for (const host of ['evil.example', `evil.example:${gw.url.port}`, 'localhost.evil.example', '127.0.0.1.nip.io', 'gateway.example.com.evil.example']) {
+    for (const host of ['evil.example', `evil.example:${gw.url.port}`, 'localhost.evil.example', '127.0.0.1.nip.io', 'gateway.example.com.evil.example', '[::1].evil.example', '[::1]evil', `[::1]x:${gw.url.port}`]) {
       const reply = await post(gw.url, ping(1), withHost(host));
       expectRpcError(reply, 403, INVALID_REQUEST);
       expect(reply.text, host).toMatch(/Host not allowed/);
