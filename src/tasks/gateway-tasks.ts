@@ -225,6 +225,11 @@ export class GatewayTasks {
     if (!TERMINAL.has(from)) this.#options.metrics.tasks.dec({ state: from });
   }
 
+  /** A task another replica ended: what this replica last counted it as (working, or an end overruled) is not counted here. */
+  disown(status: TaskStatus): void {
+    this.#options.metrics.tasks.dec({ state: status });
+  }
+
   /** Counts a task's move from `from` (undefined: just made) to `to`. */
   count(from: TaskStatus | undefined, to: TaskStatus, createdMs: number): void {
     const { metrics } = this.#options;
@@ -434,6 +439,8 @@ class RunningTask implements TaskingSink {
       if (!(await store.put(task, this.#tasks.bounds.leaseMs))) {
         logger.warn('a task this replica runs was ended by another (its lease had lapsed); the call stops', { task: task.id });
         if (!TERMINAL.has(task.status)) this.#control().cancel('ended by another replica');
+        // Counted here as what this replica last made of it (working, or an end that is not the task's): that replica's now.
+        this.#tasks.disown(task.status);
         this.#state = 'ended';
         this.#tasks.release(this);
         return false;

@@ -211,7 +211,34 @@ describe('tasks the gateway makes', () => {
     await expect.poll(() => writes.at(-1), { timeout: 5_000 }).toBe(false);
     expect(await b.tasks.serve('tasks/get', { taskId }, alice)).toMatchObject({ status: 'failed' });
     expect((await a.records()).filter((r) => r.event === 'task.ended')).toEqual([]);
+    // Nor is it counted completed here: its end is B's.
+    expect(await a.metrics.registry.metrics()).toContain('switchyard_tasks{state="completed"} 0');
     await a.tasks.close();
     await b.tasks.close();
+  });
+  it('a working task another replica ended leaves the working gauge when this one learns it', async () => {
+    const store = new MemoryTaskStore();
+    const writes: boolean[] = [];
+    const put = store.put.bind(store);
+    store.put = async (task, leaseMs) => {
+      const written = await put(task, leaseMs);
+      writes.push(written);
+      return written;
+    };
+    const { tasks, metrics } = setup({ leaseMs: 300 }, store);
+    const { sink, response } = answered();
+    let cancelled: string | undefined;
+    const call = tasks.adopt(request, alice, sink, control((reason) => (cancelled = reason)));
+    const taskId = ((await response) as { result: JsonObject }).result.taskId as string;
+    expect(await metrics.registry.metrics()).toContain('switchyard_tasks{state="working"} 1');
+    // Another replica failed it (this one's lease had lapsed); this one's next write learns so.
+    const stored = (await store.get(call.id))!.task;
+    await put({ ...stored, status: 'failed' }, 300);
+    call.notify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } });
+    await expect.poll(() => writes.at(-1), { timeout: 5_000 }).toBe(false);
+    expect(cancelled).toBe('ended by another replica');
+    expect(await get(tasks, taskId)).toMatchObject({ status: 'failed' });
+    expect(await metrics.registry.metrics()).toContain('switchyard_tasks{state="working"} 0');
+    await tasks.close();
   });
 });
