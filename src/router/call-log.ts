@@ -11,7 +11,10 @@ import type { LogFields } from '../util/log.js';
 
 export interface CallRecord {
   started: number;
+  /** The upstream the request went to. */
   upstream?: string;
+  /** The upstream that owns what it names, once known (audited as its upstream when it went nowhere). */
+  owner?: string;
   /** The tool's original name at its upstream. */
   tool?: string;
   /** A tools/call answered with isError: true. */

@@ -108,7 +108,7 @@ export function observeCall(observers: CallObservers, metrics: Metrics, request:
     team: teams.length > 0 ? teams.join(',') : undefined,
     clientId: clientIdOf(context),
     endpoint: call.session.info.endpoint ?? observers.mainEndpoint,
-    upstream: record.upstream,
+    upstream: record.upstream ?? record.owner,
     name: typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : undefined,
     upstreamName: record.tool,
     decision: refused === undefined ? 'allow' : 'deny',

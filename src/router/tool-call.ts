@@ -136,6 +136,7 @@ class ToolCall {
     const exposed = this.#exposed;
     // The decision comes first: of an upstream the team cannot see, not even its state shows.
     // Rules over annotations are decided again once the tool's facts are known (#listed).
+    if (owner !== undefined) this.#call.record.owner = owner;
     if (owner === undefined || !access.mayCall(exposed, owner)) throw this.#unknown(owner === undefined ? undefined : 'policy');
     const own = this.#deps.links.personal?.intercept(session, owner, local!);
     if (own) return this.#then(own, this.#finish);
@@ -219,7 +220,10 @@ class ToolCall {
     if (refusal) return this.#finish(toolError(refusal));
     const { client, name } = this.#target!;
     const slot = this.#slots?.acquire(this.#maxConcurrent) ?? { release: () => {} };
-    if ('retryAfterMs' in slot) return this.#finish(concurrencyRefusal(this.#deps, this.#requested, slot));
+    if ('retryAfterMs' in slot) {
+      refuse(this.#call, 'concurrency');
+      return this.#finish(concurrencyRefusal(this.#deps, this.#requested, slot));
+    }
     this.#slot = slot;
     const params = { ...this.#params, name, arguments: this.#args };
     forward(this.#call, client, 'tools/call', this.#deps.taskHandles && isObject(this.#params.task) ? outgoingCall(this.#taskCall(), params) : params, (outcome) => this.#step(this.#answered, outcome), this.#mirrored());

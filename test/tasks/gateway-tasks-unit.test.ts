@@ -225,6 +225,9 @@ describe('tasks the gateway makes', () => {
       writes.push(written);
       return written;
     };
+    let made: string | undefined;
+    const create = store.create.bind(store);
+    store.create = async (task, leaseMs, max) => ((made = task.id), create(task, leaseMs, max));
     const { tasks, metrics } = setup({ leaseMs: 300 }, store);
     const { sink, response } = answered();
     let cancelled: string | undefined;
@@ -232,7 +235,7 @@ describe('tasks the gateway makes', () => {
     const taskId = ((await response) as { result: JsonObject }).result.taskId as string;
     expect(await metrics.registry.metrics()).toContain('switchyard_tasks{state="working"} 1');
     // Another replica failed it (this one's lease had lapsed); this one's next write learns so.
-    const stored = (await store.get(call.id))!.task;
+    const stored = (await store.get(made!))!.task;
     await put({ ...stored, status: 'failed' }, 300);
     call.notify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } });
     await expect.poll(() => writes.at(-1), { timeout: 5_000 }).toBe(false);
