@@ -139,6 +139,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     resolvePath: (path) => resolvePath(options.configDir ?? '.', path),
     redact: options.redactor && ((text: string) => options.redactor!.redact(text)),
     onerror: (err) => logger.warn('audit sink failed', { err }),
+    ontracingerror: (err) => logger.warn('tracing shutdown failed', { err }),
     auditQueueLimit: options.auditQueueLimit,
   });
   const { events } = observability;

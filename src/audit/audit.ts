@@ -70,7 +70,7 @@ export class AuditLog {
     };
     if (sink !== 'stdout' && 'otlp' in sink) {
       const serviceName = deps.env.OTEL_SERVICE_NAME?.trim() || 'switchyard';
-      this.#otlp = new OtlpSink({ url: logsEndpoint(deps), limit, ondrop, serviceName, serviceVersion: deps.serviceVersion });
+      this.#otlp = new OtlpSink({ url: logsEndpoint(deps), limit, ondrop, onerror: deps.onerror, closeTimeoutMs: deps.closeTimeoutMs, serviceName, serviceVersion: deps.serviceVersion });
       return;
     }
     const writer = sink === 'stdout' ? new StreamWriter(deps.stdout ?? { write: (_chunk, done) => (done(), true) }) : new RotatingFile({ ...sink.file, path: deps.resolvePath(sink.file.path) });

@@ -1,6 +1,7 @@
 // A bounded queue in front of a slow writer (a file, stdout): offering a line never waits and
 // never grows memory past the bound; what does not fit is dropped and counted. One writer loop
 // takes everything queued at each turn as one batch.
+import { CLOSE_TIMEOUT_MS } from '../telemetry/limits.js';
 
 /** Writes batches of lines; the queue never calls it again before the last write settled. */
 export interface LineWriter {
@@ -85,7 +86,7 @@ export class BoundedQueue {
   async close(): Promise<void> {
     this.#closed = true;
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.#options.closeTimeoutMs ?? 5_000)));
+    const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.#options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS)));
     try {
       const finished = await Promise.race([this.#idle.then(() => true), timeout]);
       if (!finished) {

@@ -1,6 +1,7 @@
 // The audit record, version 1: one JSON object per security-relevant event, with a fixed set of
 // fields in a fixed order (docs/audit.md documents each; test/audit/golden-unit.test.ts holds the
 // format). A field that does not apply is left out, never null.
+import { cut } from '../telemetry/limits.js';
 
 export const AUDIT_SCHEMA = 'switchyard.audit/1';
 
@@ -80,11 +81,11 @@ const FIELDS = ['requestId', 'traceId', 'principal', 'team', 'clientId', 'endpoi
  */
 export const FIELD_LIMIT = 1024;
 
-/** A string field as recorded: `cut` hears that it was cut. */
-function bounded(value: unknown, cut: () => void): unknown {
+/** A string field as recorded (a copy when cut, so the original can go): `oncut` hears that it was cut. */
+function bounded(value: unknown, oncut: () => void): unknown {
   if (typeof value !== 'string' || value.length <= FIELD_LIMIT) return value;
-  cut();
-  return `${value.slice(0, FIELD_LIMIT)}…`;
+  oncut();
+  return `${cut(value, FIELD_LIMIT)}…`;
 }
 
 /** Arguments are cut to this many bytes of JSON (audit.arguments). */
@@ -117,8 +118,8 @@ export function auditLine(entry: AuditEntry, options: RecordOptions): string {
 /** One audit record as an object, its fields in the documented order. */
 export function auditRecord(entry: AuditEntry, options: RecordOptions): Record<string, unknown> {
   const record: Record<string, unknown> = { schema: AUDIT_SCHEMA, time: options.time.toISOString(), event: entry.event };
-  let cut = false;
-  const marked = (): void => void (cut = true);
+  let fieldsCut = false;
+  const marked = (): void => void (fieldsCut = true);
   for (const field of FIELDS) if (entry[field] !== undefined) record[field] = bounded(entry[field], marked);
   if (options.arguments && entry.arguments !== undefined) {
     const { value, truncated } = recordedArguments(entry.arguments, options.redact);
@@ -126,6 +127,6 @@ export function auditRecord(entry: AuditEntry, options: RecordOptions): Record<s
     if (truncated) record.argumentsTruncated = true;
   }
   if (entry.detail !== undefined) record.detail = Object.fromEntries(Object.entries(entry.detail).map(([key, value]) => [key, Array.isArray(value) ? value.map((item) => bounded(item, marked)) : bounded(value, marked)]));
-  if (cut) record.fieldsTruncated = true;
+  if (fieldsCut) record.fieldsTruncated = true;
   return record;
 }

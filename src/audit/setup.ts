@@ -17,7 +17,10 @@ export interface ObservabilityDeps {
   upstream: (name: string) => UpstreamConfig | undefined;
   resolvePath: (path: string) => string;
   redact?: ((text: string) => string) | undefined;
+  /** Hears an audit sink's failures. */
   onerror: (err: unknown) => void;
+  /** Hears why tracing could not shut down cleanly (a collector that never answered); default: onerror. */
+  ontracingerror?: ((err: unknown) => void) | undefined;
   /** Records an audit sink holds at most (tests; default AUDIT_QUEUE_LIMIT). */
   auditQueueLimit?: number | undefined;
 }
@@ -69,8 +72,10 @@ export function createObservability(config: Config, deps: ObservabilityDeps): Ob
     tracing,
     audit,
     events: new SecurityEvents(audit, tracing),
+    // Bounded in time (5 s each, side by side), and never rejects: a collector that is down
+    // costs what it held (logged, and counted for audit), not the gateway's clean exit.
     async close() {
-      await Promise.all([tracing?.shutdown(), audit?.close()]);
+      await Promise.all([tracing?.shutdown().catch(deps.ontracingerror ?? deps.onerror), audit?.close().catch(deps.onerror)]);
     },
   };
 }

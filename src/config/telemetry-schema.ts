@@ -17,7 +17,11 @@ export const tracing = z.strictObject({
     .min(0)
     .max(1)
     .default(1)
-    .describe('The share of traces started here that are sampled; parent-based: a request whose parent was sampled is always followed, one whose parent was not never is.'),
+    .describe('The share of traces sampled here, decided by the gateway (a keyed hash of the trace id): new traces and those a caller continues alike. A request continuing a caller\'s trace keeps its trace id; one whose caller did not sample it is never sampled.'),
+  trustCallerSampling: z
+    .boolean()
+    .default(false)
+    .describe('`true`: an authenticated request whose caller sampled its trace (the `sampled` flag of `_meta.traceparent`, else the `traceparent` header) is always sampled, whatever `sampleRatio` says. Only for callers trusted with the export volume: any of them can set the flag on every request. Refusals before authentication and security events never follow it.'),
   payloads: z
     .boolean()
     .default(false)

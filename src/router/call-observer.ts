@@ -7,7 +7,7 @@ import type { AuditEvent } from '../audit/record.js';
 import { isStatelessVersion } from '../mcp/era.js';
 import { isFailure, isObject, type JsonRpcRequest, type JsonRpcResponse } from '../mcp/jsonrpc.js';
 import type { Metrics, Outcome } from '../metrics/metrics.js';
-import { MCP_PROTOCOL_VERSION, MCP_SESSION_ID } from '../telemetry/request-trace.js';
+import { MCP_PROTOCOL_VERSION, MCP_SESSION_ID, sessionAttribute } from '../telemetry/request-trace.js';
 import { errorKindOf, requestAttributes, type RequestTrace, type Tracing } from '../telemetry/tracing.js';
 import type { DownstreamSession } from '../links/session.js';
 import type { Caller, RequestContext } from '../session/context.js';
@@ -45,7 +45,7 @@ export function traceRequest(tracing: Tracing, session: DownstreamSession, reque
   const { name, attributes } = requestAttributes(request.method, params, request.id);
   attributes[MCP_PROTOCOL_VERSION] = context.protocolVersion;
   // A 2026-07-28 request has no session: the one the gateway keeps for it is never named to the client.
-  if (!isStatelessVersion(context.protocolVersion)) attributes[MCP_SESSION_ID] = session.id;
+  if (!isStatelessVersion(context.protocolVersion)) attributes[MCP_SESSION_ID] = sessionAttribute(session.id);
   const trace = tracing.request(name, attributes, parent);
   if (request.method === 'tools/call') trace.arguments(params?.arguments);
   return trace;
@@ -59,10 +59,10 @@ export function traceInitialize(tracing: Tracing, request: JsonRpcRequest, calle
   return tracing.request(name, attributes, tracing.parentOf(isObject(params?._meta) ? params._meta : undefined, caller));
 }
 
-/** Ends an initialize's span with its answer, naming the session it opened. */
+/** Ends an initialize's span with its answer, naming the session it opened (by its prefix). */
 export function endInitialize(trace: RequestTrace | undefined, response: JsonRpcResponse, sessionId?: string): void {
   if (!trace) return;
-  if (sessionId !== undefined) trace.span.setAttribute(MCP_SESSION_ID, sessionId);
+  if (sessionId !== undefined) trace.span.setAttribute(MCP_SESSION_ID, sessionAttribute(sessionId));
   trace.end(isFailure(response) ? { error: response.error } : {});
 }
 

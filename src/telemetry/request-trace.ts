@@ -5,6 +5,7 @@ import { SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
 import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import { asError } from '../util/callbacks.js';
+import { cut, TEXT_LIMIT } from './limits.js';
 
 // Attribute names of the MCP semantic conventions (incubating there, so copied rather than
 // imported from @opentelemetry/semantic-conventions/incubating, as that package advises).
@@ -25,6 +26,14 @@ export const SERVER_PORT = 'server.port';
 export const NETWORK_TRANSPORT = 'network.transport';
 /** The gateway's own: which configured upstream a CLIENT span went to. */
 export const UPSTREAM_NAME = 'switchyard.upstream.name';
+
+/**
+ * The client's session id as a span names it: its first 8 characters, as log lines do. Without
+ * authentication the id is the session's only credential, and a trace backend is no place for one.
+ */
+export function sessionAttribute(id: string): string {
+  return id.slice(0, 8);
+}
 
 /** Where an upstream is: an HTTP server's host and port, or a child on pipes. */
 export interface UpstreamAddress {
@@ -59,11 +68,14 @@ export function errorKindOf(err: unknown): string {
   return 'internal';
 }
 
-/** Marks a span failed (gen-ai/mcp.md: status ERROR whenever error.type is set). */
+/**
+ * Marks a span failed (gen-ai/mcp.md: status ERROR whenever error.type is set). The message may
+ * quote what the client sent (`Unknown tool: …`), and span limits never cut a status: cut here.
+ */
 function fail(span: Span, type: string, message: string | undefined, code?: number): void {
   span.setAttribute(ERROR_TYPE, type);
   if (code !== undefined) span.setAttribute(RPC_RESPONSE_STATUS_CODE, String(code));
-  span.setStatus(message === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message });
+  span.setStatus(message === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message: cut(message, TEXT_LIMIT) });
 }
 
 /** What a request's spans need of the gateway's tracing (tracing.ts). */

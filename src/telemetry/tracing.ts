@@ -1,23 +1,30 @@
 // OpenTelemetry traces of the gateway: one TracerProvider per gateway (never registered
 // globally, so gateways in one process never share spans), exported over OTLP/HTTP. Contexts
 // are passed explicitly (no context manager): a request's SERVER span is the parent of its
-// upstream CLIENT spans, and a CLIENT span's context reaches the upstream in `_meta`.
-import { ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+// upstream CLIENT spans, and a CLIENT span's context reaches the upstream in `_meta`. What a
+// client names reaches a span cut (limits.ts), and what is sampled is the gateway's decision
+// (sampler.ts).
+import { ROOT_CONTEXT, SpanKind, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter, type SpanLimits } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { parseTraceparent, parseTracestate } from '../util/trace.js';
+import { CLOSE_TIMEOUT_MS, cut, PAYLOAD_LIMIT, TEXT_LIMIT } from './limits.js';
 import { RequestTrace, type TraceHost, type UpstreamAddress } from './request-trace.js';
+import { GatewaySampler, trustingCaller } from './sampler.js';
 
 export { errorKindOf, requestAttributes, RequestTrace, UpstreamTrace, type RequestFacts, type UpstreamAddress } from './request-trace.js';
+export { PAYLOAD_LIMIT, TEXT_LIMIT } from './limits.js';
 
 /** What `tracing` in the config says (config/telemetry-schema.ts), and what the environment adds. */
 export interface TracingSettings {
   otlp: { endpoint?: string | undefined };
   sampleRatio: number;
   payloads: boolean;
+  /** A request whose caller sampled its trace is always sampled (tracing.trustCallerSampling; default off). */
+  trustCallerSampling?: boolean;
 }
 
 export interface TracingOptions {
@@ -49,6 +56,23 @@ export function tracesEndpoint(settings: TracingSettings, env: TracingOptions['e
   return base ? signalUrl(base, 'traces') : undefined;
 }
 
+/**
+ * What one span holds at most (the SDK's own defaults are unbounded values and 128 of each):
+ * no attribute value longer than a payload's, and room for the few attributes and events the
+ * gateway sets. The SDK cuts by slicing, which keeps the original alive, so client-chosen strings
+ * are cut (copied) before they reach a span; these limits are the backstop.
+ */
+const SPAN_LIMITS: SpanLimits = { attributeValueLengthLimit: PAYLOAD_LIMIT, attributeCountLimit: 64, eventCountLimit: 32, attributePerEventCountLimit: 16 };
+
+/** Long string values cut to TEXT_LIMIT, in place. */
+function bounded(attributes: Attributes): Attributes {
+  for (const key in attributes) {
+    const value = attributes[key];
+    if (typeof value === 'string' && value.length > TEXT_LIMIT) attributes[key] = cut(value, TEXT_LIMIT);
+  }
+  return attributes;
+}
+
 /** The carrier of a W3C trace context: only valid values, or nothing. */
 function carrierOf(traceparent: unknown, tracestate: unknown): Record<string, string> | undefined {
   const parent = parseTraceparent(traceparent);
@@ -65,6 +89,8 @@ export class Tracing implements TraceHost {
   readonly #addressOf: TracingOptions['addressOf'];
   readonly #redact: (text: string) => string;
   readonly #sampleRatio: number;
+  readonly #sampler: GatewaySampler;
+  readonly #trustCallers: boolean;
 
   /** Tracing as configured, or undefined when no endpoint is known (then nothing is traced at all). */
   static create(settings: TracingSettings, options: TracingOptions): Tracing | undefined {
@@ -77,46 +103,61 @@ export class Tracing implements TraceHost {
   private constructor(settings: TracingSettings, options: TracingOptions, exporter: SpanExporter) {
     this.payloads = settings.payloads;
     this.#sampleRatio = settings.sampleRatio;
+    this.#sampler = new GatewaySampler(settings.sampleRatio);
+    this.#trustCallers = settings.trustCallerSampling === true;
     this.#addressOf = options.addressOf;
     this.#redact = options.redact ?? ((text) => text);
     this.#provider = new BasicTracerProvider({
       resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: options.env.OTEL_SERVICE_NAME?.trim() || 'switchyard', [ATTR_SERVICE_VERSION]: options.serviceVersion }),
-      sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.sampleRatio) }),
+      sampler: this.#sampler,
+      spanLimits: SPAN_LIMITS,
       spanProcessors: [new BatchSpanProcessor(exporter)],
     });
     this.#tracer = this.#provider.getTracer('switchyard', options.serviceVersion);
   }
 
-  /** The remote parent a request names: its `_meta` trace context first, else the HTTP headers'. */
+  /**
+   * The remote parent an authenticated request names: its `_meta` trace context first, else the
+   * HTTP headers'. Its sampled flag decides only with tracing.trustCallerSampling.
+   */
   parentOf(meta: { traceparent?: unknown; tracestate?: unknown } | undefined, header: { traceparent?: string | undefined; tracestate?: string | undefined }): Context {
-    const carrier = carrierOf(meta?.traceparent, meta?.tracestate) ?? carrierOf(header.traceparent, header.tracestate);
+    const parent = this.#remoteParent(carrierOf(meta?.traceparent, meta?.tracestate) ?? carrierOf(header.traceparent, header.tracestate));
+    return this.#trustCallers && parent !== ROOT_CONTEXT ? trustingCaller(parent) : parent;
+  }
+
+  #remoteParent(carrier: Record<string, string> | undefined): Context {
     return carrier === undefined ? ROOT_CONTEXT : this.#propagator.extract(ROOT_CONTEXT, carrier, { get: (c, key) => c[key], keys: (c) => Object.keys(c) });
   }
 
   /**
-   * Whether a request under `parent` can be recorded at all (parent-based sampling): a parent
-   * not sampled never is, a new trace only when sampleRatio is above 0. When not, the caller
-   * takes the untraced path, which continues the caller's context upstream just the same.
+   * Whether a request under `parent` can be recorded at all: one continuing a caller's trace as
+   * the sampler decides it (never when the caller did not sample), a new trace when sampleRatio
+   * is above 0. When not, the caller takes the untraced path, which continues the caller's
+   * context upstream just the same.
    */
   mayRecord(parent: Context): boolean {
     const context = trace.getSpanContext(parent);
-    return context === undefined ? this.#sampleRatio > 0 : (context.traceFlags & TraceFlags.SAMPLED) !== 0;
+    return context === undefined ? this.#sampleRatio > 0 : this.#sampler.sampled(parent, context.traceId);
   }
 
   /** The SERVER span of one client request, under `parent`. */
   request(name: string, attributes: Attributes, parent: Context): RequestTrace {
-    const span = this.#tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+    const span = this.#tracer.startSpan(cut(name, TEXT_LIMIT), { kind: SpanKind.SERVER, attributes: bounded(attributes) }, parent);
     return new RequestTrace(this, span);
   }
 
-  /** A span of its own (a sign-in, a token issued), under the trace context given if any. */
+  /**
+   * A span of its own (a sign-in, a token issued, a request refused), in the trace context given
+   * if any. Sampled by sampleRatio only, never by the caller's flag: many of these callers are
+   * not authenticated (a token request, a refused credential).
+   */
   standalone(name: string, attributes: Attributes, traceparent?: string, tracestate?: string): Span {
-    return this.#tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, this.parentOf(undefined, { traceparent, tracestate }));
+    return this.#tracer.startSpan(cut(name, TEXT_LIMIT), { kind: SpanKind.INTERNAL, attributes: bounded(attributes) }, this.#remoteParent(carrierOf(traceparent, tracestate)));
   }
 
   /** RequestTrace's CLIENT spans. */
   startClient(name: string, attributes: Attributes, parent: Span): Span {
-    return this.#tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, trace.setSpan(ROOT_CONTEXT, parent));
+    return this.#tracer.startSpan(cut(name, TEXT_LIMIT), { kind: SpanKind.CLIENT, attributes: bounded(attributes) }, trace.setSpan(ROOT_CONTEXT, parent));
   }
 
   /** The W3C fields of a span's context, for an upstream request's `_meta`. */
@@ -136,8 +177,7 @@ export class Tracing implements TraceHost {
 
   /** A payload as a span attribute: JSON, redacted, at most PAYLOAD_LIMIT characters. */
   payload(value: unknown): string {
-    const text = this.#redact(JSON.stringify(value) ?? 'null');
-    return text.length > PAYLOAD_LIMIT ? text.slice(0, PAYLOAD_LIMIT) : text;
+    return cut(this.#redact(JSON.stringify(value) ?? 'null'), PAYLOAD_LIMIT);
   }
 
   /** Exports what is still buffered. */
@@ -145,11 +185,19 @@ export class Tracing implements TraceHost {
     return this.#provider.forceFlush();
   }
 
-  /** Exports what is buffered and stops; spans ended later are dropped. */
-  shutdown(): Promise<void> {
-    return this.#provider.shutdown();
+  /**
+   * Exports what is buffered and stops; spans ended later are dropped. Waits `timeoutMs` at most
+   * (a collector that never answers): then it rejects, and what was not exported is lost.
+   */
+  async shutdown(timeoutMs = CLOSE_TIMEOUT_MS): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`spans not exported within ${timeoutMs} ms of shutdown were dropped`)), timeoutMs);
+    });
+    try {
+      await Promise.race([this.#provider.shutdown(), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
-
-/** Payload attributes are cut to 4 KiB (tracing.payloads). */
-export const PAYLOAD_LIMIT = 4096;

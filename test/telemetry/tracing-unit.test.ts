@@ -2,12 +2,13 @@
 // parent a request's span takes, the MCP attributes and errors of SERVER and CLIENT spans (an
 // upstream session's opening waited for among them), the context an upstream request carries,
 // sampling, and payload attributes only when asked for, redacted and cut.
-import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { InMemorySpanExporter, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import { GatewayError, RpcError } from '../../src/mcp/errors.js';
-import { PAYLOAD_LIMIT, requestAttributes, tracesEndpoint, Tracing, type TracingSettings } from '../../src/telemetry/tracing.js';
+import { PAYLOAD_LIMIT, requestAttributes, TEXT_LIMIT, tracesEndpoint, Tracing, type TracingSettings } from '../../src/telemetry/tracing.js';
 import { Redactor } from '../../src/util/redact.js';
+import { heapInUseMb } from '../helpers/heap.js';
 
 const PARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 const OTHER = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
@@ -108,26 +109,66 @@ describe('spans of a request', () => {
     expect(kid!.status).toEqual({ code: SpanStatusCode.ERROR, message: 'Upstream kid is unavailable: spawn failed' });
   });
 
-  it('samples parent-based: sampleRatio 0 records no new trace but follows a sampled parent, and propagates either way', async () => {
+  it('sampleRatio 0 records neither a new trace nor one a caller sampled, and propagates either way', async () => {
     const { tracing, spans } = inMemory({ sampleRatio: 0 });
     const root = tracing.request('root', {}, tracing.parentOf(undefined, {}));
     const carried = root.upstream('kid', 'ping', {}).carry({});
     root.end({});
-    tracing.request('child', {}, tracing.parentOf({ traceparent: PARENT }, {})).end({});
-    expect((await spans()).map((s) => s.name)).toEqual(['child']);
+    const child = tracing.request('child', {}, tracing.parentOf({ traceparent: PARENT }, {}));
+    child.end({});
+    expect(await spans()).toEqual([]);
     expect((carried._meta as { traceparent: string }).traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    // Still in the caller's trace.
+    expect(child.traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
+  });
+
+  it('follows a caller’s sampled flag only with trustCallerSampling, and a security event’s caller never', async () => {
+    const { tracing, spans } = inMemory({ sampleRatio: 0, trustCallerSampling: true });
+    tracing.request('trusted', {}, tracing.parentOf({ traceparent: PARENT }, {})).end({});
+    tracing.request('not sampled by its caller', {}, tracing.parentOf(undefined, { traceparent: PARENT.replace(/01$/, '00') })).end({});
+    tracing.request('new', {}, tracing.parentOf(undefined, {})).end({});
+    const refused = tracing.standalone('switchyard request.refused', {}, PARENT);
+    refused.end();
+    const [trusted, ...more] = await spans();
+    expect(more).toEqual([]);
+    expect([trusted!.name, trusted!.spanContext().traceId, trusted!.parentSpanContext?.spanId]).toEqual(['trusted', '4bf92f3577b34da6a3ce929d0e0e4736', '00f067aa0ba902b7']);
+    expect(refused.spanContext().traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
   });
 });
 
 describe('what can be recorded at all', () => {
-  it('a request under an unsampled parent never, a new trace only above sampleRatio 0, a sampled parent always', () => {
+  it('a request under an unsampled parent never, a new trace only above sampleRatio 0, a sampled parent by the gateway’s share', () => {
     const zero = inMemory({ sampleRatio: 0 }).tracing;
     const some = inMemory({ sampleRatio: 0.25 }).tracing;
+    const all = inMemory({ sampleRatio: 1 }).tracing;
+    const trusting = inMemory({ sampleRatio: 0, trustCallerSampling: true }).tracing;
     const unsampled = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00';
     expect(zero.mayRecord(zero.parentOf(undefined, {}))).toBe(false);
-    expect(zero.mayRecord(zero.parentOf({ traceparent: PARENT }, {}))).toBe(true);
+    expect(zero.mayRecord(zero.parentOf({ traceparent: PARENT }, {}))).toBe(false);
+    expect(all.mayRecord(all.parentOf({ traceparent: PARENT }, {}))).toBe(true);
+    expect(trusting.mayRecord(trusting.parentOf({ traceparent: PARENT }, {}))).toBe(true);
+    expect(trusting.mayRecord(trusting.parentOf({ traceparent: unsampled }, {}))).toBe(false);
     expect(some.mayRecord(some.parentOf(undefined, {}))).toBe(true);
     expect(some.mayRecord(some.parentOf(undefined, { traceparent: unsampled }))).toBe(false);
+  });
+
+  it('a caller cannot pick trace ids that are always sampled: the share is a keyed hash of the id', () => {
+    const { tracing } = inMemory({ sampleRatio: 0.01 });
+    // Ids whose 32-bit words XOR to zero: the SDK's TraceIdRatioBasedSampler samples every one.
+    let sampled = 0;
+    for (let i = 0; i < 1000; i++) {
+      const a = (i * 2654435761 + 1).toString(16).padStart(8, '0').slice(-8);
+      const b = (i * 40503 + 7).toString(16).padStart(8, '0').slice(-8);
+      if (tracing.mayRecord(tracing.parentOf(undefined, { traceparent: `00-${a}${a}${b}${b}-00f067aa0ba902b7-01` }))) sampled++;
+    }
+    // About 10 of 1000 (the odds of 50 or more are below 1e-15).
+    expect(sampled).toBeLessThan(50);
+  });
+
+  it('decides once per trace: the same id gets the same answer every time', () => {
+    const { tracing } = inMemory({ sampleRatio: 0.5 });
+    const answers = Array.from({ length: 5 }, () => tracing.mayRecord(tracing.parentOf({ traceparent: PARENT }, {})));
+    expect(new Set(answers).size).toBe(1);
   });
 });
 
@@ -150,5 +191,76 @@ describe('payload attributes', () => {
       expect(args).toHaveLength(PAYLOAD_LIMIT);
       expect(span!.attributes['gen_ai.tool.call.result']).toBe('{"content":[{"type":"text","text":"token Bearer [redacted]"}]}');
     }
+  });
+});
+
+describe('shutdown', () => {
+  it('against a collector that never answers, gives up after its timeout with an error saying so', async () => {
+    const silent: SpanExporter = { export: () => {}, shutdown: () => Promise.resolve() };
+    const tracing = Tracing.create(settings(), { env: {}, serviceVersion: 't', addressOf: () => undefined, exporter: silent })!;
+    tracing.request('x', {}, tracing.parentOf(undefined, {})).end({});
+    let timer: NodeJS.Timeout | undefined;
+    const stillWaiting = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('still waiting after 2 s')), 2_000)));
+    try {
+      await expect(Promise.race([tracing.shutdown(100), stillWaiting])).rejects.toThrow('spans not exported within 100 ms of shutdown were dropped');
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+});
+
+describe('what a client makes long', () => {
+  it('reaches a span cut to 1,024 characters: names, attributes, status, a security event’s fields', async () => {
+    const { tracing, spans } = inMemory();
+    const long = 'x'.repeat(100_000);
+    const { name, attributes } = requestAttributes('tools/call', { name: long }, long);
+    const request = tracing.request(name, attributes, tracing.parentOf(undefined, {}));
+    request.upstream('kid', 'resources/read', { uri: long }).end(new RpcError({ code: -32603, message: long }));
+    request.end({ error: { code: -32602, message: `Unknown tool: ${long}` } });
+    tracing.standalone('switchyard token.refused', { 'oauth.client.id': long }).end();
+    const [client, server, event] = await spans();
+    expect(server!.name).toBe(`tools/call ${long}`.slice(0, TEXT_LIMIT));
+    expect(server!.attributes['gen_ai.tool.name']).toBe(long.slice(0, TEXT_LIMIT));
+    expect(server!.attributes['jsonrpc.request.id']).toBe(long.slice(0, TEXT_LIMIT));
+    expect(server!.status.message).toHaveLength(TEXT_LIMIT);
+    expect(client!.attributes['mcp.resource.uri']).toBe(long.slice(0, TEXT_LIMIT));
+    expect(client!.status.message).toHaveLength(TEXT_LIMIT);
+    expect(event!.attributes['oauth.client.id']).toBe(long.slice(0, TEXT_LIMIT));
+  });
+
+  it('never splits a surrogate pair where it cuts', async () => {
+    const { tracing, spans } = inMemory();
+    tracing.request('x', { 'gen_ai.tool.name': `${'a'.repeat(TEXT_LIMIT - 1)}😀` }, tracing.parentOf(undefined, {})).end({});
+    const [span] = await spans();
+    expect(span!.attributes['gen_ai.tool.name']).toBe('a'.repeat(TEXT_LIMIT - 1));
+  });
+
+  it('meets span limits as a backstop: no value past 4 KiB, at most 64 attributes and 32 events', async () => {
+    const { tracing, spans } = inMemory();
+    const request = tracing.request('x', {}, tracing.parentOf(undefined, {}));
+    request.span.setAttribute('late', 'y'.repeat(10_000));
+    for (let i = 0; i < 100; i++) request.span.setAttribute(`a${i}`, i);
+    for (let i = 0; i < 40; i++) request.event(`e${i}`);
+    request.end({});
+    const [span] = await spans();
+    expect(span!.attributes.late).toHaveLength(PAYLOAD_LIMIT);
+    expect(Object.keys(span!.attributes)).toHaveLength(64);
+    expect(span!.events).toHaveLength(32);
+  });
+
+  it('holds none of it whole: 20 spans of 3 MB tool names, ids and arguments keep well under 20 MB', async () => {
+    const { tracing, spans } = inMemory({ payloads: true });
+    const before = heapInUseMb();
+    for (let i = 0; i < 20; i++) {
+      // A string of its own each time, as each request's body is.
+      const long = String(i).padEnd(3_000_000, 'x');
+      const { name, attributes } = requestAttributes('tools/call', { name: long }, long);
+      const request = tracing.request(name, attributes, tracing.parentOf(undefined, {}));
+      request.arguments({ text: long });
+      request.end({ error: { code: -32602, message: `Unknown tool: ${long}` } });
+    }
+    // The spans are all held (as a batch waiting for a slow collector holds them).
+    expect(await spans()).toHaveLength(20);
+    expect(heapInUseMb() - before).toBeLessThan(20);
   });
 });
