@@ -67,6 +67,20 @@ async function until(tasks: GatewayTasks, taskId: string, status: string): Promi
   throw new Error(`task never ${status}`);
 }
 
+/** The store, with what each write came to (false: the task was ended already) and the ids of the tasks made. */
+function watched(store: MemoryTaskStore): { store: MemoryTaskStore; writes: boolean[]; made: string[] } {
+  const writes: boolean[] = [];
+  const made: string[] = [];
+  const [put, create] = [store.put.bind(store), store.create.bind(store)];
+  store.put = async (task, leaseMs) => {
+    const written = await put(task, leaseMs);
+    writes.push(written);
+    return written;
+  };
+  store.create = async (task, leaseMs, max) => (made.push(task.id), create(task, leaseMs, max));
+  return { store, writes, made };
+}
+
 const request = { id: 1, method: 'tools/call', params: { name: 'u__t', arguments: {} }, clientCapabilities: EXT };
 
 describe('tasks the gateway makes', () => {
@@ -189,15 +203,7 @@ describe('tasks the gateway makes', () => {
 
   it('a task another replica ended stays ended: its owner, finishing the call late, writes and audits no other end', async () => {
     let now = Date.now();
-    const store = new MemoryTaskStore(() => now);
-    // What each write of the owner came to.
-    const writes: boolean[] = [];
-    const put = store.put.bind(store);
-    store.put = async (task, leaseMs) => {
-      const written = await put(task, leaseMs);
-      writes.push(written);
-      return written;
-    };
+    const { store, writes } = watched(new MemoryTaskStore(() => now));
     const a = setup({}, store);
     const b = setup({}, store);
     const { sink, response } = answered();
@@ -217,17 +223,7 @@ describe('tasks the gateway makes', () => {
     await b.tasks.close();
   });
   it('a working task another replica ended leaves the working gauge when this one learns it', async () => {
-    const store = new MemoryTaskStore();
-    const writes: boolean[] = [];
-    const put = store.put.bind(store);
-    store.put = async (task, leaseMs) => {
-      const written = await put(task, leaseMs);
-      writes.push(written);
-      return written;
-    };
-    let made: string | undefined;
-    const create = store.create.bind(store);
-    store.create = async (task, leaseMs, max) => ((made = task.id), create(task, leaseMs, max));
+    const { store, writes, made } = watched(new MemoryTaskStore());
     const { tasks, metrics } = setup({ leaseMs: 300 }, store);
     const { sink, response } = answered();
     let cancelled: string | undefined;
@@ -235,8 +231,8 @@ describe('tasks the gateway makes', () => {
     const taskId = ((await response) as { result: JsonObject }).result.taskId as string;
     expect(await metrics.registry.metrics()).toContain('switchyard_tasks{state="working"} 1');
     // Another replica failed it (this one's lease had lapsed); this one's next write learns so.
-    const stored = (await store.get(made!))!.task;
-    await put({ ...stored, status: 'failed' }, 300);
+    const stored = (await store.get(made[0]!))!.task;
+    await store.put({ ...stored, status: 'failed' }, 300);
     call.notify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } });
     await expect.poll(() => writes.at(-1), { timeout: 5_000 }).toBe(false);
     expect(cancelled).toBe('ended by another replica');
