@@ -95,6 +95,6 @@ export function logOpened(logger: Logger, sessionId: string, upstream: string, r
 
 /** Whether a server-initiated request of `upstream` waits for the client of this session. */
 function asksClient(session: DownstreamSession, upstream: string): boolean {
-  for (const [, request] of session.clientRequests.values()) if (request.upstream === upstream) return true;
+  for (const [, request] of session.clientRequests.values()) if (request.upstream === upstream || request.holds === upstream) return true;
   return false;
 }

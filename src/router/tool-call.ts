@@ -210,7 +210,7 @@ class ToolCall {
     }
     const { client, name } = this.#target!;
     if (this.#call.session.access.confirmsDestructive && factOfTool(this.#call.session, client.name, name)?.destructive === true) {
-      return this.#then(confirm(this.#call, this.#requested), this.#confirmed);
+      return this.#then(confirm(this.#call, this.#requested, client.name), this.#confirmed);
     }
     this.#confirmed(undefined);
   }
@@ -325,10 +325,11 @@ class ToolCall {
 }
 
 /**
- * Asks the user (elicitation/create, on the call's own stream) before a destructive tool runs.
+ * Asks the user (elicitation/create, on the call's own stream) before a destructive tool of
+ * upstream `owner` runs; the session's own upstream session stays open while they decide.
  * Undefined when they agreed, else the message the model gets.
  */
-async function confirm(call: Call, tool: string): Promise<string | undefined> {
+async function confirm(call: Call, tool: string, owner: string): Promise<string | undefined> {
   const { session, context: { channel } } = call;
   if (!clientSupports(session.info.clientCapabilities, 'elicitation/create')) {
     return `${tool} is destructive and needs the user's confirmation, but this client cannot ask the user (no elicitation support). It was not run.`;
@@ -338,7 +339,7 @@ async function confirm(call: Call, tool: string): Promise<string | undefined> {
     requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: `Run ${tool}`, default: false } }, required: ['confirm'] },
   };
   const { id, result } = session.sendRequestToClient(
-    { upstream: '', upstreamId: '', method: 'elicitation/create', progressToken: undefined, relatedTask: undefined },
+    { upstream: '', holds: owner, upstreamId: '', method: 'elicitation/create', progressToken: undefined, relatedTask: undefined },
     { timeoutMs: CONFIRM_TIMEOUT_MS, maxTotalMs: CONFIRM_TIMEOUT_MS, onTimeout: () => session.clientRequests.settle(id, new Error('no answer')) },
   );
   channel.send({ jsonrpc: '2.0', id, method: 'elicitation/create', params });

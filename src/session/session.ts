@@ -40,9 +40,11 @@ export interface Delivery {
   readonly addressable: boolean;
 }
 
-/** A request the gateway sent to the client on an upstream's behalf. */
+/** A request the gateway sent to the client on an upstream's behalf (or its own, `upstream` ''). */
 export interface ClientRequest {
   upstream: string;
+  /** The upstream a request of the gateway's own waits to call (a destructive tool's confirmation): kept open meanwhile. */
+  holds?: string;
   /** The id the upstream gave it. */
   upstreamId: JsonRpcId;
   method: string;
