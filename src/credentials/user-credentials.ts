@@ -10,14 +10,25 @@ import type { CredentialStore } from './store.js';
 
 /** What is stored for one principal at one upstream (sealed by the store). */
 export type StoredCredential =
-  | ({ kind: 'oauth'; obtainedAt: number; issuer: string } & TokenSet)
+  | OAuthCredential
   | { kind: 'secret'; secret: string; obtainedAt: number };
+
+type OAuthCredential = { kind: 'oauth'; obtainedAt: number; issuer: string } & TokenSet;
 
 /** A principal's credential appeared (signed in) or went (signed out, refused, revoked). */
 export interface CredentialChange {
   principal: string;
   upstream: string;
   signedIn: boolean;
+}
+
+/** A pasted secret that, put in the upstream's header format, no request could carry. */
+export class UnusableSecretError extends Error {
+  override readonly name = 'UnusableSecretError';
+  readonly code = 'unusable_secret';
+  constructor(readonly upstream: string) {
+    super(`the secret for ${upstream} cannot be sent in a request header`);
+  }
 }
 
 /** The principal has no usable credential for the upstream: they must sign in (again). */
@@ -47,7 +58,14 @@ export interface UserCredentialsDeps {
 
 /** Refresh this long before expiry (or at 80% of a short lifetime). */
 const REFRESH_MARGIN_MS = 60_000;
+/**
+ * How long a refresh, sign-in or sign-out may hold a credential's lock, and how long the others
+ * wait for it: as long, so a waiter outlasts a holder that died (its lock lapses first).
+ */
+const LOCK_MS = 30_000;
 const CHANGES = 'changes';
+/** What undici refuses in a header value (it throws before sending): all but tab, visible ASCII and Latin-1. */
+const UNSENDABLE = /[^\t\x20-\x7e\x80-\xff]/;
 
 /** A store key that does not name the principal. */
 export function principalKey(principal: string): string {
@@ -94,27 +112,36 @@ export class UserCredentials {
     return this.#deps.store.count(`cred:${upstream}:`);
   }
 
-  /** Keeps a new credential and tells every replica. */
-  async save(principal: string, upstream: string, credential: StoredCredential): Promise<void> {
-    this.#tell(credential);
-    await this.#deps.store.set(keyOf(principal, upstream), credential);
-    await this.#publish({ principal, upstream, signedIn: true });
+  /** Whether a pasted secret, in the upstream's header format, can be sent at all. */
+  sendable(upstream: string, secret: string): boolean {
+    return !UNSENDABLE.test(this.#secretHeader(upstream, secret));
   }
 
-  /** Signs the principal out: tokens revoked at the server when it offers RFC 7009, then deleted. */
+  /**
+   * Keeps a new credential and tells every replica; after a refresh in flight, never under it.
+   * Throws UnusableSecretError for a secret no request could carry.
+   */
+  async save(principal: string, upstream: string, credential: StoredCredential): Promise<void> {
+    if (credential.kind === 'secret' && !this.sendable(upstream, credential.secret)) throw new UnusableSecretError(upstream);
+    this.#tell(credential);
+    await this.#locked(principal, upstream, async () => {
+      await this.#deps.store.set(keyOf(principal, upstream), credential);
+      await this.#publish({ principal, upstream, signedIn: true });
+    });
+  }
+
+  /**
+   * Signs the principal out: the credential is deleted (after a refresh in flight, whose result
+   * is then the one deleted), then its tokens are revoked at the server when it offers RFC 7009.
+   */
   async signOut(principal: string, upstream: string): Promise<boolean> {
-    const stored = await this.get(principal, upstream);
+    const stored = await this.#locked(principal, upstream, async () => {
+      const found = await this.get(principal, upstream);
+      if (found) await this.#delete(principal, upstream);
+      return found;
+    });
     if (!stored) return false;
-    if (stored.kind === 'oauth') {
-      try {
-        const { auth, client } = await this.authorization(upstream);
-        if (stored.refreshToken) await revokeToken(auth, client, stored.refreshToken, 'refresh_token');
-        await revokeToken(auth, client, stored.accessToken, 'access_token');
-      } catch (err) {
-        this.#deps.logger.warn('revoking a token at sign-out failed; deleted here anyway', { upstream, err: err instanceof Error ? err.message : String(err) });
-      }
-    }
-    await this.#forget(principal, upstream);
+    await this.#revoke(upstream, stored, 'sign-out');
     return true;
   }
 
@@ -174,14 +201,15 @@ export class UserCredentials {
     const stored = await this.get(principal, upstream);
     if (!config || !stored) throw new ConsentRequiredError(upstream);
     if (stored.kind === 'secret') {
-      const format = config.userAuth.type === 'secret' ? config.userAuth.format : 'Bearer {secret}';
-      if (force) {
-        // A refused secret cannot be renewed here: the user gives a new one.
+      const value = this.#secretHeader(upstream, stored.secret);
+      // A refused secret cannot be renewed here, and one no request can carry (kept before it was
+      // checked at sign-in) would fail every request: either way the user gives a new one.
+      if (force || UNSENDABLE.test(value)) {
         await this.#forget(principal, upstream);
         throw new ConsentRequiredError(upstream);
       }
       this.#tell(stored);
-      return format.replace('{secret}', stored.secret);
+      return value;
     }
     if (!force && (stored.expiresAt === undefined || this.#now() < stored.expiresAt - marginOf(stored))) {
       this.#tell(stored);
@@ -201,10 +229,14 @@ export class UserCredentials {
     this.#listeners.clear();
   }
 
-  /** Refreshes once for all replicas: whoever holds the lock refreshes, the others read its result. */
-  async #refresh(principal: string, upstream: string, seen: Extract<StoredCredential, { kind: 'oauth' }>): Promise<string> {
+  /**
+   * Refreshes once for all replicas: whoever holds the lock refreshes, the others read its result.
+   * Sign-in and sign-out wait for it under the same lock; should the lock lapse first, the result
+   * is kept only if the credential it renewed is still the one stored, else dropped and revoked.
+   */
+  async #refresh(principal: string, upstream: string, seen: OAuthCredential): Promise<string> {
     const key = keyOf(principal, upstream);
-    return this.#deps.store.withLock(`refresh:${key}`, 30_000, async () => {
+    const outcome = await this.#locked(principal, upstream, async () => {
       const now = await this.get(principal, upstream);
       if (!now || now.kind !== 'oauth') throw new ConsentRequiredError(upstream);
       // Another replica (or call) refreshed meanwhile.
@@ -213,32 +245,72 @@ export class UserCredentials {
         return now.accessToken;
       }
       if (!now.refreshToken) {
-        await this.#forget(principal, upstream);
+        await this.#delete(principal, upstream);
         throw new ConsentRequiredError(upstream);
       }
+      let tokens: TokenSet;
       try {
         const { auth, client } = await this.authorization(upstream);
-        const tokens = await refreshTokens(auth, client, now.refreshToken);
-        const next: StoredCredential = { ...now, ...tokens, kind: 'oauth', obtainedAt: this.#now() };
-        this.#tell(next);
-        await this.#deps.store.set(key, next);
-        this.#deps.onRefresh?.(upstream, 'ok');
-        return next.accessToken;
+        tokens = await refreshTokens(auth, client, now.refreshToken);
       } catch (err) {
         if (err instanceof RefreshRejectedError) {
           this.#deps.onRefresh?.(upstream, 'rejected');
-          await this.#forget(principal, upstream);
+          if (sameCredential(await this.get(principal, upstream), now)) await this.#delete(principal, upstream);
           throw new ConsentRequiredError(upstream);
         }
         this.#deps.onRefresh?.(upstream, 'error');
         throw err;
       }
+      // Expiry and scope are the answer's alone: an answer without expires_in gives a token used
+      // until the upstream refuses it, not one as old as the token it replaces.
+      const next: OAuthCredential = { kind: 'oauth', issuer: now.issuer, obtainedAt: this.#now(), ...tokens };
+      this.#tell(next);
+      if (!sameCredential(await this.get(principal, upstream), now)) return { next };
+      await this.#deps.store.set(key, next);
+      this.#deps.onRefresh?.(upstream, 'ok');
+      return next.accessToken;
     });
+    if (typeof outcome === 'string') return outcome;
+    this.#deps.logger.warn('a refresh finished after the credential was signed out or replaced; its tokens are dropped', { upstream });
+    await this.#revoke(upstream, outcome.next, 'refresh');
+    const current = await this.get(principal, upstream);
+    if (current?.kind !== 'oauth') throw new ConsentRequiredError(upstream);
+    this.#tell(current);
+    return current.accessToken;
   }
 
-  async #forget(principal: string, upstream: string): Promise<void> {
+  /** Runs fn under the credential's lock: refresh, sign-in and sign-out of one credential never interleave. */
+  #locked<T>(principal: string, upstream: string, fn: () => Promise<T>): Promise<T> {
+    return this.#deps.store.withLock(`refresh:${keyOf(principal, upstream)}`, LOCK_MS, fn, LOCK_MS);
+  }
+
+  #forget(principal: string, upstream: string): Promise<void> {
+    return this.#locked(principal, upstream, () => this.#delete(principal, upstream));
+  }
+
+  /** Deletes the credential and tells every replica; the caller holds the lock. */
+  async #delete(principal: string, upstream: string): Promise<void> {
     await this.#deps.store.delete(keyOf(principal, upstream));
     await this.#publish({ principal, upstream, signedIn: false });
+  }
+
+  /** RFC 7009 revocation of an OAuth credential's tokens, where the server offers it; a failure is logged. */
+  async #revoke(upstream: string, credential: StoredCredential, when: 'sign-out' | 'refresh'): Promise<void> {
+    if (credential.kind !== 'oauth') return;
+    try {
+      const { auth, client } = await this.authorization(upstream);
+      if (credential.refreshToken) await revokeToken(auth, client, credential.refreshToken, 'refresh_token');
+      await revokeToken(auth, client, credential.accessToken, 'access_token');
+    } catch (err) {
+      this.#deps.logger.warn('revoking a token failed; it is no longer kept here anyway', { upstream, after: when, err: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  /** The header value of a secret: the upstream's format with the secret in it, taken as it is ($ and all). */
+  #secretHeader(upstream: string, secret: string): string {
+    const userAuth = this.#deps.upstreams().get(upstream)?.userAuth;
+    const format = userAuth?.type === 'secret' ? userAuth.format : 'Bearer {secret}';
+    return format.replace('{secret}', () => secret);
   }
 
   async #publish(change: CredentialChange): Promise<void> {
@@ -300,6 +372,11 @@ export class PrincipalCredential {
 
 function keyOf(principal: string, upstream: string): string {
   return `cred:${upstream}:${principalKey(principal)}`;
+}
+
+/** Whether `stored` is still the OAuth credential `read` (the same sign-in, not refreshed since). */
+function sameCredential(stored: StoredCredential | undefined, read: OAuthCredential): boolean {
+  return stored?.kind === 'oauth' && stored.obtainedAt === read.obtainedAt && stored.accessToken === read.accessToken && stored.refreshToken === read.refreshToken;
 }
 
 function marginOf(stored: { expiresAt?: number; obtainedAt: number }): number {

@@ -4,6 +4,9 @@
 // /oauth/callback finishes that login and shows the consent page; /oauth/consent answers the
 // client with a code (RFC 9207 `iss` beside it) or access_denied. The flow lives in the credential
 // store under the IdP login's state, bound to the browser by an HttpOnly cookie.
+// Never an open redirector (RFC 9700 §4.11.2): before the user has answered the consent page, an
+// error goes back to the client only once the user has signed in, and only to a redirect URI
+// this user approved for this client before; otherwise the user gets a page.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { SecurityEvents } from '../audit/events.js';
 import type { IdpLogin, PendingLogin } from '../credentials/login.js';
@@ -14,7 +17,7 @@ import { ClientRefused, type ClientInfo } from './cimd.js';
 import type { ClientRegistry } from './clients.js';
 import type { Grants, Identity } from './grants.js';
 import { consentPage, refusalPage } from './pages.js';
-import { isS256Challenge, redirectMatches } from './rules.js';
+import { digest, isS256Challenge, redirectMatches } from './rules.js';
 
 export interface AuthorizeDeps {
   issuer: string;
@@ -52,11 +55,28 @@ interface Flow {
   identity?: Identity;
   idpRefresh?: string;
   csrf?: string;
+  /** What is wrong with the request: answered once the user has signed in, never by a consent page. */
+  refused?: RequestError;
+}
+
+interface RequestError {
+  error: string;
+  description: string;
+}
+
+/** The redirect URIs a user approved a client at (on the consent page), most recent last. */
+interface Approved {
+  uris: string[];
 }
 
 export const BROWSER_COOKIE = 'switchyard_frontdoor';
 const FLOW_TTL_MS = 10 * 60_000;
+/** As long as a consent is remembered (grants.ts). */
+const APPROVED_TTL_MS = 365 * 24 * 60 * 60_000;
+/** Approved redirect URIs kept per user and client; one approved earlier than these is forgotten. */
+const MAX_APPROVED = 20;
 const flowKey = (id: string): string => `frontdoor:flow:${id}`;
+const approvedKey = (principal: string, clientId: string): string => `frontdoor:approved:${digest(`${principal}\n${clientId}`)}`;
 
 export class Authorization {
   readonly #deps: AuthorizeDeps;
@@ -85,17 +105,11 @@ export class Authorization {
       return this.#refuse('bad_redirect', `The redirect URI is not one that ${client.name} registered, so the answer cannot be sent there.`);
     }
     const state = params.get('state') ?? undefined;
-    const fail = (error: string, description: string): Response => {
-      deps.onAuthorization('invalid_request');
-      return redirectTo(redirectUri, { error, error_description: description, ...(state !== undefined ? { state } : {}), iss: deps.issuer }, 302);
-    };
-    if (params.get('response_type') !== 'code') return fail('unsupported_response_type', 'response_type must be code');
-    const challenge = params.get('code_challenge');
-    if (!challenge) return fail('invalid_request', 'code_challenge is required (PKCE with S256)');
-    if (params.get('code_challenge_method') !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
-    if (!isS256Challenge(challenge)) return fail('invalid_request', 'code_challenge is not an S256 challenge');
+    const challenge = params.get('code_challenge') ?? '';
     const resource = params.get('resource') ?? deps.resources[0]!;
-    if (!deps.resources.includes(resource)) return fail('invalid_target', 'resource is not an endpoint of this gateway');
+    // Whatever is wrong, the user signs in first: only then is it known whether the error may go
+    // back to this redirect URI (callback()), so a request made to fail never redirects anyone.
+    const refused = requestError(params, challenge, resource, deps.resources);
     let login: Awaited<ReturnType<IdpLogin['start']>>;
     try {
       login = await deps.login.start();
@@ -106,7 +120,7 @@ export class Authorization {
       return refusalPage(502, 'The company sign-in service cannot be reached; try again later.');
     }
     const browser = request.cookies[BROWSER_COOKIE] ?? randomBytes(24).toString('base64url');
-    const flow: Flow = { browser, client, redirectUri, redirectUriSent: params.has('redirect_uri'), state, challenge, resource, login: login.pending };
+    const flow: Flow = { browser, client, redirectUri, redirectUriSent: params.has('redirect_uri'), state, challenge, resource, login: login.pending, ...(refused ? { refused } : {}) };
     await deps.store.set(flowKey(login.pending.state), flow, FLOW_TTL_MS);
     const secure = deps.issuer.startsWith('https:') ? '; Secure' : '';
     return new Response(null, {
@@ -125,7 +139,8 @@ export class Authorization {
       await deps.store.delete(flowKey(id));
       deps.onAuthorization('login_failed');
       audit(deps, 'login_failed', { clientId: flow.client.clientId, reason: 'idp_denied', resource: flow.resource });
-      return redirectTo(flow.redirectUri, { error: 'access_denied', error_description: 'the sign-in at the company IdP did not finish', ...(flow.state !== undefined ? { state: flow.state } : {}), iss: deps.issuer }, 302);
+      // Nobody signed in: nothing says the redirect URI may be trusted, so no redirect.
+      return refusalPage(400, 'The sign-in at the company IdP did not finish; start again from your client.');
     }
     let result: Awaited<ReturnType<IdpLogin['finishWithTokens']>>;
     try {
@@ -140,6 +155,7 @@ export class Authorization {
     const claims: Record<string, unknown> = {};
     for (const name of deps.claims) if (result.claims[name] !== undefined) claims[name] = result.claims[name];
     const identity: Identity = { principal: result.principal, subject: result.subject, claims };
+    if (flow.refused) return this.#answerRefused(id, flow, flow.refused, identity);
     const csrf = randomBytes(24).toString('base64url');
     const { login: _done, ...rest } = flow;
     await deps.store.set(flowKey(id), { ...rest, identity, csrf, ...(result.refreshToken ? { idpRefresh: result.refreshToken } : {}) }, FLOW_TTL_MS);
@@ -173,6 +189,7 @@ export class Authorization {
       return redirectTo(flow.redirectUri, { error: 'access_denied', error_description: 'the user denied access', ...back }, 303);
     }
     await deps.grants.recordConsent(identity.principal, client.clientId);
+    await this.#approve(identity.principal, client.clientId, flow.redirectUri);
     const code = await deps.grants.issueCode({
       clientId: client.clientId,
       redirectUri: flow.redirectUri,
@@ -188,6 +205,34 @@ export class Authorization {
     return redirectTo(flow.redirectUri, { code, ...back }, 303);
   }
 
+  /**
+   * A request found wrong, its user now signed in: the error goes back to the client only when
+   * this user approved this client at this redirect URI before (RFC 9700 §4.11.2: redirect only
+   * to a trusted URI); otherwise a page says what is wrong.
+   */
+  async #answerRefused(id: string, flow: Flow, refused: RequestError, identity: Identity): Promise<Response> {
+    const deps = this.#deps;
+    await deps.store.delete(flowKey(id));
+    deps.onAuthorization('invalid_request');
+    if (await this.#approved(identity.principal, flow.client.clientId, flow.redirectUri)) {
+      return redirectTo(flow.redirectUri, { error: refused.error, error_description: refused.description, ...(flow.state !== undefined ? { state: flow.state } : {}), iss: deps.issuer }, 302);
+    }
+    return refusalPage(400, `The sign-in request of ${flow.client.name} cannot be answered: ${refused.description}.`);
+  }
+
+  async #approved(principal: string, clientId: string, redirectUri: string): Promise<boolean> {
+    const approved = await this.#deps.store.get(approvedKey(principal, clientId));
+    return isApproved(approved) && redirectMatches(redirectUri, approved.uris);
+  }
+
+  /** Remembers the redirect URI the user approved the client at (a loopback one matches any port later, RFC 8252 §7.3). */
+  async #approve(principal: string, clientId: string, redirectUri: string): Promise<void> {
+    const key = approvedKey(principal, clientId);
+    const approved = await this.#deps.store.get(key);
+    const uris = [...(isApproved(approved) ? approved.uris : []).filter((uri) => uri !== redirectUri), redirectUri].slice(-MAX_APPROVED);
+    await this.#deps.store.set(key, { uris } satisfies Approved, APPROVED_TTL_MS);
+  }
+
   /** The flow, when this browser started it. */
   async #flow(id: string, request: BrowserRequest): Promise<Flow | undefined> {
     const flow = (await this.#deps.store.get(flowKey(id))) as Flow | undefined;
@@ -200,6 +245,21 @@ export class Authorization {
     this.#deps.onAuthorization(outcome);
     return refusalPage(400, message);
   }
+}
+
+/** What is wrong with an authorization request whose client and redirect URI are good, if anything. */
+function requestError(params: URLSearchParams, challenge: string, resource: string, resources: readonly string[]): RequestError | undefined {
+  if (params.get('response_type') !== 'code') return { error: 'unsupported_response_type', description: 'response_type must be code' };
+  if (!challenge) return { error: 'invalid_request', description: 'code_challenge is required (PKCE with S256)' };
+  if (params.get('code_challenge_method') !== 'S256') return { error: 'invalid_request', description: 'code_challenge_method must be S256' };
+  if (!isS256Challenge(challenge)) return { error: 'invalid_request', description: 'code_challenge is not an S256 challenge' };
+  if (!resources.includes(resource)) return { error: 'invalid_target', description: 'resource is not an endpoint of this gateway' };
+  return undefined;
+}
+
+function isApproved(value: unknown): value is Approved {
+  const uris = typeof value === 'object' && value !== null ? (value as Record<string, unknown>).uris : undefined;
+  return Array.isArray(uris) && uris.every((uri) => typeof uri === 'string');
 }
 
 function sameSecret(a: string, b: string): boolean {

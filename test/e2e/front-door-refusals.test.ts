@@ -2,12 +2,13 @@
 // Chromium for the logins that need one, an https server for metadata documents that must never
 // be fetched): redirect URIs not registered, CIMD URLs on private addresses or outside
 // cimd.allow, PKCE plain, a reused code, a tampered token, a token for another endpoint, a DCR
-// redirect outside `redirects`, a denied consent, too many registrations from one address.
+// redirect outside `redirects`, a denied consent, too many registrations from one address; and a
+// request made to fail, sent back only once the user signed in and had approved that redirect URI.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBrowser } from '../helpers/browser.js';
+import { followSignIn, startBrowser } from '../helpers/browser.js';
 import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, pkce, reachConsent, startCallbackListener, startDocumentServer, startFrontDoorGateway, tokenRequest, type FrontDoorParts } from '../helpers/front-door.js';
 import { upstream } from '../helpers/gateway.js';
 import { startIdp } from '../helpers/oidc.js';
@@ -114,21 +115,40 @@ describe('the front door refuses', () => {
     expect(dotted.text).toContain('dot path segments');
   });
 
-  it('code_challenge_method=plain, a missing challenge, and a resource that is not an endpoint: errors sent back to the client', async () => {
-    for (const [params, error] of [
-      [{ code_challenge: pkce().verifier, code_challenge_method: 'plain' }, 'invalid_request'],
-      [{}, 'invalid_request'],
-      [{ code_challenge: pkce().challenge, resource: 'https://elsewhere.example/mcp' }, 'invalid_target'],
-    ] as const) {
-      const answer = await refusedPage(authorizeUrl(params));
-      expect(answer.status).toBe(302);
-      const location = new URL(answer.location!);
-      expect(`${location.origin}${location.pathname}`).toBe(h.callback.url);
+  it('code_challenge_method=plain, a missing challenge, a resource that is not an endpoint: the user signs in first, then gets a page, or the error at a redirect URI they approved', async () => {
+    const wrong = [
+      [{ code_challenge: pkce().verifier, code_challenge_method: 'plain' }, 'invalid_request', 'code_challenge_method must be S256'],
+      [{}, 'invalid_request', 'code_challenge is required'],
+      [{ code_challenge: pkce().challenge, resource: 'https://elsewhere.example/mcp' }, 'invalid_target', 'resource is not an endpoint'],
+    ] as const;
+    /** The browser's walk as `user` through the IdP login to where the request ends: its URL and text. */
+    const walk = async (params: Record<string, string>, user: string, until: (url: string) => boolean): Promise<{ url: string; text: string }> => {
+      const context = await h.browser.context();
+      try {
+        return await followSignIn(await context.newPage(), authorizeUrl(params), user, { until });
+      } finally {
+        await context.close();
+      }
+    };
+    for (const [params, , description] of wrong) {
+      // RFC 9700 §4.11.2: not to the client before anyone signed in.
+      const first = await refusedPage(authorizeUrl(params));
+      expect(first.status).toBe(302);
+      expect(new URL(first.location!).origin).toBe(new URL(h.idp.issuer).origin);
+      // alice never approved this client: a page of Switchyard's.
+      const end = await walk(params, 'alice', (url) => url.startsWith(`${h.origin}/oauth/callback`));
+      expect(end.text).toContain(description);
+    }
+    await browserAnswer('alice', { code_challenge: pkce().challenge });
+    for (const [params, error] of wrong) {
+      const arrived = h.callback.next();
+      await walk(params, 'alice', (url) => url.startsWith(h.callback.url));
+      const location = await arrived; // reached the client's listener
       expect(location.searchParams.get('error')).toBe(error);
       expect(location.searchParams.get('state')).toBe('st');
       expect(location.searchParams.get('iss')).toBe(h.origin);
     }
-  });
+  }, 90_000);
 
   it('a reused code, and what the code gave the first time stops working', async () => {
     const { verifier, challenge } = pkce();
