@@ -23,6 +23,7 @@ import type { DownstreamSession } from './session.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { Logger } from '../util/log.js';
 import type { NamespaceCodec } from '../names/namespace.js';
+import { exposeTaskAnswer } from '../names/content.js';
 import type { RequestContext } from '../session/context.js';
 import { listChangeOf } from '../mcp/methods.js';
 
@@ -231,7 +232,8 @@ export function rewriteNotification(upstream: string, message: JsonRpcNotificati
     case 'notifications/tasks/status':
     case 'notifications/tasks':
       if (typeof params.taskId !== 'string') return undefined;
-      return notification(message.method, { ...params, taskId: codec.exposeTaskId(upstream, params.taskId) });
+      // The extension's notification may carry the task's result, whose URIs are namespaced as a call's.
+      return notification(message.method, exposeTaskAnswer({ ...params, taskId: codec.exposeTaskId(upstream, params.taskId) }, codec, upstream));
     case 'notifications/subscriptions/acknowledged': {
       // Only the task ids a listen of the gateway's was agreed to (SEP-2663), as the gateway names them.
       const taskIds = isObject(params.notifications) && Array.isArray(params.notifications.taskIds) ? params.notifications.taskIds.filter((id): id is string => typeof id === 'string') : [];

@@ -71,6 +71,18 @@ export function exposeToolResult(result: JsonObject, codec: UriCodec, upstream: 
   return content === result.content ? result : { ...result, content };
 }
 
+/**
+ * What a request about a task answers, with its result's URIs namespaced as a tools/call's are:
+ * tasks/result's tool result, or a task (tasks/get, notifications/tasks of the Tasks extension)
+ * carrying its result inline.
+ */
+export function exposeTaskAnswer(answer: JsonObject, codec: UriCodec, upstream: string): JsonObject {
+  const own = exposeToolResult(answer, codec, upstream);
+  if (!isObject(own.result)) return own;
+  const result = exposeToolResult(own.result, codec, upstream);
+  return result === own.result ? own : { ...own, result };
+}
+
 /** A prompts/get result with the URIs of its messages' content namespaced. */
 export function exposePromptResult(result: JsonObject, codec: UriCodec, upstream: string): JsonObject {
   if (!Array.isArray(result.messages)) return result;

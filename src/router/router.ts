@@ -35,7 +35,7 @@ import { listed, rememberNames } from '../links/existence.js';
 import type { SessionLinks } from '../links/links.js';
 import { UriProvenance } from '../links/provenance.js';
 import { shapeItem } from './shape.js';
-import { exposePromptResult, exposeReadResult, exposeToolResult } from '../names/content.js';
+import { exposePromptResult, exposeReadResult, exposeTaskAnswer, exposeToolResult } from '../names/content.js';
 import { callTool, type ToolCallDeps } from './tool-call.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, guarded, surface } from '../util/callbacks.js';
@@ -432,7 +432,8 @@ export class Router {
       if (owner) {
         // A 2025-11-25 upstream's task takes input as requests on tasks/result (task-input.ts).
         const input = owner.era === 'stateless' ? undefined : this.#taskInputs.of(session, owner, handle.taskId, call.context);
-        return taskRequest(method, params, exposed, handle.taskId, formsOf(owner.era, call.context.protocolVersion), (m, p) => forward(call, owner, m, declaringFor(owner.era, p, session.info.clientCapabilities)), call.signal, input);
+        const answer = await taskRequest(method, params, exposed, handle.taskId, formsOf(owner.era, call.context.protocolVersion), (m, p) => forward(call, owner, m, declaringFor(owner.era, p, session.info.clientCapabilities)), call.signal, input);
+        return exposeTaskAnswer(answer, this.#deps.catalog.codec, owner.name);
       }
     }
     const { codec } = this.#deps.catalog;
@@ -442,7 +443,7 @@ export class Router {
     if (!split || !client || (hub && !hub.owns(split.taskId, session))) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
     if (method === 'tasks/cancel') this.#deps.taskAudit?.cancelRequested({ handle: exposed, upstream: client.name, tool: '', caller: call.context });
     const result = await forward(call, client, method, { ...params, taskId: split.taskId });
-    if (method === 'tasks/result') return exposeToolResult(mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id)), codec, client.name);
+    if (method === 'tasks/result') return exposeTaskAnswer(mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id)), codec, client.name);
     return typeof result.taskId === 'string' ? { ...result, taskId: codec.exposeTaskId(client.name, result.taskId) } : result;
   }
 

@@ -123,6 +123,8 @@ class ToolCall {
       return this.#then(this.#deps.links.bareToolOwner(session, requested), (owner) => {
         if (owner === undefined) throw this.#unknown();
         this.#exposed = codec.exposeName(owner, requested);
+        // A tool a view renamed is known by its new name only, however its old one is spelled.
+        if (access.view(this.#exposed)?.name !== undefined) throw this.#unknown();
         this.#owned(owner, requested);
       });
     }

@@ -86,3 +86,28 @@ describe('another spelling of an item', () => {
     expect(await outcome(c.readResource({ uri: 'file:///public' }).then((r) => ({ content: [{ type: 'text', text: (r.contents[0] as { text: string }).text }] })))).toEqual({ answered: 'content of file:///public' });
   });
 });
+
+describe('a tool a view renamed', () => {
+  it('is known by its new name only, not by its namespaced or its bare original name', async () => {
+    const renamed = await startGateway({
+      auth: { apiKeys: [{ id: 'bot', hash: hashApiKey(KEY), team: 'renaming' }] },
+      teams: [{ name: 'renaming', views: { gh__search: { name: 'find' } } }],
+      upstreams: { gh: fixture() },
+    });
+    try {
+      const c = await connectClient(renamed.url, {}, undefined, { 'x-api-key': KEY });
+      try {
+        const call = (name: string) => outcome(c.callTool({ name, arguments: { owner: 'me' } }));
+        expect(await call('find')).toEqual({ answered: 'ran search with {"owner":"me"}' });
+        expect(await call('gh__search')).toEqual({ code: -32602, message: 'Unknown tool: gh__search' });
+        // A bare name an upstream lists (as an MCP Apps View calls its server's tools).
+        expect(await call('search')).toEqual({ code: -32602, message: 'Unknown tool: search' });
+        expect(await call('delete_everything')).toEqual({ answered: 'ran delete_everything with {"owner":"me"}' });
+      } finally {
+        await c.close();
+      }
+    } finally {
+      await renamed.close();
+    }
+  });
+});

@@ -3,7 +3,8 @@
 // are not (text, structuredContent, _meta), and that a result with nothing to rewrite is the
 // very object that came in.
 import { describe, expect, it } from 'vitest';
-import { exposePromptResult, exposeReadResult, exposeToolMeta, exposeToolResult } from '../../src/names/content.js';
+import { exposePromptResult, exposeReadResult, exposeTaskAnswer, exposeToolMeta, exposeToolResult } from '../../src/names/content.js';
+import { rewriteNotification } from '../../src/links/relay.js';
 import { mergeCapabilities } from '../../src/mcp/capabilities.js';
 import { NamespaceCodec } from '../../src/names/namespace.js';
 
@@ -110,5 +111,22 @@ describe('MCP Apps (io.modelcontextprotocol/ui)', () => {
     const merged = mergeCapabilities([{ tools: {}, extensions: { 'io.modelcontextprotocol/ui': { a: 1 } } }, { extensions: { 'io.modelcontextprotocol/ui': { a: 2 }, 'com.example/x': {} } }]);
     expect(merged.extensions).toEqual({ 'io.modelcontextprotocol/ui': { a: 1 }, 'com.example/x': {} });
     expect(mergeCapabilities([{ tools: {} }]).extensions).toBeUndefined();
+  });
+});
+
+describe("a task's result", () => {
+  const link = { type: 'resource_link', uri: 'file:///a.md', name: 'a' };
+  const exposed = { ...link, uri: 'docs+file:///a.md' };
+
+  it('is namespaced in tasks/result and inline in a task', () => {
+    expect(exposeTaskAnswer({ content: [link] }, codec, 'docs')).toEqual({ content: [exposed] });
+    expect(exposeTaskAnswer({ taskId: 't', status: 'completed', result: { content: [link] } }, codec, 'docs')).toEqual({ taskId: 't', status: 'completed', result: { content: [exposed] } });
+    const plain = { taskId: 't', status: 'working' };
+    expect(exposeTaskAnswer(plain, codec, 'docs')).toBe(plain);
+  });
+
+  it("is namespaced in the Tasks extension's notifications/tasks", () => {
+    const message = { jsonrpc: '2.0' as const, method: 'notifications/tasks', params: { taskId: 't', status: 'completed', result: { content: [link] } } };
+    expect(rewriteNotification('docs', message, codec)?.params).toEqual({ taskId: 'docs:t', status: 'completed', result: { content: [exposed] } });
   });
 });
