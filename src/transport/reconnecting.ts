@@ -2,7 +2,8 @@
 // forgets the session), it makes a fresh inner transport after an exponential backoff with
 // jitter, replays the initialize handshake it saw pass through, and carries on. Requests in
 // flight when the connection was lost are reported lost (ondisconnect) so they fail at once;
-// requests sent during the restart wait for it. A crash loop gives up and closes for good.
+// requests sent during the restart wait for it. A crash loop gives up and closes for good; so
+// does a loop of forgotten sessions (both count alike), so no upstream answer makes a tight loop.
 // Restart is this wrapper's whole job; the client and router never see a flag for it.
 import { isRequest, isResponse, type JsonObject, type JsonRpcMessage, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 import { isRetrySafe } from '../mcp/methods.js';
@@ -15,7 +16,7 @@ export interface RestartPolicy {
   /** First backoff delay; doubles per consecutive failure, with jitter. */
   initialDelayMs: number;
   maxDelayMs: number;
-  /** This many crashes within windowMs is a crash loop: stop restarting. */
+  /** This many crashes (or sessions the upstream forgot) within windowMs is a loop: stop restarting. */
   maxCrashes: number;
   windowMs: number;
   /** A connection that lived this long resets the backoff. */
@@ -130,6 +131,7 @@ export class ReconnectingTransport implements Transport {
     // The upstream forgot our session: start a new one (once), and send again only what is safe
     // (a request that changes nothing: mcp/methods.ts, retrySafe).
     if (inner === this.#inner) this.#lost(err as Error, false);
+    if (this.#closed) throw err; // a loop of lost sessions: given up
     if (!isRequest(message) || !isRetrySafe(message.method)) {
       throw expired ? err : new TransportError('session_expired', 'upstream session expired', 404);
     }
@@ -186,19 +188,28 @@ export class ReconnectingTransport implements Transport {
     return inner;
   }
 
-  /** Reports the loss and starts (once) the backoff and reconnection. */
+  /**
+   * Reports the loss and starts (once) the backoff and reconnection. A forgotten session counts
+   * towards the loop like a crash, and is renewed at once only as the first loss since a healthy
+   * spell: one that follows it soon after waits the backoff, whatever made the upstream say so.
+   */
   #lost(reason: Error, crashed: boolean): void {
     if (this.#ready) return;
-    if (crashed && this.#crashLoop()) {
+    if (this.#crashLoop()) {
       this.#closed = true;
       void this.#inner.close();
-      this.onclose?.(new TransportError('closed', `crash loop: ${this.#crashes.length} crashes within ${this.#policy.windowMs} ms (last: ${reason.message})`));
+      // Worded alike either way: "crash loop" is what health and metrics look for.
+      const losses = `${this.#crashes.length} ${crashed ? 'crashes' : 'losses of the upstream session'}`;
+      this.onclose?.(new TransportError('closed', `crash loop: ${losses} within ${this.#policy.windowMs} ms (last: ${reason.message})`));
       return;
     }
     // After a crash nothing in flight will be answered; an expired HTTP session fails (or
     // retries) each request on its own.
     if (crashed) this.ondisconnect?.(reason);
-    const ready = this.#reconnect(reason, crashed);
+    let wait = 0;
+    if (crashed || this.#attempt > 0) wait = this.#backoff();
+    else this.#attempt++; // the next loss before resetAfterMs waits
+    const ready = this.#reconnect(reason, crashed, wait);
     this.#ready = ready;
     ready.then(
       () => {
@@ -208,6 +219,7 @@ export class ReconnectingTransport implements Transport {
     );
   }
 
+  /** Counts a loss (a crash, a failed restart, a forgotten session): whether they make a loop. */
   #crashLoop(): boolean {
     const now = Date.now();
     if (now - this.#connectedAt >= this.#policy.resetAfterMs) this.#attempt = 0;
@@ -216,10 +228,10 @@ export class ReconnectingTransport implements Transport {
     return this.#crashes.length >= this.#policy.maxCrashes;
   }
 
-  async #reconnect(reason: Error, crashed: boolean): Promise<void> {
+  async #reconnect(reason: Error, crashed: boolean, wait: number): Promise<void> {
     discard(this.#inner);
     for (;;) {
-      if (crashed) await delay(this.#backoff());
+      if (wait > 0) await delay(wait);
       if (this.#closed) throw new TransportError('closed', 'transport closed');
       this.#logger.warn(crashed ? 'restarting upstream' : 're-initializing upstream session', { reason, attempt: this.#attempt });
       const inner = this.#wire(this.#make());
@@ -238,6 +250,7 @@ export class ReconnectingTransport implements Transport {
           this.onclose?.(new TransportError('closed', `crash loop: upstream failed to restart (${(err as Error).message})`));
           throw err;
         }
+        wait = this.#backoff();
       }
     }
   }

@@ -30,6 +30,8 @@ export interface StdioTransportOptions {
 
 const NEWLINE = 0x0a;
 const STDERR_LINE_MAX = 8 * 1024;
+/** The first buffer an unfinished stdout line gets (it doubles from there). */
+const PARTIAL_LINE_MIN_BYTES = 1024;
 /**
  * Defaults for what may wait for a child (not yet from config): far more than a child that
  * reads keeps queued, small enough that a child that stopped reading cannot grow the gateway.
@@ -60,8 +62,8 @@ export class StdioTransport implements Transport {
   readonly #options: StdioTransportOptions;
   readonly #maxMessage: number;
   #child: ChildProcessWithoutNullStreams | undefined;
-  #stdout: Buffer[] = [];
-  #stdoutLength = 0;
+  /** The unfinished line of stdout. */
+  readonly #partial: PartialLine;
   #stderr = '';
   #exited: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
@@ -90,6 +92,7 @@ export class StdioTransport implements Transport {
   constructor(options: StdioTransportOptions) {
     this.#options = options;
     this.#maxMessage = options.maxMessageBytes ?? 16 * 1024 * 1024;
+    this.#partial = new PartialLine(this.#maxMessage);
     this.#maxQueuedBytes = options.maxQueuedBytes ?? MAX_QUEUED_BYTES;
     this.#maxQueuedMessages = options.maxQueuedMessages ?? MAX_QUEUED_MESSAGES;
   }
@@ -327,18 +330,13 @@ export class StdioTransport implements Transport {
     let newline = chunk.indexOf(NEWLINE, start);
     while (newline !== -1) {
       const piece = chunk.subarray(start, newline);
-      const line = this.#stdoutLength === 0 ? piece : Buffer.concat([...this.#stdout, piece]);
-      this.#stdout = [];
-      this.#stdoutLength = 0;
+      const line = this.#partial.length === 0 ? piece : this.#partial.take(piece);
+      if (line === undefined) return this.#oversized();
       this.#onLine(line);
       start = newline + 1;
       newline = chunk.indexOf(NEWLINE, start);
     }
-    if (start < chunk.length) {
-      this.#stdout.push(chunk.subarray(start));
-      this.#stdoutLength += chunk.length - start;
-      if (this.#stdoutLength > this.#maxMessage) this.#oversized();
-    }
+    if (start < chunk.length && !this.#partial.append(chunk.subarray(start))) this.#oversized();
   }
 
   #onLine(bytes: Buffer): void {
@@ -361,8 +359,7 @@ export class StdioTransport implements Transport {
   }
 
   #oversized(): void {
-    this.#stdout = [];
-    this.#stdoutLength = 0;
+    this.#partial.clear();
     this.#options.logger.error('upstream message exceeds the size limit; stopping the process', { limit: this.#maxMessage });
     this.#child?.stdout.pause();
     this.#end(new TransportError('oversized', `upstream message exceeds ${this.#maxMessage} bytes`));
@@ -386,6 +383,58 @@ export class StdioTransport implements Transport {
   #logStderr(line: string): void {
     const text = line.trimEnd();
     if (text !== '') this.#options.logger.info('upstream stderr', { stderr: truncate(text, 1_000) });
+  }
+}
+
+/**
+ * The unfinished line of a child's stdout, copied into one buffer that doubles as it fills: its
+ * memory stays proportional to the bytes held however small the reads they came in (a list of
+ * the reads costs a Buffer object each: 13 to 30 bytes of heap per byte for a child writing one
+ * byte at a time), and it never holds more than `max` bytes.
+ */
+export class PartialLine {
+  readonly #max: number;
+  #buffer: Buffer | undefined;
+  #length = 0;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  get length(): number {
+    return this.#length;
+  }
+
+  /** Adds `bytes` to the line; false, holding nothing any more, when it would then exceed the limit. */
+  append(bytes: Buffer): boolean {
+    const length = this.#length + bytes.length;
+    if (length > this.#max) {
+      this.clear();
+      return false;
+    }
+    if (this.#buffer === undefined || this.#buffer.length < length) {
+      const grown = Buffer.allocUnsafe(Math.min(this.#max, Math.max(length, 2 * (this.#buffer?.length ?? 0), PARTIAL_LINE_MIN_BYTES)));
+      this.#buffer?.copy(grown, 0, 0, this.#length);
+      this.#buffer = grown;
+    }
+    bytes.copy(this.#buffer, this.#length);
+    this.#length = length;
+    return true;
+  }
+
+  /** The whole line, `end` added, and empties itself; undefined when the line exceeds the limit. */
+  take(end: Buffer): Buffer | undefined {
+    if (!this.append(end)) return undefined;
+    const line = this.#buffer!.subarray(0, this.#length);
+    // Let go of the buffer: the next line may be far shorter than this one.
+    this.#buffer = undefined;
+    this.#length = 0;
+    return line;
+  }
+
+  clear(): void {
+    this.#buffer = undefined;
+    this.#length = 0;
   }
 }
 

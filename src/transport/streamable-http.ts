@@ -4,16 +4,15 @@
 import type { Dispatcher } from 'undici';
 import { encodeHeaderValue, isStatelessVersion } from '../mcp/era.js';
 import { mirroredName } from '../mcp/methods.js';
-import { isObject, isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
-import { consumeSse, contentTypeOf, decodeMessages, mediaType, networkError, publicTokenError } from './http-common.js';
+import { consumeSse, contentTypeOf, decodeMessages, ERROR_BODY_BYTES, mediaType, networkError, NO_HEADERS, publicTokenError, readStart, sessionAnswers, traceHeaders, withoutHeader } from './http-common.js';
 import { sendByPost, TransportError, type SendDone, type SendOptions, type Transport } from './types.js';
 import { SseParser } from '../util/sse.js';
 import { after, asError, later } from '../util/callbacks.js';
 import type { CircuitBreaker } from './circuit.js';
 import { pause, type CancelSignal } from '../util/cancel.js';
 import { BeforeResponseError, exchange, InFlight, NotSentError, type BodyPlan, type ExchangeDone, type ResponseHead } from './exchange.js';
-import { parseTraceparent, parseTracestate } from '../util/trace.js';
 import { namesLostSession, type GetStreamSupport } from './get-stream.js';
 
 export { GetStreamSupport } from './get-stream.js';
@@ -51,7 +50,7 @@ export interface StreamableHttpOptions {
 
 /** Bodies read only to be dropped (202, an expired session), and error bodies (64 KiB at most, else ignored). */
 const SKIP: BodyPlan = { kind: 'skip' };
-const ERROR_BODY: BodyPlan = { kind: 'text', max: 64 * 1024, lenient: true };
+const ERROR_BODY: BodyPlan = { kind: 'text', max: ERROR_BODY_BYTES, lenient: true };
 const POST_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const GET_RETRY_MIN_MS = 500;
 const GET_RETRY_MAX_MS = 30_000;
@@ -439,17 +438,14 @@ export class StreamableHttpTransport implements Transport {
           this.#options.getStream?.refused();
           return; // the server offers no GET stream
         }
-        if (statusCode === 404 || (statusCode === 400 && namesLostSession(400, await body.text().catch(() => '')))) {
-          await body.dump().catch(() => {});
-          // The upstream forgot this session; whoever owns the transport decides what next.
-          this.#closed = true;
-          this.#abort.abort();
-          this.onclose?.(new TransportError('session_expired', 'upstream session expired', 404));
-          return;
+        if (statusCode === 404 || statusCode === 400) {
+          // An error body is read only as far as it can say something (a 400 naming the session).
+          if (namesLostSession(statusCode, await readStart(body, ERROR_BODY_BYTES)) && (await this.#refusedAsLost(stop))) return;
+          throw new TransportError('http_status', `GET stream answered HTTP ${statusCode}`, statusCode);
         }
         if (statusCode === 401) this.#options.credentials?.invalidate();
         if (statusCode !== 200 || contentTypeOf(responseHeaders) !== 'text/event-stream') {
-          await body.dump().catch(() => {}); // a 400's body may have been read above
+          await body.dump().catch(() => {});
           throw new TransportError('http_status', `GET stream answered HTTP ${statusCode}`, statusCode);
         }
         delay = GET_RETRY_MIN_MS;
@@ -471,27 +467,28 @@ export class StreamableHttpTransport implements Transport {
       delay = Math.min(delay * 2, GET_RETRY_MAX_MS);
     }
   }
-}
 
-/** `headers` without any header named `name` in any letter case (HTTP header names are case-insensitive). */
-function withoutHeader(headers: Readonly<Record<string, string>>, name: string | undefined): Readonly<Record<string, string>> {
-  if (name === undefined) return headers;
-  const lower = name.toLowerCase();
-  return Object.fromEntries(Object.entries(headers).filter(([key]) => key.toLowerCase() !== lower));
-}
-
-/** W3C trace context of a request's `_meta`, mirrored in HTTP headers for tracing proxies. */
-const NO_HEADERS: Readonly<Record<string, string>> = {};
-
-/**
- * Validated again here, whoever built the message: a header value comes from a client's `_meta`
- * and must never carry CR/LF or control characters; an invalid one is left out.
- */
-function traceHeaders(message: JsonRpcMessage): Readonly<Record<string, string>> {
-  const meta = 'params' in message ? message.params?._meta : undefined;
-  if (!isObject(meta)) return NO_HEADERS;
-  const traceparent = parseTraceparent(meta.traceparent);
-  if (traceparent === undefined) return NO_HEADERS;
-  const tracestate = parseTracestate(meta.tracestate);
-  return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
+  /**
+   * The GET stream was refused as a lost session would be (404, or a 400 naming it), which alone
+   * proves nothing: a server with no GET handler at all (Express answers "Cannot GET" 404), or a
+   * replica that never saw the session, answers the same. A ping in the session decides: refused
+   * too, the session is gone (onclose, session_expired: the owner starts a new one); answered,
+   * the server offers no GET stream, as after a 405. Whether listening is over: not when the ping
+   * told nothing (the GET is tried again after the backoff).
+   */
+  async #refusedAsLost(stop: AbortSignal): Promise<boolean> {
+    const target = { origin: this.#origin, path: this.#path, headers: this.#headers(POST_HEADERS, await this.#authorization()) };
+    const alive = await sessionAnswers(this.#options.dispatcher, target, stop);
+    if (this.#closed || stop.aborted) return true;
+    if (alive === undefined) return false;
+    if (alive) {
+      this.#options.logger.info('upstream refused the GET stream as an unknown session but answers in it: taken as no GET stream');
+      this.#options.getStream?.refused();
+      return true;
+    }
+    this.#closed = true;
+    this.#abort.abort();
+    this.onclose?.(new TransportError('session_expired', 'upstream session expired', 404));
+    return true;
+  }
 }

@@ -3,7 +3,8 @@
 // healthy spell starting it afresh, jitter never below half), the crash loop that gives up, and
 // what becomes of requests in flight: a crash fails them all at once (nothing is resent to a new
 // child), requests made during the restart wait for it, and after an expired HTTP session the
-// retry-safe ones are sent again on the new session while the others fail.
+// retry-safe ones are sent again on the new session while the others fail; sessions lost again
+// soon after their renewal wait the backoff and count towards the loop.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { GatewayError } from '../../src/mcp/errors.js';
 import { isRequest, type JsonObject } from '../../src/mcp/jsonrpc.js';
@@ -317,6 +318,46 @@ describe('requests in flight when the connection is lost', () => {
     expect(renewed.requests('tools/call')).toEqual([]);
     // An expiry is not a crash: nothing was failed wholesale, nobody was told of a restart.
     expect(h.client.closed).toBe(false);
+  });
+
+  // BUG (fixed): a session lost again at once after its renewal (an upstream that answers its
+  // GET stream 404, or replicas without sticky sessions) was renewed again at once, without end:
+  // 78,418 initializes in 60 s. Renewals now back off and count towards the loop like crashes.
+  it('renews a session lost again soon after its renewal only after the backoff, and gives up on a loop of lost sessions', async () => {
+    const expired = (): TransportError => new TransportError('session_expired', 'upstream session expired', 404);
+    const h = await reconnecting({ restartOnCrash: false, policy: { maxCrashes: 3, resetAfterMs: 30_000 }, transport: { settleOnAnswer: true, sessionId: 'session-1' } });
+    const lostAt = Date.now();
+    h.last().transport.drop(expired());
+    await flush();
+    expect(h.connections.map((c) => c.at - lostAt).slice(1)).toEqual([0]); // the first, at once
+    h.last().transport.drop(expired());
+    await flush();
+    await vi.advanceTimersByTimeAsync(199);
+    expect(h.connections).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    await flush();
+    expect(h.connections.map((c) => c.at - lostAt).slice(1)).toEqual([0, 200]);
+    expect(h.client.closed).toBe(false);
+    h.last().transport.drop(expired());
+    await flush();
+    expect(h.client.closed).toBe(true);
+    expect(h.events.ends[0]!.message).toBe('crash loop: 3 losses of the upstream session within 60000 ms (last: upstream session expired)');
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(h.connections).toHaveLength(3);
+  });
+
+  it('renews a session lost after a healthy spell at once again', async () => {
+    const expired = (): TransportError => new TransportError('session_expired', 'upstream session expired', 404);
+    const h = await reconnecting({ restartOnCrash: false, policy: { resetAfterMs: 30_000 }, transport: { settleOnAnswer: true, sessionId: 'session-1' } });
+    h.last().transport.drop(expired());
+    await flush();
+    expect(h.connections).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(30_000); // healthy for resetAfterMs
+    const lostAt = Date.now();
+    h.last().transport.drop(expired());
+    await flush();
+    expect(h.connections).toHaveLength(3);
+    expect(h.last().at).toBe(lostAt);
   });
 
   it('a tools/call refused with 404 (session expired) renews the session and fails without being resent; later calls go to the new session', async () => {
