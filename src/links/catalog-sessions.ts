@@ -5,7 +5,9 @@
 // later one with the same key (at most MAX_KEYS per upstream, the least used closed first). A client session lists from it until a request of its
 // own must reach the upstream (open.ts opens the session's own upstream session then), so a
 // session that only initializes and lists costs no child of its own. Lists are cached per
-// catalog session and forgotten on its list_changed, its restart and a reload. A catalog child
+// catalog session (first pages, and pages of cursors the upstream itself gave: a client's forged
+// cursor is passed on but its page is not kept), bounded in count and bytes, and forgotten on
+// its list_changed, its restart and a reload. A catalog child
 // counts against the upstream's maxProcesses, and gives way (is closed) when a session needs a
 // child of its own and there is no room. A probe that fails (or never answers) leaves the
 // upstream out of every session's catalog at once, with one retry in the background at a time,
@@ -17,7 +19,7 @@ import { stableJson } from '../util/stable-json.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { ProcessLimitError, type UpstreamPool } from '../upstream/pool.js';
 import type { Logger } from '../util/log.js';
-import type { Listing } from '../names/lists.js';
+import { carriesCursor, type Listing } from '../names/lists.js';
 import { listChangeOf, listKindOf } from '../mcp/methods.js';
 
 /** The session facts a catalog is kept for. */
@@ -38,13 +40,24 @@ const MAX_KEYS = 16;
 export const CATALOG_RETRY_MS = 30_000;
 /** Pages of lists kept per catalog session (a hostile upstream's endless cursors stay bounded). */
 const MAX_CACHED_PAGES = 256;
+/** Bytes of pages (their JSON, with their keys) kept per catalog session: a larger page is read each time. */
+export const MAX_CACHED_BYTES = 16 * 1024 * 1024;
+
+/** A page read or being read; `size` is counted once it is read (its key alone until then). */
+interface CachedPage {
+  readonly reading: Promise<JsonObject>;
+  readonly size: number;
+}
 
 /** One catalog session: an upstream session read for its lists, shared by sessions of one key. */
 export class CatalogSession implements Listing {
   readonly key: string;
   readonly client: UpstreamClient;
   usedAt: number;
-  readonly #cache = new LRUCache<string, Promise<JsonObject>>({ max: MAX_CACHED_PAGES });
+  /** `${method}\0${cursor}` → its page; the first page's cursor is ''. */
+  readonly #cache = new LRUCache<string, CachedPage>({ max: MAX_CACHED_PAGES, maxSize: MAX_CACHED_BYTES, sizeCalculation: (page) => page.size });
+  /** The keys of pages the upstream's own nextCursor leads to: the only cursors whose pages are cached. */
+  readonly #issued = new LRUCache<string, true>({ max: MAX_CACHED_PAGES });
   readonly #now: () => number;
 
   constructor(key: string, client: UpstreamClient, now: () => number) {
@@ -74,26 +87,53 @@ export class CatalogSession implements Listing {
     return this.client.initialized?.instructions;
   }
 
-  /** A list page, from the cache or read once for every session asking (no caller's signal cancels it). */
+  /** Bytes of the pages kept now (for tests). */
+  get cachedBytes(): number {
+    return this.#cache.calculatedSize;
+  }
+
+  /**
+   * A list page, from the cache or read once for every session asking (no caller's signal
+   * cancels it). Only a first page, or one the upstream's own cursor leads to, is kept: a cursor
+   * a client made up is passed on each time, and what it costs ends with the request.
+   */
   request(method: string, params?: JsonObject): Promise<JsonObject> {
     this.usedAt = this.#now();
     if (!isCatalogList(method)) return Promise.reject(new GatewayError('method_not_found', `a catalog answers lists only, not ${method}`));
     const cursor = params?.cursor;
     const key = `${method}\0${typeof cursor === 'string' ? cursor : ''}`;
-    const cached = this.#cache.get(key);
-    if (cached) return cached;
+    const kept = cursor === undefined || this.#issued.has(key);
+    const cached = kept ? this.#cache.get(key) : undefined;
+    if (cached) return cached.reading;
     const reading = this.client.request(method, cursor === undefined ? undefined : { cursor });
-    this.#cache.set(key, reading);
-    reading.catch(() => {
-      if (this.#cache.get(key) === reading) this.#cache.delete(key);
-    });
+    // Before any caller hears the page: its nextCursor is the upstream's, so its page may be kept.
+    reading.then((page) => {
+      if (typeof page.nextCursor === 'string' && carriesCursor(page.nextCursor)) this.#issued.set(`${method}\0${page.nextCursor}`, true);
+    }, () => {});
+    if (!kept) return reading;
+    this.#cache.set(key, { reading, size: key.length });
+    reading.then(
+      (page) => {
+        // Counted again at its size once read (a page over the bound is then not kept).
+        if (this.#cache.peek(key)?.reading === reading) this.#cache.set(key, { reading, size: key.length + JSON.stringify(page).length });
+      },
+      () => {
+        if (this.#cache.peek(key)?.reading === reading) this.#cache.delete(key);
+      },
+    );
     return reading;
   }
 
-  /** Forgets the cached pages of these list methods (all, without any). */
+  /** Forgets the cached pages of these list methods (all, without any), and the cursors that led to them. */
   forget(methods?: readonly string[]): void {
-    if (!methods) return this.#cache.clear();
-    for (const key of [...this.#cache.keys()]) if (methods.includes(key.slice(0, key.indexOf('\0')))) this.#cache.delete(key);
+    if (!methods) {
+      this.#cache.clear();
+      this.#issued.clear();
+      return;
+    }
+    const listed = (key: string): boolean => methods.includes(key.slice(0, key.indexOf('\0')));
+    for (const key of [...this.#cache.keys()]) if (listed(key)) this.#cache.delete(key);
+    for (const key of [...this.#issued.keys()]) if (listed(key)) this.#issued.delete(key);
   }
 
   /** The methods whose cached first pages differ from what the upstream lists now (after a restart). */
@@ -103,7 +143,7 @@ export class CatalogSession implements Listing {
     const changed = await Promise.all(
       before.map(async ([key, old]) => {
         const method = key.slice(0, -1);
-        const [was, now] = await Promise.allSettled([old, this.request(method)]);
+        const [was, now] = await Promise.allSettled([old.reading, this.request(method)]);
         return was.status !== 'fulfilled' || now.status !== 'fulfilled' || stableJson(was.value) !== stableJson(now.value) ? method : undefined;
       }),
     );

@@ -204,7 +204,7 @@ export class SessionOpener {
         if (session.closed) return;
         session.links.defer(name);
         const text = outcome.value.catalog.instructions;
-        if (text) instructions.push(instructionsSection(name, text, outcome.value.catalog, this.#deps.catalog));
+        if (text) instructions.push(instructionsSection(name, text, outcome.value.catalog, this.#deps.catalog, session.access));
         return;
       }
       const { client, release } = outcome.value;
@@ -216,7 +216,7 @@ export class SessionOpener {
       }
       session.links.attach(name, client, release);
       const text = client.initialized?.instructions;
-      if (text) instructions.push(instructionsSection(name, text, this.listingOf(session, client), this.#deps.catalog));
+      if (text) instructions.push(instructionsSection(name, text, this.listingOf(session, client), this.#deps.catalog, session.access));
     });
     return Promise.all(instructions);
   }

@@ -1,7 +1,9 @@
 // Keeping a client session whole across an upstream restart: what the client has seen of each
 // upstream's lists (to send list_changed only when a restarted upstream lists something else),
-// and the subscriptions and log level to renew on the new upstream session.
-import { notification, type JsonObject } from '../mcp/jsonrpc.js';
+// and the subscriptions (at most MAX_SUBSCRIPTIONS a session) and log level to renew on the new
+// upstream session, a few at a time.
+import { GatewayError } from '../mcp/errors.js';
+import { notification } from '../mcp/jsonrpc.js';
 import { supportsMethod } from '../mcp/capabilities.js';
 import { listChangedOf } from '../mcp/methods.js';
 import type { DownstreamSession } from './session.js';
@@ -19,6 +21,38 @@ export function listObserver(session: DownstreamSession, kind: ListKind): PageOb
   };
 }
 
+/** Resource subscriptions one session may hold across its upstreams: each is held upstream, and renewed after a restart. */
+export const MAX_SUBSCRIPTIONS = 1_000;
+/** Subscriptions renewed at once on a restarted upstream session (not a session's thousand together). */
+export const RENEWALS_AT_ONCE = 16;
+
+/**
+ * Takes `uri`'s place among the session's subscriptions before the upstream is asked, so that
+ * concurrent subscribes cannot pass MAX_SUBSCRIPTIONS together; refused past it. Returns what
+ * gives the place back when the upstream refused (nothing for a URI already subscribed).
+ */
+export function claimSubscription(session: DownstreamSession, upstream: string, uri: string): () => void {
+  const uris = session.links.get(upstream)?.subscriptions;
+  if (!uris || uris.has(uri)) return () => {};
+  let held = 0;
+  for (const [, record] of session.links.entries()) held += record.subscriptions.size;
+  if (held >= MAX_SUBSCRIPTIONS) throw new GatewayError('invalid_request', `Too many resource subscriptions: at most ${MAX_SUBSCRIPTIONS} per session; unsubscribe from one first`);
+  uris.add(uri);
+  return () => void uris.delete(uri);
+}
+
+/** Runs `renew` for each of `items`, RENEWALS_AT_ONCE at a time; resolves to how many failed. */
+export async function renewBounded<T>(items: Iterable<T>, renew: (item: T) => Promise<unknown>): Promise<number> {
+  const all = [...items];
+  let next = 0;
+  let failed = 0;
+  const worker = async (): Promise<void> => {
+    while (next < all.length) await renew(all[next++]!).catch(() => void failed++);
+  };
+  await Promise.all(Array.from({ length: Math.min(RENEWALS_AT_ONCE, all.length) }, worker));
+  return failed;
+}
+
 /** Keeps the session's record of resource subscriptions in step with a successful (un)subscribe. */
 export function recordSubscription(session: DownstreamSession, upstream: string, uri: string, subscribed: boolean): void {
   const uris = session.links.get(upstream)?.subscriptions;
@@ -33,10 +67,9 @@ export function recordSubscription(session: DownstreamSession, upstream: string,
  * the client had not read to the end).
  */
 export async function afterRestart(session: DownstreamSession, client: UpstreamClient, catalog: Catalog, logger: Logger): Promise<void> {
-  const renewals: Promise<JsonObject>[] = [];
-  for (const uri of session.links.get(client.name)?.subscriptions ?? []) {
-    if (supportsMethod(client.capabilities, 'resources/subscribe')) renewals.push(client.request('resources/subscribe', { uri }));
-  }
+  const subscriptions = supportsMethod(client.capabilities, 'resources/subscribe') ? (session.links.get(client.name)?.subscriptions ?? []) : [];
+  const renewing = renewBounded(subscriptions, (uri) => client.request('resources/subscribe', { uri }));
+  const renewals: Promise<unknown>[] = [];
   if (session.logLevel !== undefined && supportsMethod(client.capabilities, 'logging/setLevel')) {
     renewals.push(client.request('logging/setLevel', { level: session.logLevel }));
   }
@@ -51,7 +84,7 @@ export async function afterRestart(session: DownstreamSession, client: UpstreamC
     sent.add(method);
     session.deliver(notification(method));
   });
-  const outcomes = await Promise.allSettled([...renewals, ...checks]);
-  const failed = outcomes.filter((o) => o.status === 'rejected').length;
+  const [unrenewed, outcomes] = await Promise.all([renewing, Promise.allSettled([...renewals, ...checks])]);
+  const failed = unrenewed + outcomes.filter((o) => o.status === 'rejected').length;
   if (failed > 0) logger.warn('some state could not be renewed after an upstream restart', { upstream: client.name, failed });
 }

@@ -18,6 +18,7 @@ import { rewriteNotification } from './relay.js';
 import { CatalogSession } from './catalog-sessions.js';
 import { listChangeOf, listChanges } from '../mcp/methods.js';
 import { SharedHolds } from '../util/shared-holds.js';
+import { renewBounded } from './recovery.js';
 
 const MAX_TASKS = 10_000;
 
@@ -127,8 +128,7 @@ export class SharedHub {
   /** After the child restarted: renew subscriptions, and tell every session its lists may differ. */
   async #renew(): Promise<void> {
     this.listing.forget();
-    const renewals = [...this.#subscriptions.keys()].map((uri) => this.client.request('resources/subscribe', { uri }));
-    const failed = (await Promise.allSettled(renewals)).filter((o) => o.status === 'rejected').length;
+    const failed = await renewBounded(this.#subscriptions.keys(), (uri) => this.client.request('resources/subscribe', { uri }));
     if (failed > 0) this.#logger.warn('shared upstream restarted; some subscriptions could not be renewed', { upstream: this.client.name, failed });
     for (const session of this.#sessions) {
       for (const change of listChanges()) session.deliver(notification(change.notification));

@@ -75,6 +75,25 @@ export function extendFingerprint(previous: string, items: readonly JsonObject[]
 /** Pages followed when rebuilding an upstream's aliases; bounds a hostile upstream's cursor loop. */
 const MAX_ALIAS_PAGES = 100;
 
+/**
+ * The longest cursor of one upstream a composite cursor carries, in bytes of its JSON string. A
+ * cursor is a position, not a store: a longer one from a client is refused, and one from an
+ * upstream ends its list there (the gateway would refuse it on the next page).
+ */
+export const MAX_UPSTREAM_CURSOR_BYTES = 8 * 1024;
+/**
+ * Characters a composite cursor may have per upstream the session lists from: one upstream's
+ * cursor at its longest, its name and its count, in base64url (about 11 KiB), with room to
+ * spare. A longer cursor is refused before it is decoded.
+ */
+const CURSOR_CHARS_PER_UPSTREAM = 16 * 1024;
+
+/** Whether a composite cursor can carry this upstream cursor (MAX_UPSTREAM_CURSOR_BYTES). */
+export function carriesCursor(cursor: string): boolean {
+  // Every character is at least one byte of its JSON form: a long string needs no encoding to tell.
+  return cursor.length <= MAX_UPSTREAM_CURSOR_BYTES && Buffer.byteLength(JSON.stringify(cursor)) <= MAX_UPSTREAM_CURSOR_BYTES;
+}
+
 /** How many tools, and how many bytes of their definitions, one upstream's list may bring. */
 export interface ListLimit {
   count: number;
@@ -105,6 +124,8 @@ export class Catalog {
   readonly #screen: CatalogOptions['screen'];
   /** Upstreams whose list was cut short, warned about once. */
   readonly #warned = new Set<string>();
+  /** Upstreams whose cursor was too long to carry, warned about once. */
+  readonly #warnedCursor = new Set<string>();
 
   constructor(codec: NamespaceCodec, logger: Logger, options: CatalogOptions = {}) {
     this.#codec = codec;
@@ -138,7 +159,7 @@ export class Catalog {
     const { signal, observe, shape, extra } = options;
     const { method } = LIST_KINDS[kind];
     const first = cursor === undefined;
-    const decoded = first ? undefined : decodeCursor(kind, cursor);
+    const decoded = first ? undefined : decodeCursor(kind, cursor, upstreams.size);
     const targets: [string, string | undefined][] = decoded ? Object.entries(decoded.cursors) : [...upstreams.keys()].map((name) => [name, undefined]);
     const pages = await Promise.all(
       targets.map(async ([name, upstreamCursor]) => {
@@ -265,6 +286,10 @@ export class Catalog {
     }
     const nextCursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
     if (nextCursor === undefined) return { items, originals };
+    if (!carriesCursor(nextCursor)) {
+      this.#cursorTooLong(client.name, nextCursor.length);
+      return { items, originals };
+    }
     return limit ? { items, originals, nextCursor, seen: [count, bytes] } : { items, originals, nextCursor };
   }
 
@@ -273,6 +298,12 @@ export class Catalog {
     if (this.#warned.has(upstream)) return;
     this.#warned.add(upstream);
     this.#logger.warn('upstream lists more tools than its limit; the rest are left out', { upstream, maxTools: limit.count, maxToolBytes: limit.bytes });
+  }
+
+  #cursorTooLong(upstream: string, length: number): void {
+    if (this.#warnedCursor.has(upstream)) return;
+    this.#warnedCursor.add(upstream);
+    this.#logger.warn('upstream gave a cursor too long to carry; its list ends there', { upstream, length, maxBytes: MAX_UPSTREAM_CURSOR_BYTES });
   }
 
   #exposeName(kind: ListKind, upstream: string, original: string): string {
@@ -294,9 +325,10 @@ function encodeCursor(kind: ListKind, cursors: Record<string, string>, seen: Rec
   return Buffer.from(JSON.stringify(value)).toString('base64url');
 }
 
-function decodeCursor(kind: ListKind, cursor: unknown): { cursors: Record<string, string>; seen: Record<string, Seen> } {
+/** A composite cursor back to each upstream's own; `sources` is how many upstreams the list reads (the bound on its length). */
+function decodeCursor(kind: ListKind, cursor: unknown, sources: number): { cursors: Record<string, string>; seen: Record<string, Seen> } {
   const invalid = new GatewayError('invalid_cursor', 'Invalid cursor');
-  if (typeof cursor !== 'string') throw invalid;
+  if (typeof cursor !== 'string' || cursor.length > CURSOR_CHARS_PER_UPSTREAM * Math.max(1, sources)) throw invalid;
   let value: unknown;
   try {
     value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -306,7 +338,8 @@ function decodeCursor(kind: ListKind, cursor: unknown): { cursors: Record<string
   if (!isObject(value) || value.k !== kind || !isObject(value.c)) throw invalid;
   const cursors: Record<string, string> = {};
   for (const [name, c] of Object.entries(value.c)) {
-    if (typeof c !== 'string') throw invalid;
+    // Only a cursor the gateway could have issued goes upstream (and into a catalog's cache key).
+    if (typeof c !== 'string' || !carriesCursor(c)) throw invalid;
     cursors[name] = c;
   }
   // What the traversal listed so far travels with the client. A forged count only changes how

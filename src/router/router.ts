@@ -29,7 +29,7 @@ import { observeCall, traceRequest, type CallObservers } from './call-observer.j
 import type { RequestContext } from '../session/context.js';
 import type { Catalog, ListedPage, ListKind, Sources } from '../names/lists.js';
 import { listKindOf } from '../mcp/methods.js';
-import { listObserver, recordSubscription } from '../links/recovery.js';
+import { claimSubscription, listObserver, recordSubscription } from '../links/recovery.js';
 import { answerFromClient, routeClientNotification } from '../links/relay.js';
 import { listed, rememberNames } from '../links/existence.js';
 import type { SessionLinks } from '../links/links.js';
@@ -362,12 +362,20 @@ export class Router {
         const uri = requireString(params, 'uri');
         const target = await this.#visibleResource(call, uri);
         const hub = method === 'resources/read' ? undefined : this.#links.hubOf(session, target.client.name);
+        // Counted against the session's cap before the upstream is asked, given back if it refuses.
+        const giveBack = method === 'resources/subscribe' ? claimSubscription(session, target.client.name, target.uri) : undefined;
         if (hub) {
           // A shared child: subscriptions are counted across the sessions it serves.
           call.record.upstream = target.client.name;
-          return method === 'resources/subscribe' ? hub.subscribe(session, target.uri, params) : hub.unsubscribe(session, target.uri, params);
+          const answer = await (method === 'resources/subscribe' ? hub.subscribe(session, target.uri, params) : hub.unsubscribe(session, target.uri, params)).catch((err: unknown) => {
+            giveBack?.();
+            throw err;
+          });
+          recordSubscription(session, target.client.name, target.uri, method === 'resources/subscribe');
+          return answer;
         }
         const result = await forward(call, target.client, method, { ...params, uri: target.uri }).catch(async (err: unknown) => {
+          giveBack?.();
           const consent = await this.#links.consent(session, target.client.name, method);
           if (consent) throw consent;
           throw resourceNotFound(err) ? new GatewayError('unknown_name', `Unknown resource: ${uri}`, { data: { uri } }) : err;

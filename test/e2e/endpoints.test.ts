@@ -161,7 +161,9 @@ describe('endpoints beside the main one, with API keys', () => {
     expect(main).not.toContain(PAY_INSTRUCTIONS);
     const endpoint = (await open(at(gw, '/payments/mcp'), payments())).getInstructions();
     expect(endpoint?.startsWith(PAY_INSTRUCTIONS), endpoint?.slice(0, 200)).toBe(true);
-    expect(endpoint?.endsWith(main!)).toBe(true);
+    // The same sections below it, naming the tools the endpoint hides (all but get-*) as their upstream wrote them.
+    const hidden = (text: string): string => text.replace(/`everything__((?!get-)[^`]+)`/g, '`$1`');
+    expect(endpoint?.endsWith(hidden(main!))).toBe(true);
     expect((await open(at(gw, '/open/mcp'), payments())).getInstructions()).not.toContain(PAY_INSTRUCTIONS);
   });
 

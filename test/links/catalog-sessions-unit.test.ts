@@ -2,10 +2,12 @@
 // per upstream and key (protocol version, capabilities, client info), opened once for
 // concurrent sessions; list pages cached and forgotten on list_changed; a failed probe leaves
 // the upstream out at once for later sessions, retried in the background at most every 30 s;
-// no room under maxProcesses is not a failure; idle catalogs closed; at most 16 keys.
+// no room under maxProcesses is not a failure; idle catalogs closed; at most 16 keys. A
+// catalog session keeps only first pages and pages of cursors its upstream gave (a client's
+// forged cursor is passed on, never kept), at most MAX_CACHED_BYTES of them.
 import { describe, expect, it } from 'vitest';
 import type { JsonObject, JsonRpcNotification } from '../../src/mcp/jsonrpc.js';
-import { CATALOG_RETRY_MS, UpstreamCatalogs } from '../../src/links/catalog-sessions.js';
+import { CATALOG_RETRY_MS, CatalogSession, MAX_CACHED_BYTES, UpstreamCatalogs } from '../../src/links/catalog-sessions.js';
 import type { UpstreamClient } from '../../src/upstream/client.js';
 import { ProcessLimitError, type UpstreamPool } from '../../src/upstream/pool.js';
 import { silentLogger } from '../../src/util/log.js';
@@ -186,5 +188,50 @@ describe('UpstreamCatalogs', () => {
     catalogs.retire(['a']);
     expect(clients.map((c) => c.closed)).toEqual([true, false]);
     expect(catalogs.peek('a', catalogs.keyOf(info()))).toBeUndefined();
+  });
+});
+
+describe('CatalogSession pages', () => {
+  /** An upstream that answers every cursor (known or not) with a page whose nextCursor is `n<k+1>`. */
+  function paging(pad = 0) {
+    const sent: (string | undefined)[] = [];
+    const client = fakeClient('up');
+    client.request = (_method, params) => {
+      const cursor = params?.cursor as string | undefined;
+      sent.push(cursor);
+      const at = cursor?.startsWith('n') ? Number(cursor.slice(1)) : 0;
+      return Promise.resolve({ tools: [{ name: `t${at}`, description: 'd'.repeat(pad) }], nextCursor: `n${at + 1}` });
+    };
+    return { listing: new CatalogSession('k', client as unknown as UpstreamClient, Date.now), sent };
+  }
+
+  it("keeps first pages and pages of the upstream's own cursors; a forged cursor reaches the upstream each time and is not kept", async () => {
+    const { listing, sent } = paging();
+    await listing.request('tools/list');
+    await listing.request('tools/list', { cursor: 'n1' });
+    await listing.request('tools/list');
+    await listing.request('tools/list', { cursor: 'n1' });
+    expect(sent).toEqual([undefined, 'n1']);
+    const kept = listing.cachedBytes;
+    for (let i = 0; i < 50; i++) await listing.request('tools/list', { cursor: `forged-${i}-${'x'.repeat(4_000)}` });
+    await listing.request('tools/list', { cursor: 'forged-0-' + 'x'.repeat(4_000) });
+    expect(sent).toHaveLength(2 + 51);
+    expect(listing.cachedBytes).toBe(kept);
+  });
+
+  it('keeps at most MAX_CACHED_BYTES of pages: a page larger than that is read each time', async () => {
+    const { listing, sent } = paging(MAX_CACHED_BYTES);
+    await listing.request('tools/list');
+    await listing.request('tools/list');
+    expect(sent).toEqual([undefined, undefined]);
+    expect(listing.cachedBytes).toBe(0);
+    // Pages that fit are kept, the oldest going first once they fill the bound.
+    const small = paging(MAX_CACHED_BYTES / 8);
+    let cursor: string | undefined;
+    for (let i = 0; i < 12; i++) cursor = (await small.listing.request('tools/list', cursor === undefined ? undefined : { cursor })).nextCursor as string;
+    expect(small.listing.cachedBytes).toBeLessThanOrEqual(MAX_CACHED_BYTES);
+    expect(small.listing.cachedBytes).toBeGreaterThan(MAX_CACHED_BYTES / 2);
+    await small.listing.request('tools/list', { cursor: 'n11' });
+    expect(small.sent).toHaveLength(12);
   });
 });

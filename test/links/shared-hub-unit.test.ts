@@ -2,6 +2,7 @@
 // reaches that session only. The extension's `notifications/tasks` carries a task's result, and
 // `notifications/subscriptions/acknowledged` answers one session's listen: both reach the listen
 // they name (the child's client hands over its request's context) and no session the child serves.
+// After the child restarts, its subscriptions are renewed a few at a time, not all at once.
 import { describe, expect, it } from 'vitest';
 import type { JsonRpcMessage, JsonRpcNotification } from '../../src/mcp/jsonrpc.js';
 import type { DownstreamSession } from '../../src/links/session.js';
@@ -91,5 +92,48 @@ describe("a shared child's task notifications", () => {
     hear({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
     expect(a.delivered).toHaveLength(1);
     expect(b.delivered).toHaveLength(1);
+  });
+});
+
+describe("a shared child's restart", () => {
+  it('renews the subscriptions held for its sessions at most 16 at once, then tells every session its lists may differ', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const renewed: string[] = [];
+    const waiting: (() => void)[] = [];
+    // Before the restart the child subscribes at once; the restarted one waits until the test answers.
+    let restarted = false;
+    const fakeChild = {
+      name: 'kid',
+      onreconnect: () => {},
+      request: (_method: string, params: { uri: string }): Promise<unknown> => {
+        if (!restarted) return Promise.resolve({});
+        most = Math.max(most, ++inFlight);
+        return new Promise((resolve) =>
+          waiting.push(() => {
+            inFlight--;
+            renewed.push(params.uri);
+            resolve({});
+          }),
+        );
+      },
+    };
+    const client = fakeChild as unknown as UpstreamClient;
+    const shared = new SharedHub(client, { naming: { codec }, metrics: new Metrics(['kid']), logger: silentLogger });
+    let told!: () => void;
+    const listsChanged = new Promise<void>((resolve) => (told = resolve));
+    const fake = { access: { canSee: () => true }, taskFollowers: new Map(), deliver: () => told() } as unknown as DownstreamSession;
+    shared.add(fake);
+    for (let i = 0; i < 200; i++) await shared.subscribe(fake, `file:///x/${i}`, {});
+    restarted = true;
+    fakeChild.onreconnect();
+    let done = false;
+    void listsChanged.then(() => (done = true));
+    while (!done) {
+      for (const answer of waiting.splice(0)) answer();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(renewed.sort()).toEqual(Array.from({ length: 200 }, (_, i) => `file:///x/${i}`).sort());
+    expect(most).toBeLessThanOrEqual(16);
   });
 });
