@@ -6,6 +6,7 @@
 // when all is well, 1 on any error.
 import { Agent } from 'undici';
 import type { Config } from './config/schema.js';
+import { secretsOf } from './config/secrets.js';
 import { isObject, type JsonObject } from './mcp/jsonrpc.js';
 import { Metrics } from './metrics/metrics.js';
 import { Policy } from './policy/policy.js';
@@ -15,6 +16,7 @@ import { shapeItem } from './router/shape.js';
 import { searchModeTools } from './router/search.js';
 import { UpstreamPool } from './upstream/pool.js';
 import { silentLogger } from './util/log.js';
+import { Redactor } from './util/redact.js';
 import { LATEST_VERSION } from './mcp/versions.js';
 
 export interface CheckOptions {
@@ -27,7 +29,9 @@ export interface CheckOptions {
 const EVERY_CAPABILITY = { sampling: {}, elicitation: {}, roots: { listChanged: true } };
 
 export async function checkConfig(file: string, config: Config, options: CheckOptions): Promise<number> {
-  const { print } = options;
+  // What is printed may carry the config's secrets (an upstream URL's password or key): hidden as in the logs.
+  const redactor = new Redactor(secretsOf(config));
+  const print = (line: string): void => options.print(redactor.redact(line));
   const prefixes = new Map(Object.entries(config.upstreams).map(([name, entry]) => [name, entry.prefix ?? name]));
   const codec = new NamespaceCodec(config.namespacing, [...prefixes].map(([upstream, prefix]) => ({ upstream, prefix })));
   const policy = new Policy(config.teams, { separator: config.namespacing.separator, prefixes }, config.endpoints);

@@ -6,6 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Hono } from 'hono';
 import { Agent } from 'undici';
 import type { Config } from './config/schema.js';
+import { keepParts } from './config/load.js';
 import { createApp, type AppEnv, type Readiness } from './http/app.js';
 import { startListener, type Listener } from './http/listener.js';
 import { createMetricsApp } from './http/metrics.js';
@@ -90,7 +91,17 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+/** A listener that could not start (a port taken, an address not here), naming the address it was given. */
+export class ListenError extends Error {
+  override readonly name = 'ListenError';
+  constructor(host: string, port: number, cause: unknown) {
+    super(`cannot listen on ${host.includes(':') ? `[${host}]` : host}:${port}: ${(cause as Error).message}`, { cause });
+  }
+}
+
 const DRAIN_POLL_MS = 50;
+/** Config sections built into the running gateway: a reload leaves them as they are (needs a restart). */
+const RESTART_ONLY = ['listen', 'sessions', 'logging', 'auth', 'metrics', 'tracing', 'audit'] as const;
 /** How long an idle connection to an HTTP upstream that gives no Keep-Alive hint is kept. */
 const UPSTREAM_IDLE_MS = 4_000;
 
@@ -289,8 +300,9 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   });
 
   /**
-   * While draining: the probes, and a request of a session with a request in flight here (a
-   * cancellation, an answer to the server's question: only this replica can take them). The
+   * While draining: the probes, and the requests of a session with a request in flight here,
+   * for what concerns its calls (a cancellation, an answer to the server's question: only this
+   * replica can take them; the endpoint answers a new request of it 503, mcp-endpoint.ts). The
    * drain waits for both; once nothing is in flight, nothing more is served.
    */
   function servedWhileDraining(path: string, incoming: IncomingMessage): boolean {
@@ -332,10 +344,14 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       await userAuth?.ready();
       if (frontDoor) await credentialStore!.open();
       const { host, path, tls, maxHeaderBytes, keepAliveTimeout: keepAliveTimeoutMs } = config.listen;
-      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, servedWhileDraining, ...(tls ? { tls } : {}) });
+      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, servedWhileDraining, ...(tls ? { tls } : {}) }).catch((err: unknown) => {
+        throw new ListenError(host, port, err);
+      });
       if (config.metrics.enabled && config.metrics.port !== undefined) {
         const { host: adminHost, port: adminPort, path: metricsPath } = config.metrics;
-        admin = await startListener({ fetch: createMetricsApp(metricsPath, metrics.registry).fetch, host: adminHost, port: adminPort, path: metricsPath, logger });
+        admin = await startListener({ fetch: createMetricsApp(metricsPath, metrics.registry).fetch, host: adminHost, port: adminPort, path: metricsPath, logger }).catch((err: unknown) => {
+          throw new ListenError(adminHost, adminPort, err);
+        });
       }
       sessions.startSweeper();
       links.startSweeping();
@@ -366,7 +382,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       await close();
     },
     reload(next) {
-      const needRestart: string[] = (['listen', 'sessions', 'logging', 'auth', 'metrics', 'tracing', 'audit'] as const).filter((key) => !isDeepStrictEqual(config[key], next[key]));
+      const needRestart: string[] = RESTART_ONLY.filter((key) => !isDeepStrictEqual(config[key], next[key]));
       if (!isDeepStrictEqual(config.rateLimits?.store, next.rateLimits?.store)) needRestart.push('rateLimits.store');
       // Endpoints are served where they were (their paths need a restart); their rules follow the policy.
       if (!isDeepStrictEqual(config.endpoints.map((e) => e.path), next.endpoints.map((e) => e.path))) needRestart.push('endpoints');
@@ -382,10 +398,12 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       if (namingChanged) catalog.setCodec(codecFor(next));
       if (policyChanged || namingChanged) policy = policyFor(next);
       if (!isDeepStrictEqual(config.rateLimits, next.rateLimits)) limiter = new RateLimiter(next.rateLimits, store);
-      config = next;
+      // What needs a restart stays as it runs until then: parts read the live config (the call
+      // log's arguments, the SSE retry, session keys, publicUrl), and the next reload compares with it.
+      config = keepParts(config, next, [...RESTART_ONLY.map((key) => [key] as const), ['rateLimits', 'store']]);
       metrics.setUpstreams(Object.keys(next.upstreams));
       metrics.configReloads.inc({ outcome: 'applied' });
-      options.redactor?.update(secretsOf(next));
+      options.redactor?.update(secretsOf(config));
       logger.info('config reloaded', { ...changes, namingChanged, policyChanged, needRestart });
       events.configReload({ outcome: 'applied', detail: { added: changes.added, changed: changes.changed, removed: changes.removed, needRestart } });
       void links.reconfigure(changes, namingChanged, policyChanged);

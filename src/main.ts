@@ -12,7 +12,7 @@ import { checkConfig } from './check.js';
 import { runPinsCommand } from './pinning/cli.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import type { Config } from './config/schema.js';
-import { createGateway } from './gateway.js';
+import { createGateway, ListenError } from './gateway.js';
 import { createLogger } from './util/log.js';
 import { Redactor } from './util/redact.js';
 import { CredentialKeyError } from './credentials/store.js';
@@ -103,8 +103,8 @@ async function main(): Promise<void> {
     url = await gateway.start(port);
   } catch (err) {
     await gateway.close();
-    if (err instanceof CredentialKeyError) fail(err.message, 1);
-    fail(`cannot listen on ${config.listen.host}:${port ?? config.listen.port}: ${(err as Error).message}`, 1);
+    if (err instanceof CredentialKeyError || err instanceof ListenError) fail(err.message, 1);
+    fail(`cannot start: ${(err as Error).message}`, 1);
   }
   process.stdout.write(`listening on ${url.href}\n`);
 

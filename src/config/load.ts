@@ -54,7 +54,15 @@ export function parseConfig(text: string, options: { file: string; env: Env }): 
     const message = yamlError.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
     throw new ConfigError(options.file, '', `invalid YAML: ${at}${message}`);
   }
-  return configFromObject(doc.toJS() ?? {}, { file: options.file, env: options.env });
+  // An alias to no anchor, or one expanding past the library's alias count (a "billion laughs"
+  // document), fails only here.
+  let raw: unknown;
+  try {
+    raw = doc.toJS();
+  } catch (err) {
+    throw new ConfigError(options.file, '', `invalid YAML: ${(err as Error).message}`);
+  }
+  return configFromObject(raw ?? {}, { file: options.file, env: options.env });
 }
 
 /** Validates an already-parsed config object (what tests and embedders pass). */
@@ -78,6 +86,40 @@ export function configFromObject(raw: unknown, options: { file: string; env: Env
   return deepFreeze(parsed.data);
 }
 
+/** A key path of one or two keys: a top-level section, or one key of it. */
+export type ConfigPart = readonly [string] | readonly [string, string];
+
+/**
+ * What runs after a reload: `next`, with the parts at `kept` as they are in `running` (they apply
+ * only at a restart, and the running gateway still reads them). A part in a section `next` lacks
+ * stays as `next` has it. Each substitution goes with its part, so the secrets in use stay known.
+ */
+export function keepParts(running: Config, next: Config, kept: readonly ConfigPart[]): Config {
+  const merged: Record<string, unknown> = { ...next };
+  const from = running as unknown as Record<string, unknown>;
+  const carried: ConfigPart[] = [];
+  for (const part of kept) {
+    const [section, key] = part;
+    const old = from[section];
+    if (key === undefined) {
+      if (old === undefined) delete merged[section];
+      else merged[section] = old;
+      carried.push(part);
+    } else if (isRecord(merged[section]) && isRecord(old)) {
+      merged[section] = Object.freeze({ ...merged[section], [key]: old[key] });
+      carried.push(part);
+    }
+  }
+  const inCarried = ({ path }: Substitution): boolean => carried.some((part) => part.every((key, i) => path[i] === key));
+  const substitutions = [...substitutionsOf(next).filter((s) => !inCarried(s)), ...substitutionsOf(running).filter(inCarried)];
+  Object.defineProperty(merged, SUBSTITUTIONS, { value: Object.freeze(substitutions), enumerable: false });
+  return Object.freeze(merged) as unknown as Config;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 // ${NAME} and ${NAME:-default}; "$${" is a literal "${".
 const reference = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
@@ -86,10 +128,12 @@ function substitute(value: unknown, path: (string | number)[], options: { file: 
   if (typeof value === 'string') {
     return value.replace(reference, (match, name: string | undefined, fallback: string | undefined) => {
       if (name === undefined) return '${';
-      // Shell semantics: ${VAR} may be empty; ${VAR:-default} replaces unset or empty.
+      // ${VAR:-default} replaces unset or empty; a bare ${VAR} must be set and not empty (a
+      // blank secret or URL is a mistake, and `${VAR:-}` says an empty value is meant).
       const given = options.env[name];
       if (fallback !== undefined && (given === undefined || given === '')) return fallback;
       if (given === undefined) throw new ConfigError(options.file, formatPath(path), `environment variable ${name} is not set`);
+      if (given === '') throw new ConfigError(options.file, formatPath(path), `environment variable ${name} is empty (write \${${name}:-} if an empty value is meant)`);
       found.push({ path, value: given });
       return given;
     });
@@ -97,7 +141,11 @@ function substitute(value: unknown, path: (string | number)[], options: { file: 
   if (Array.isArray(value)) return value.map((item, i) => substitute(item, [...path, i], options, found));
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) out[key] = substitute(item, [...path, key], options, found);
+    for (const [key, item] of Object.entries(value)) {
+      // Assigned, "__proto__" would set the object's prototype: its keys would be inherited, past the unknown-key check.
+      if (key === '__proto__') throw new ConfigError(options.file, formatPath([...path, key]), 'this key is not allowed');
+      out[key] = substitute(item, [...path, key], options, found);
+    }
     return out;
   }
   return value;

@@ -9,6 +9,7 @@ import { tokenExchange, tokenExchangeNeeds } from './token-exchange-schema.js';
 import { admin, pinning, upstreamPinning } from './pinning-schema.js';
 import { frontDoor, frontDoorNeeds } from './front-door-schema.js';
 import { audit, tracing } from './telemetry-schema.js';
+import { servedPathIssues } from './served-paths.js';
 
 export { ANNOTATION_HINTS } from './policy-schema.js';
 
@@ -193,10 +194,13 @@ const tls = z.strictObject({
   ca: z.string().min(1).optional().describe('PEM CA bundle: when set, clients must present a certificate it signed (mutual TLS).'),
 });
 
+/** A bind address; an IPv6 one may be written as in a URL (`[::1]`), which Node's listen() does not take. */
+const bindAddress = z.string().min(1).transform((host) => (/^\[[^\]]*\]$/.test(host) ? host.slice(1, -1) : host));
+
 const listen = z.strictObject({
-  host: z.string().min(1).default('127.0.0.1').describe('Bind address; a non-loopback one needs `auth` or `allowUnauthenticated`.'),
+  host: bindAddress.default('127.0.0.1').describe('Bind address; a non-loopback one needs `auth` or `allowUnauthenticated`. An IPv6 address may be bracketed (`[::1]`).'),
   port: z.number().int().min(0).max(65_535).default(8080).describe('Port; 0 picks a free port; `--port` overrides.'),
-  path: z.string().regex(/^\/[^\s?#]*$/, 'must be an absolute path such as /mcp').default('/mcp').describe("The MCP endpoint's path."),
+  path: z.string().regex(/^\/[^\s?#]*$/, 'must be an absolute path such as /mcp').default('/mcp').describe("The MCP endpoint's path: not /healthz, /readyz or the metrics path, nor under /.well-known, /oauth, /connect or /admin."),
   /** The URL clients use (behind a proxy or ingress). */
   publicUrl: z.url().optional().describe('The URL clients use (behind a proxy or ingress).'),
   /** Origins allowed to call the endpoint from a browser; any other Origin gets 403. */
@@ -364,13 +368,10 @@ const logging = z.strictObject({
 });
 
 const metrics = z.strictObject({
-  /** Serve Prometheus metrics. */
   enabled: z.boolean().default(false).describe('Serve Prometheus metrics; off, nothing is counted per call.'),
-  /** A separate admin port for /metrics (0 picks one); omitted: on the main listener. */
   port: z.number().int().min(0).max(65_535).optional().describe('A separate admin listener for /metrics (0 picks a port); omitted: on the main listener.'),
-  /** The admin listener's address (only with `port`). */
-  host: z.string().min(1).default('127.0.0.1').describe("The admin listener's address (only with `port`)."),
-  path: z.string().regex(/^\/[^\s?#]*$/).default('/metrics').describe('Where the metrics are served.'),
+  host: bindAddress.default('127.0.0.1').describe("The admin listener's address (only with `port`)."),
+  path: z.string().regex(/^\/[^\s?#]*$/).default('/metrics').describe('Where the metrics are served; on the main listener, not listen.path, /healthz or /readyz.'),
 });
 
 const shutdown = z.strictObject({
@@ -428,15 +429,11 @@ export const configSchema = z
         if (key.team !== undefined && !names.has(key.team)) ctx.addIssue({ code: 'custom', path: ['auth', 'apiKeys', i, 'team'], message: `no team is named "${key.team}"` });
       });
     }
-    const paths = new Set([config.listen.path]);
+    for (const issue of servedPathIssues(config)) ctx.addIssue({ code: 'custom', ...issue });
+    const teamNames = new Set((config.teams ?? []).map((t) => t.name));
     config.endpoints.forEach((entry, i) => {
-      if (paths.has(entry.path)) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'path'], message: `${entry.path} is already served` });
-      paths.add(entry.path);
-      const reserved = ['/healthz', '/readyz', config.metrics.path];
-      if (reserved.includes(entry.path) || entry.path.startsWith('/.well-known/') || entry.path === '/connect' || entry.path.startsWith('/connect/') || entry.path === '/oauth' || entry.path.startsWith('/oauth/')) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'path'], message: `${entry.path} is reserved` });
-      const teams = new Set((config.teams ?? []).map((t) => t.name));
       entry.teams?.forEach((name, j) => {
-        if (!teams.has(name)) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'teams', j], message: `no team is named "${name}"` });
+        if (!teamNames.has(name)) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'teams', j], message: `no team is named "${name}"` });
       });
     });
     for (const message of frontDoorNeeds(config)) ctx.addIssue({ code: 'custom', path: ['auth', 'oauth', 'frontDoor'], message });

@@ -157,6 +157,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
       // The lifecycle allows pings before initialization; there is nothing to route.
       return reply(JsonReply.json(success(message.id, {})));
     }
+    // Draining, a session busy here is let through (gateway.ts) only for what concerns its calls
+    // in flight: a cancellation, an answer to the server's request. A new request starts nothing
+    // and gets the drain's 503, so the client may send it to another replica.
+    if (isRequest(message) && deps.draining()) return reply(refuse(refusals.shuttingDown, { id: message.id }));
     // From here on nothing waits that is already known (every call's path).
     const session = lookup(request, context);
     if (session instanceof Promise) return after(session, (found) => admitted(request, message, found, context, sink), fail);
@@ -209,6 +213,12 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
 
   async function postBatch(request: HttpInput, items: unknown[], context: Caller): Promise<Reply> {
     if (items.length === 0) return refuse(refusals.emptyBatch);
+    // Draining, as for one message (received): a batch with a request in it is refused whole, unrun.
+    const carriesRequest = (item: unknown): boolean => {
+      const message = parseMessage(item);
+      return message !== undefined && isRequest(message);
+    };
+    if (deps.draining() && items.some(carriesRequest)) return refuse(refusals.shuttingDown);
     const session = await lookup(request, context);
     if (isWebResponse(session)) return session;
     const badVersion = checkProtocolVersion(request);

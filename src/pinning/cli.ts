@@ -5,6 +5,7 @@ import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/schema.js';
 import { credentialStoreOpener } from '../credentials/opener.js';
+import { CredentialKeyError } from '../credentials/store.js';
 import { silentLogger } from '../util/log.js';
 import type { PinRow } from './approval.js';
 import type { PinKind } from './definition.js';
@@ -55,8 +56,14 @@ export async function runPinsCommand(args: readonly string[], io: PinsCommandIo)
     io.warn(`switchyard: note: ${opener.where} is a file one gateway holds; a gateway running on it writes it whole and would undo this. Decide at its /admin/pins while it runs.`);
   }
   const by = values.by ?? `cli:${io.user ?? 'unknown'}`;
-  const operations = new PinOperations(new PinStore(await opener.open()), () => Object.keys(config.upstreams), (entry) => io.warn(JSON.stringify({ event: 'audit', ...entry })));
   try {
+    // A key that opens nothing stored, a store that cannot be reached: one line, as the gateway says it.
+    const store = await opener.open().catch((err: unknown) => {
+      io.warn(`switchyard: ${err instanceof CredentialKeyError ? err.message : `cannot open the credential store (${opener.where}): ${(err as Error).message}`}`);
+      return undefined;
+    });
+    if (!store) return 1;
+    const operations = new PinOperations(new PinStore(store), () => Object.keys(config.upstreams), (entry) => io.warn(JSON.stringify({ event: 'audit', ...entry })));
     switch (command) {
       case 'list':
         return printRows(await operations.list(values.upstream), io);

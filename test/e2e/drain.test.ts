@@ -1,7 +1,7 @@
 // The drain as a load balancer meets it: from SIGTERM (here gateway.drain()) every new request
 // is answered 503 before anything reads it, also one on a connection the balancer keeps pooled,
-// so the balancer may send it to another replica; but the probes, and a session with a call in
-// flight here, are served; the call finishes; the listener accepts until the end. (test/e2e/listener.test.ts: the listener's part.)
+// so the balancer may send it to another replica; but the probes, and what concerns the call of
+// a session with a call in flight here, are served; the call finishes; the listener accepts until the end. (test/e2e/listener.test.ts: the listener's part.)
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { poll } from '../helpers/cli.js';
@@ -42,7 +42,7 @@ afterEach(async () => {
 });
 
 describe('a draining gateway', () => {
-  it('answers a new request 503 unread, on a pooled connection too, but serves the probes and a session with a call in flight here; that call finishes', async () => {
+  it('answers a new request 503 unread, on a pooled connection too, but serves the probes and the notifications of a session with a call in flight here; that call finishes', async () => {
     gw = await startGateway({ shutdown: { gracePeriod: '10s' }, upstreams: { everything: upstream.everything() } });
     const url = gw.url;
     const headersOf = (session: { id: string }): Record<string, string> => ({ 'mcp-session-id': session.id, 'mcp-protocol-version': LATEST });
@@ -74,11 +74,13 @@ describe('a draining gateway', () => {
     const readyz = await fetch(new URL('/readyz', url));
     expect(readyz.status).toBe(503);
     expect(await readyz.json()).toMatchObject({ ready: false, draining: true });
-    // The busy session is served here: only this replica can take what concerns its call (a
-    // cancellation, an answer to the server's question); a ping stands for them.
-    const served = await post(url, fresh, headersOf(busy), { jsonrpc: '2.0', id: 6, method: 'ping' });
-    expect(served).toMatchObject({ status: 200, headers: { connection: 'close' } });
-    expect(JSON.parse(served.text)).toEqual({ jsonrpc: '2.0', id: 6, result: {} });
+    // The busy session is served here for what concerns its call (a cancellation, an answer to
+    // the server's question: only this replica can take them); a cancellation of nothing stands
+    // for them. A new request of it starts nothing: 503 (test/e2e/drain-busy-session.test.ts).
+    const served = await post(url, fresh, headersOf(busy), { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 999 } });
+    expect(served).toMatchObject({ status: 202, headers: { connection: 'close' } });
+    const ping = await post(url, fresh, headersOf(busy), { jsonrpc: '2.0', id: 6, method: 'ping' });
+    expect(ping).toMatchObject({ status: 503, headers: { 'retry-after': '1', connection: 'close' } });
 
     const answered = await slow;
     expect(answered.status).toBe(200);
