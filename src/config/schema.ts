@@ -108,7 +108,7 @@ const upstream = z
     maxQueuedBytes: z.number().int().min(1_024).default(16 * 1024 * 1024).describe('What may wait to be written to a stdio child that stops reading its stdin, in bytes: past it a request fails at once (-32005) and the child stays up.'),
     maxQueuedMessages: z.number().int().min(1).default(10_000).describe('The same bound in messages: past it a request fails at once (-32005) and the child stays up.'),
     /** Restarting crashed stdio children (and reconnecting legacy SSE streams). */
-    restart: restart.prefault({}).describe('Restarting crashed stdio children (and reconnecting dropped legacy SSE streams).'),
+    restart: restart.prefault({}).describe('Restarting crashed stdio children, reconnecting dropped legacy SSE streams, and renewing a Streamable HTTP upstream session found gone: the backoff between attempts and the crash loop that stops them.'),
     /** Failing fast on an HTTP upstream that keeps failing. */
     circuit: circuit.prefault({}).describe('Failing fast on a Streamable HTTP upstream that keeps failing (one circuit shared by all sessions).'),
     /** Check tools/call arguments against the tool's inputSchema before forwarding. */
