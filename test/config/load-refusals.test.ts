@@ -2,8 +2,9 @@
 // each other, empty ${VAR}s, YAML references that cannot be resolved, "__proto__" keys; and an
 // IPv6 bind address written in brackets, taken without them.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, configFromObject, parseConfig, type Env } from '../../src/config/load.js';
+import { configFromObject, parseConfig, type Env } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
+import { configError } from '../helpers/config-error.js';
 
 const FILE = '/etc/switchyard/gateway.yaml';
 const STDIO = { stdio: { command: 'node', args: ['server.js'] } };
@@ -16,16 +17,6 @@ function fromYaml(text: string, env: Env = {}): Config {
   return parseConfig(text, { file: FILE, env });
 }
 
-/** The ConfigError that `build` throws; fails the test when it throws nothing or something else. */
-function configError(build: () => unknown): ConfigError {
-  try {
-    build();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  throw new Error('expected a ConfigError, but nothing was thrown');
-}
 
 describe('served paths', () => {
   it.each(['/mcp', '/healthz', '/readyz'])('refuses metrics.path %s on the main listener, naming metrics.path', (path) => {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, configFromObject, loadConfig, parseConfig, type Env } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
+import { configError } from '../helpers/config-error.js';
 import { ROOT } from '../helpers/paths.js';
 
 const FILE = '/etc/switchyard/gateway.yaml';
@@ -19,16 +20,6 @@ function fromYaml(text: string, env: Env = {}): Config {
   return parseConfig(text, { file: FILE, env });
 }
 
-/** The ConfigError that `build` throws; fails the test when it throws nothing or something else. */
-function configError(build: () => unknown): ConfigError {
-  try {
-    build();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  throw new Error('expected a ConfigError, but nothing was thrown');
-}
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
