@@ -88,6 +88,8 @@ async function main(): Promise<void> {
   }
 
   const file = resolve(values.config ?? DEFAULT_CONFIG);
+  // What the running config was read from (read first: a change while loading is seen below).
+  const loadedText = await readFile(file, 'utf8').catch(() => '');
   const config = await loadOrExit(file);
 
   const redactor = new Redactor();
@@ -126,7 +128,7 @@ async function main(): Promise<void> {
 
   // Hot reload. The directory is watched, not the file: editors and Kubernetes ConfigMaps
   // replace files rather than write them; a reload happens only when the content changed.
-  let applied = digest(await readFile(file, 'utf8').catch(() => ''));
+  let applied = digest(loadedText);
   let timer: NodeJS.Timeout | undefined;
   const reload = async (why: string): Promise<void> => {
     const text = await readFile(file, 'utf8').catch(() => undefined);
@@ -154,6 +156,8 @@ async function main(): Promise<void> {
   } catch (err) {
     logger.warn('cannot watch the config file; reload with SIGHUP', { err });
   }
+  // A change made while the gateway started, before the watch began, is not missed.
+  schedule('file change');
 }
 
 function digest(text: string): string {
