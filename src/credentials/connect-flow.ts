@@ -71,8 +71,6 @@ export const USER_COOKIE = 'switchyard_user';
 export const LOCAL_PRINCIPAL = 'local';
 const USER_COOKIE_MS = 12 * 60 * 60_000;
 const MAX_SECRET_BYTES = 8 * 1024;
-/** Control characters a request header cannot carry (tab can). */
-const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
 
 export class ConnectFlows {
   readonly #deps: ConnectFlowDeps;
@@ -188,8 +186,7 @@ export class ConnectFlows {
     const secret = (form.get('secret') ?? '').trim();
     // Refused with the form again (the flow kept): a secret every request would fail with is never stored.
     const problem = secret === '' || Buffer.byteLength(secret) > MAX_SECRET_BYTES ? `That secret cannot be used: paste one of at most ${MAX_SECRET_BYTES / 1024} KiB.`
-      : CONTROL.test(secret) ? 'That secret holds a line break or another control character, which a request header cannot carry: paste it on one line, as it was given to you.'
-      : !this.#deps.credentials.sendable(flow.upstream, secret) ? 'That secret holds characters a request header cannot carry: paste it as it was given to you.'
+      : !this.#deps.credentials.sendable(flow.upstream, secret) ? 'That secret holds a line break, a control character or another character a request header cannot carry: paste it on one line, as it was given to you.'
       : undefined;
     if (problem) return page(400, problem, { action: '/connect/secret', csrf: flow.csrf! });
     await this.#drop(id);
