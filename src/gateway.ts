@@ -101,7 +101,12 @@ export class ListenError extends Error {
 
 const DRAIN_POLL_MS = 50;
 /** Config sections built into the running gateway: a reload leaves them as they are (needs a restart). */
-const RESTART_ONLY = ['listen', 'sessions', 'logging', 'auth', 'metrics', 'tracing', 'audit'] as const;
+const RESTART_ONLY = ['listen', 'sessions', 'logging', 'auth', 'metrics', 'tracing', 'audit', 'credentials'] as const;
+/** Keys of sections a reload applies that are built in as well: they too wait for a restart. */
+const RESTART_ONLY_KEYS = [
+  ['rateLimits', 'store'],
+  ['rateLimits', 'maxPrincipals'],
+] as const;
 /** How long an idle connection to an HTTP upstream that gives no Keep-Alive hint is kept. */
 const UPSTREAM_IDLE_MS = 4_000;
 
@@ -255,6 +260,8 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     return { ready: listening && !draining && (upstreamUp || !pool.probing), listening, draining, upstreamUp };
   };
 
+  /** The endpoints' paths as served from the start (createApp routes them once). */
+  const servedEndpoints = config.endpoints.map((e) => e.path);
   const { app, direct, operational } = createApp({
     config,
     events,
@@ -284,7 +291,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
         (kind) => metrics.streamOverflows.inc({ kind }),
       ),
     },
-    ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen, config.endpoints.map((e) => e.path), frontDoor?.ownIssuer(), exchange && ((principal, token) => exchange.subjects.remember(principal.id, token, typeof principal.claims.exp === 'number' ? principal.claims.exp : undefined))) } : {}),
+    ...(config.auth ? { authenticator: new Authenticator(config.auth, config.listen, servedEndpoints, frontDoor?.ownIssuer(), exchange && ((principal, token) => exchange.subjects.remember(principal.id, token, typeof principal.claims.exp === 'number' ? principal.claims.exp : undefined))) } : {}),
     ...(frontDoor ? { frontDoor } : {}),
     ...(config.metrics.enabled && config.metrics.port === undefined ? { metricsRegistry: metrics.registry } : {}),
     ...(userAuth
@@ -383,9 +390,12 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     },
     reload(next) {
       const needRestart: string[] = RESTART_ONLY.filter((key) => !isDeepStrictEqual(config[key], next[key]));
-      if (!isDeepStrictEqual(config.rateLimits?.store, next.rateLimits?.store)) needRestart.push('rateLimits.store');
-      // Endpoints are served where they were (their paths need a restart); their rules follow the policy.
-      if (!isDeepStrictEqual(config.endpoints.map((e) => e.path), next.endpoints.map((e) => e.path))) needRestart.push('endpoints');
+      for (const [section, key] of RESTART_ONLY_KEYS) {
+        if (!isDeepStrictEqual(config[section]?.[key], next[section]?.[key])) needRestart.push(`${section}.${key}`);
+      }
+      // Endpoints are served where they were at the start (their paths need a restart, and every
+      // reload until then says so); their rules follow the policy.
+      if (!isDeepStrictEqual(servedEndpoints, next.endpoints.map((e) => e.path))) needRestart.push('endpoints');
       const policyChanged = !isDeepStrictEqual(config.teams, next.teams) || !isDeepStrictEqual(config.endpoints, next.endpoints);
       const namingChanged =
         !isDeepStrictEqual(config.namespacing, next.namespacing) ||
@@ -397,10 +407,13 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       const changes = pool.update(next.upstreams);
       if (namingChanged) catalog.setCodec(codecFor(next));
       if (policyChanged || namingChanged) policy = policyFor(next);
-      if (!isDeepStrictEqual(config.rateLimits, next.rateLimits)) limiter = new RateLimiter(next.rateLimits, store);
+      const limitsChanged = !isDeepStrictEqual(config.rateLimits, next.rateLimits);
       // What needs a restart stays as it runs until then: parts read the live config (the call
       // log's arguments, the SSE retry, session keys, publicUrl), and the next reload compares with it.
-      config = keepParts(config, next, [...RESTART_ONLY.map((key) => [key] as const), ['rateLimits', 'store']]);
+      const probeInterval = config.health.probeInterval;
+      config = keepParts(config, next, [...RESTART_ONLY.map((key) => [key] as const), ...RESTART_ONLY_KEYS]);
+      if (main && next.health.probeInterval !== probeInterval) pool.startProbing(next.health.probeInterval);
+      if (limitsChanged) limiter = new RateLimiter(config.rateLimits, store);
       metrics.setUpstreams(Object.keys(next.upstreams));
       metrics.configReloads.inc({ outcome: 'applied' });
       options.redactor?.update(secretsOf(config));

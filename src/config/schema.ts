@@ -303,7 +303,7 @@ const rateLimits = z.strictObject({
     'Where buckets live: `memory` (this replica), or `{ redis: { url, prefix } }`, shared by every replica (a change needs a restart).',
   ),
   /** Buckets kept in memory; while all hold recent activity, new principals wait (never a fresh burst). */
-  maxPrincipals: z.number().int().min(100).default(100_000).describe('Buckets kept in memory; while all hold recent activity, new principals wait (never a fresh burst).'),
+  maxPrincipals: z.number().int().min(100).default(100_000).describe('Buckets kept in memory; while all hold recent activity, new principals wait (never a fresh burst). A change needs a restart.'),
 });
 
 const namespacing = z.strictObject({
@@ -384,7 +384,7 @@ const health = z.strictObject({
    * How often each upstream is probed (initialize, then closed) for /readyz. 0 turns probing
    * off, and readiness then no longer waits for an upstream to be up.
    */
-  probeInterval: duration.default(30_000).describe('How often each upstream is probed (initialize, then closed) for /readyz; 0 turns probing off, and readiness then no longer waits for an upstream to be up.'),
+  probeInterval: duration.default(30_000).describe('How often each upstream is probed (initialize, then closed) for /readyz; 0 turns probing off, and readiness then no longer waits for an upstream to be up. A reload applies a change at once.'),
 });
 
 export const configSchema = z
@@ -394,7 +394,7 @@ export const configSchema = z
     teams: z.array(team).optional().describe('Per-team policy over what each principal sees and calls; omitted: every principal sees everything.'),
     endpoints: z.array(endpoint).default([]).describe('More MCP endpoints beside listen.path, each showing a narrower part of the catalog (optionally to some teams only), by listing or by search.'),
     rateLimits: rateLimits.optional().describe('Token buckets per principal and per tool; omitted: no rate limits.'),
-    credentials: credentials.optional().describe('Where per-user upstream credentials (`userAuth`) are stored, sealed with `key`.'),
+    credentials: credentials.optional().describe('Where per-user upstream credentials (`userAuth`) are stored, sealed with `key` (a change needs a restart).'),
     pinning: pinning.prefault({}).describe("Tool definitions pinned (docs/pinning.md): a digest of each tool's and prompt's definition as its upstream lists it; drift waits for an operator's approval (`switchyard pins`, /admin/pins)."),
     upstreams: z.record(z.string().regex(UPSTREAM_NAME, 'upstream names must match [a-z0-9][a-z0-9-]{0,31}'), upstream).describe('The MCP servers behind the gateway, by name; each needs exactly one of `stdio` or `http`.'),
     namespacing: namespacing.prefault({}).describe('How upstream names become the names clients see.'),

@@ -315,14 +315,14 @@ export class UpstreamPool {
     };
   }
 
-  /** Probes every upstream now and then every `intervalMs`; 0 turns probing off. */
+  /** Probes every upstream now and then every `intervalMs`; 0 turns probing off. Called again (a reload), it starts over at the new interval. */
   startProbing(intervalMs: number): void {
-    if (intervalMs <= 0) return;
+    clearInterval(this.#probeTimer);
+    this.#probeTimer = undefined;
+    if (intervalMs <= 0 || this.#closed) return;
     void this.probeAll();
-    if (!this.#probeTimer) {
-      this.#probeTimer = setInterval(() => void this.probeAll(), intervalMs);
-      this.#probeTimer.unref();
-    }
+    this.#probeTimer = setInterval(() => void this.probeAll(), intervalMs);
+    this.#probeTimer.unref();
   }
 
   /** Opens and closes a session on every upstream, recording each one up or down. */

@@ -39,3 +39,34 @@ describe('a reload of keys that need a restart', () => {
     expect(gw.gateway.reload(configOf({}))).toEqual([]);
   }, 30_000);
 });
+
+describe('a reload of parts built in at the start', () => {
+  it('credentials and rateLimits.maxPrincipals are named as needing a restart, on every reload until one', async () => {
+    const key = Buffer.alloc(32, 7).toString('base64');
+    const credentials = { key: [key], store: 'memory' };
+    gw = await startGateway({ upstreams: { everything: upstream.everything() }, credentials, rateLimits: { perClient: { rate: 100, per: '1s' } } });
+    const otherKey = { ...credentials, key: [Buffer.alloc(32, 9).toString('base64')] };
+    expect(gw.gateway.reload(configOf({ credentials: otherKey, rateLimits: { perClient: { rate: 100, per: '1s' }, maxPrincipals: 500 } }))).toEqual(['credentials', 'rateLimits.maxPrincipals']);
+    // Still as at the start: the same file again still needs the restart; the running values do not.
+    expect(gw.gateway.reload(configOf({ credentials: otherKey, rateLimits: { perClient: { rate: 100, per: '1s' }, maxPrincipals: 500 } }))).toEqual(['credentials', 'rateLimits.maxPrincipals']);
+    expect(gw.gateway.reload(configOf({ credentials, rateLimits: { perClient: { rate: 50, per: '1s' } } }))).toEqual([]);
+  }, 30_000);
+
+  it("an endpoint's new path is named as needing a restart on every reload, and served only where it was", async () => {
+    gw = await startGateway({ upstreams: { everything: upstream.everything() }, endpoints: [{ path: '/mcp/a' }] });
+    const moved = configOf({ endpoints: [{ path: '/mcp/b' }] });
+    expect(gw.gateway.reload(moved)).toEqual(['endpoints']);
+    expect(gw.gateway.reload(configOf({ endpoints: [{ path: '/mcp/b' }], shutdown: { gracePeriod: '3s' } }))).toEqual(['endpoints']);
+    const post = (path: string) => fetch(new URL(path, gw!.url), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' });
+    expect((await post('/mcp/b')).status).toBe(404);
+    expect(gw.gateway.reload(configOf({ endpoints: [{ path: '/mcp/a' }] }))).toEqual([]);
+  }, 30_000);
+
+  it('health.probeInterval applies at once: probing starts, and /readyz then waits for an upstream', async () => {
+    gw = await startGateway({ upstreams: { everything: upstream.everything() } });
+    const health = async () => ((await (await fetch(new URL('/readyz', gw!.url))).json()) as { upstreams: Record<string, { state: string }> }).upstreams.everything?.state;
+    expect(await health()).toBe('unknown');
+    expect(gw.gateway.reload(configOf({ health: { probeInterval: '1h' } }))).toEqual([]);
+    await expect.poll(health, { timeout: 20_000 }).toBe('up');
+  }, 30_000);
+});
