@@ -6,6 +6,7 @@ import type { AuthRefusal } from '../auth/authenticator.js';
 import { StatelessErrorCode } from '../mcp/era.js';
 import { ErrorCode } from '../mcp/errors.js';
 import { failure, type JsonRpcErrorObject, type JsonRpcId } from '../mcp/jsonrpc.js';
+import { quote } from '../util/cut.js';
 
 interface RefusalBase {
   readonly status: number;
@@ -131,7 +132,7 @@ export const refusals = {
   versionHeaderMismatch: detailed(400, HeaderMismatch, ({ header, body }: Mismatch) => `Header mismatch: MCP-Protocol-Version header value '${header}' does not match body value '${body}'`),
   methodHeaderRequired: fixed(400, HeaderMismatch, 'Header mismatch: Mcp-Method header is required'),
   methodHeaderMismatch: detailed(400, HeaderMismatch, ({ header, body }: Mismatch) => `Header mismatch: Mcp-Method header value '${header}' does not match body value '${body}'`),
-  methodNotFound: detailed(404, MethodNotFound, (method: string) => `Method not found: ${method}`),
+  methodNotFound: detailed(404, MethodNotFound, (method: string) => `Method not found: ${quote(method)}`),
   nameHeaderRequired: fixed(400, HeaderMismatch, 'Header mismatch: Mcp-Name header is required'),
   nameHeaderMalformed: fixed(400, HeaderMismatch, 'Header mismatch: Mcp-Name header value is malformed'),
   nameHeaderMismatch: detailed(400, HeaderMismatch, ({ header, body }: Mismatch) => `Header mismatch: Mcp-Name header value '${header}' does not match body value '${body}'`),

@@ -12,6 +12,7 @@ import { childTraceparent, continuedTraceparent, parseTraceparent, parseTracesta
 import type { CallRecord } from './call-log.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { ActiveRequest, RequestContext } from '../session/context.js';
+import { quote } from '../util/cut.js';
 
 /** One client request on its way through the router, with what it turned out to be. */
 export interface Call extends ActiveRequest<DownstreamSession> {
@@ -30,7 +31,7 @@ export function forward(call: Call, client: UpstreamClient, method: string, para
 export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject, done?: Settled, headers?: Record<string, string>): Promise<JsonObject> | void {
   if (!done) return promiseOf((settled) => forward(call, client, method, params, settled));
   call.record.upstream = client.name;
-  if (!supportsMethod(client.capabilities, method)) return later(done, new GatewayError('method_not_found', `Method not found: ${method}`));
+  if (!supportsMethod(client.capabilities, method)) return later(done, new GatewayError('method_not_found', `Method not found: ${quote(method)}`));
   const { context, signal } = call;
   const { channel } = context;
   const options: RequestOptions = { signal, context, onProgress: (progress) => channel.send(notification('notifications/progress', progress)) };

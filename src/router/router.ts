@@ -45,6 +45,7 @@ import type { DownstreamSession } from '../links/session.js';
 import { declaringFor, formsOf, taskRequest } from '../tasks/forms.js';
 import { followTask, type TaskFollow } from './task-follow.js';
 import { TaskInputs } from './task-input.js';
+import { quote } from '../util/cut.js';
 
 export type { Caller, RequestChannel, RequestContext } from '../session/context.js';
 
@@ -215,7 +216,7 @@ export class Router {
    */
   async #visiblePrompt(call: Call, name: string): Promise<{ client: UpstreamClient; name: string }> {
     const { session } = call;
-    const unknown = new GatewayError('unknown_name', `Unknown prompt: ${name}`);
+    const unknown = new GatewayError('unknown_name', `Unknown prompt: ${quote(name)}`);
     const { catalog } = this.#deps;
     const owner = catalog.codec.splitName(name)?.upstream;
     if (owner === undefined || !session.access.canSee('prompt', name, owner)) throw unknown;
@@ -228,7 +229,7 @@ export class Router {
   /** The upstream and original URI of a resource (or template) the session may see. */
   async #visibleResource(call: Call, uri: string): Promise<{ client: UpstreamClient; uri: string }> {
     const { session } = call;
-    const unknown = new GatewayError('unknown_name', `Unknown resource: ${uri}`, { data: { uri } });
+    const unknown = new GatewayError('unknown_name', `Unknown resource: ${quote(uri)}`, { data: { uri } });
     const { catalog } = this.#deps;
     const owner = catalog.codec.splitUri(uri)?.upstream;
     if (owner === undefined) return this.#bareResource(call, uri, unknown);
@@ -378,7 +379,7 @@ export class Router {
           giveBack?.();
           const consent = await this.#links.consent(session, target.client.name, method);
           if (consent) throw consent;
-          throw resourceNotFound(err) ? new GatewayError('unknown_name', `Unknown resource: ${uri}`, { data: { uri } }) : err;
+          throw resourceNotFound(err) ? new GatewayError('unknown_name', `Unknown resource: ${quote(uri)}`, { data: { uri } }) : err;
         });
         if (method !== 'resources/read') recordSubscription(session, target.client.name, target.uri, method === 'resources/subscribe');
         return method === 'resources/read' ? exposeReadResult(result, catalog.codec, target.client.name) : result;
@@ -393,7 +394,7 @@ export class Router {
         return {};
       }
       default:
-        throw new GatewayError('method_not_found', `Method not found: ${method}`);
+        throw new GatewayError('method_not_found', `Method not found: ${quote(method)}`);
     }
   }
 

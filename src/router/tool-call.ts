@@ -26,6 +26,7 @@ import type { TaskHandles } from '../tasks/handles.js';
 import { isTaskResult } from '../tasks/wire.js';
 import { outgoingCall, taskOutcome, type TaskCall } from '../tasks/call-tasks.js';
 import { extensionToLegacy } from '../tasks/forms.js';
+import { quote } from '../util/cut.js';
 
 export interface ToolCallDeps {
   catalog: Catalog;
@@ -102,7 +103,7 @@ class ToolCall {
   /** Unknown to the client; `refusal`: because the gateway refused it (traced and audited as such). */
   #unknown(refusal?: Refusal): GatewayError {
     if (refusal) refuse(this.#call, refusal);
-    return new GatewayError('unknown_name', `Unknown tool: ${this.#requested}`);
+    return new GatewayError('unknown_name', `Unknown tool: ${quote(this.#requested)}`);
   }
 
   /** The name and the view; then its owner (#owned). */

@@ -11,6 +11,7 @@ import { isTerminalTaskStatus } from '../mcp/tasks.js';
 import { META, isStatelessVersion } from '../mcp/era.js';
 import { declaringTasks } from './drive.js';
 import { isTaskResult } from './wire.js';
+import { quote } from '../util/cut.js';
 
 export type TaskForm = 'extension' | 'legacy';
 
@@ -138,7 +139,7 @@ export function extensionAsLegacy(send: Send, signal: CancelSignal): Send {
         throw new GatewayError('invalid_params', `The task was ${String(task.status)}`);
       }
       default:
-        throw new GatewayError('method_not_found', `Method not found: ${method}`);
+        throw new GatewayError('method_not_found', `Method not found: ${quote(method)}`);
     }
   };
 }

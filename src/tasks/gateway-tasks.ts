@@ -17,6 +17,7 @@ import type { AuditedTask, TaskAudit } from './audit.js';
 import type { TaskHandles } from './handles.js';
 import { TERMINAL, type StoredTask, type TaskStatus, type TaskStore } from './store.js';
 import { createTaskResult, declaresTasks, detailedTask } from './wire.js';
+import { quote } from '../util/cut.js';
 
 /** A sink that may turn its call into a task; `tasked` once it has (the client's connection no longer matters). */
 export interface TaskingSink extends RequestSink {
@@ -199,7 +200,7 @@ export class GatewayTasks {
         return {};
       }
       default:
-        throw new GatewayError('method_not_found', `Method not found: ${method}`);
+        throw new GatewayError('method_not_found', `Method not found: ${quote(method)}`);
     }
   }
 

@@ -5,6 +5,7 @@
 // the call's stream, or input_required for a 2026-07-28 client).
 import { isObject, isRequest, isResponse, type JsonObject, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 import type { MessageExtra, Transport } from '../transport/types.js';
+import { quote } from '../util/cut.js';
 
 /** A connect URL made for the session's principal, and what its sign-in comes to. */
 export interface ConnectLink {
@@ -133,7 +134,7 @@ export class SignInStubTransport implements Transport {
       case 'tools/call':
         return ok(await this.#call(request));
       default:
-        return { jsonrpc: '2.0', id: request.id, error: { code: -32601, message: `Method not found: ${request.method} (sign in to ${this.#options.upstream} first)` } };
+        return { jsonrpc: '2.0', id: request.id, error: { code: -32601, message: `Method not found: ${quote(request.method)} (sign in to ${this.#options.upstream} first)` } };
     }
   }
 

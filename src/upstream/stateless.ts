@@ -10,6 +10,7 @@ import { GatewayError } from '../mcp/errors.js';
 import { notification, type JsonObject, type JsonRpcNotification, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { ChangeListener, completeRounds, listenFilter, withEnvelope, withoutSubscriptionId, withoutWireFields, type Envelope } from './stateless-protocol.js';
+import { quote } from '../util/cut.js';
 
 /** Ids of the server-initiated requests made from a 2026-07-28 server's input requests. */
 const INPUT_ID_PREFIX = 'input-';
@@ -107,5 +108,5 @@ export class StatelessUpstream {
 
 /** Refused when nobody takes server-initiated requests. */
 export function noClient(method: string): GatewayError {
-  return new GatewayError('method_not_found', `Method not found: ${method}`);
+  return new GatewayError('method_not_found', `Method not found: ${quote(method)}`);
 }

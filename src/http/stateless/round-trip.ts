@@ -27,6 +27,7 @@ import type { RequestChannel } from '../../session/context.js';
 import type { DownstreamSession } from '../../links/session.js';
 import type { Logger } from '../../util/log.js';
 import { stableJson } from '../../util/stable-json.js';
+import { quote } from '../../util/cut.js';
 
 /** A client request of this era, already validated: its `_meta` protocol fields removed. */
 export interface StatelessRequest {
@@ -169,7 +170,7 @@ export class RoundTrip implements RequestChannel {
       const entry = this.outstanding.get(key);
       if (!entry) continue;
       this.outstanding.delete(key);
-      const outcome = isObject(value) ? value : new GatewayError('invalid_params', `inputResponses["${key}"] must be an object`);
+      const outcome = isObject(value) ? value : new GatewayError('invalid_params', `inputResponses["${quote(key)}"] must be an object`);
       answerFromClient(this.session, entry.id, outcome);
     }
     this.#pruneWithdrawn();
@@ -201,7 +202,7 @@ export class RoundTrip implements RequestChannel {
   #ask(request: JsonRpcRequest): void {
     // The relay refused already what this request cannot be asked (canAsk); the gateway's ids are numbers.
     if (typeof request.id !== 'number') {
-      answerFromClient(this.session, request.id, new GatewayError('method_not_found', `Method not found: ${request.method} (input cannot be asked for within ${this.method})`));
+      answerFromClient(this.session, request.id, new GatewayError('method_not_found', `Method not found: ${quote(request.method)} (input cannot be asked for within ${this.method})`));
       return;
     }
     let params = request.params;

@@ -38,6 +38,7 @@ import { digestOf, RoundTrip, type StatelessRequest } from './round-trip.js';
 import type { RequestSink } from '../../mcp/pending.js';
 import { stableJson } from '../../util/stable-json.js';
 import { SharedHolds } from '../../util/shared-holds.js';
+import { quote } from '../../util/cut.js';
 
 /** Fingerprints remembered before ended sessions' are swept out. */
 const MAX_KEYS = 10_000;
@@ -47,7 +48,7 @@ function internalChannel(session: DownstreamSession): RequestChannel {
   return {
     canAsk: false,
     send(message) {
-      if (isRequest(message)) answerFromClient(session, message.id, new GatewayError('method_not_found', `Method not found: ${message.method}`));
+      if (isRequest(message)) answerFromClient(session, message.id, new GatewayError('method_not_found', `Method not found: ${quote(message.method)}`));
     },
   };
 }
