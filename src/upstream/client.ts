@@ -40,7 +40,6 @@ import { parseInitializeResult, type InitializeResult, type RequestOptions, type
 export type { InitializeResult, RequestOptions, ServerRequestHandler, UpstreamClientOptions } from './client-options.js';
 import { sendThen, TransportError, type MessageExtra, type Transport } from '../transport/types.js';
 import { Cancellation, type CancelSignal } from '../util/cancel.js';
-import { quote } from '../util/cut.js';
 
 /**
  * A request sent and not yet answered: what its answer and progress need, and its deadlines
@@ -476,7 +475,7 @@ export class UpstreamClient {
     if (request.method === 'ping') {
       reply = success(request.id, {});
     } else if (!this.onrequest) {
-      reply = failure(request.id, { code: ErrorCode.MethodNotFound, message: `Method not found: ${quote(request.method)}` });
+      reply = failure(request.id, { code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method}` });
     } else {
       try {
         reply = success(request.id, await this.onrequest(request, context));
