@@ -54,6 +54,7 @@ export function createObservability(config: Config, deps: ObservabilityDeps): Ob
       return addresses.get(upstream);
     },
     ...(deps.redact ? { redact: deps.redact } : {}),
+    ...(config.sessions.keys ? { samplingSecret: config.sessions.keys[0]! } : {}),
   });
   const audit =
     config.audit &&

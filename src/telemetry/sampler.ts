@@ -17,12 +17,17 @@ export class GatewaySampler implements Sampler {
   readonly #ratio: number;
   /** ratio × 2³², compared with the first 32 bits of the keyed hash. */
   readonly #bound: number;
-  /** Per process: a caller cannot learn which trace ids fall in the share and pick those. */
-  readonly #key = randomBytes(32);
+  /**
+   * Secret, so a caller cannot learn which trace ids fall in the share and pick those: derived
+   * from `secret` when the replicas share one (each then samples the same traces: a trace that
+   * crosses replicas is whole or absent), else drawn for this process.
+   */
+  readonly #key: Buffer;
 
-  constructor(ratio: number) {
+  constructor(ratio: number, secret?: string) {
     this.#ratio = ratio;
     this.#bound = Math.floor(ratio * 2 ** 32);
+    this.#key = secret === undefined ? randomBytes(32) : createHmac('sha256', secret).update('switchyard trace sampling').digest();
   }
 
   /**

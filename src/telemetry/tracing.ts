@@ -37,6 +37,8 @@ export interface TracingOptions {
   redact?: (text: string) => string;
   /** Replaces the OTLP exporter (embedding; never set by the gateway itself). */
   exporter?: SpanExporter;
+  /** A secret every replica holds (from sessions.keys): they then sample the same traces. */
+  samplingSecret?: string;
 }
 
 /** OTLP/HTTP paths under a collector's base URL (OTLP specification, "OTLP/HTTP Request"). */
@@ -103,7 +105,7 @@ export class Tracing implements TraceHost {
   private constructor(settings: TracingSettings, options: TracingOptions, exporter: SpanExporter) {
     this.payloads = settings.payloads;
     this.#sampleRatio = settings.sampleRatio;
-    this.#sampler = new GatewaySampler(settings.sampleRatio);
+    this.#sampler = new GatewaySampler(settings.sampleRatio, options.samplingSecret);
     this.#trustCallers = settings.trustCallerSampling === true;
     this.#addressOf = options.addressOf;
     this.#redact = options.redact ?? ((text) => text);
