@@ -255,6 +255,14 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   const readiness = (): Readiness => {
     const listening = main !== undefined;
     const upstreamUp = pool.anyUp;
+  /** A probe's answer to a client without a certificate (mutual TLS): the status, no detail. */
+  const probeAnswer = (path: string): { status: number; body: object } | undefined => {
+    if (path === '/healthz') return { status: 200, body: { status: 'ok' } };
+    if (path !== '/readyz') return undefined;
+    const { ready } = readiness();
+    return { status: ready ? 200 : 503, body: { ready } };
+  };
+
     // Without probes, nothing tells an idle gateway's upstreams apart: readiness then rests on
     // listening and not draining alone (documented with health.probeInterval).
     return { ready: listening && !draining && (upstreamUp || !pool.probing), listening, draining, upstreamUp };
@@ -351,7 +359,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       await userAuth?.ready();
       if (frontDoor) await credentialStore!.open();
       const { host, path, tls, maxHeaderBytes, keepAliveTimeout: keepAliveTimeoutMs } = config.listen;
-      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, servedWhileDraining, ...(tls ? { tls } : {}) }).catch((err: unknown) => {
+      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, servedWhileDraining, withoutCertificate: probeAnswer, ...(tls ? { tls } : {}) }).catch((err: unknown) => {
         throw new ListenError(host, port, err);
       });
       if (config.metrics.enabled && config.metrics.port !== undefined) {

@@ -191,7 +191,7 @@ const tls = z.strictObject({
   cert: z.string().min(1).describe('PEM certificate file; a renewed certificate is picked up without a restart.'),
   key: z.string().min(1).describe('PEM private key file (renewed with the certificate).'),
   /** PEM CA bundle: when set, clients must present a certificate it signed (mutual TLS). */
-  ca: z.string().min(1).optional().describe('PEM CA bundle: when set, clients must present a certificate it signed (mutual TLS).'),
+  ca: z.string().min(1).optional().describe('PEM CA bundle: when set, clients must present a certificate it signed (mutual TLS); without one, /healthz and /readyz answer their status only (probes) and every other request is refused 403.'),
 });
 
 /** A bind address; an IPv6 one may be written as in a URL (`[::1]`), which Node's listen() does not take. */

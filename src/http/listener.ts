@@ -8,7 +8,7 @@ import { createServer as createHttpServer, type IncomingMessage, type RequestLis
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
-import { createSecureContext } from 'node:tls';
+import { createSecureContext, type TLSSocket } from 'node:tls';
 import { getRequestListener, type ServerType } from '@hono/node-server';
 import { failure } from '../mcp/jsonrpc.js';
 import { LinkedList, type Linked } from '../util/linked-list.js';
@@ -35,6 +35,12 @@ export interface ListenerOptions {
   logger: Logger;
   /** What is still served while draining (health probes, a session busy here); every other request then gets 503. */
   servedWhileDraining?: (path: string, incoming: IncomingMessage) => boolean;
+  /**
+   * With mutual TLS (tls.ca): the answer to a request on a connection that presented no valid
+   * client certificate, for the paths it names (probes: a kubelet presents none); every other
+   * request on such a connection is refused 403.
+   */
+  withoutCertificate?: (path: string) => { status: number; body: object } | undefined;
 }
 
 export interface Listener {
@@ -73,7 +79,9 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const unanswered = new Unanswered();
   const servedWhileDraining = options.servedWhileDraining ?? (() => false);
   let draining = false;
+  const mutual = material?.ca !== undefined;
   const listener: RequestListener = (incoming, outgoing) => {
+    if (mutual && !(incoming.socket as TLSSocket).authorized) return answerWithoutCertificate(outgoing, options.withoutCertificate?.(pathOf(incoming.url)));
     if (draining) {
       outgoing.shouldKeepAlive = false;
       if (!servedWhileDraining(pathOf(incoming.url), incoming)) return refuseDraining(outgoing);
@@ -85,7 +93,9 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   };
   const serverOptions = options.maxHeaderBytes ? { maxHeaderSize: options.maxHeaderBytes } : {};
   const server: ServerType = material
-    ? createHttpsServer({ ...serverOptions, ...material, requestCert: material.ca !== undefined, rejectUnauthorized: material.ca !== undefined }, listener)
+    ? // A client without a certificate completes the handshake, and its requests are answered
+      // (probes) or refused 403 by the listener: never passed on.
+      createHttpsServer({ ...serverOptions, ...material, requestCert: mutual, rejectUnauthorized: false }, listener)
     : createHttpServer(serverOptions, listener);
   if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   const address = await new Promise<AddressInfo>((resolve, reject) => {
@@ -157,6 +167,15 @@ const DRAINING_BODY = JSON.stringify(failure(null, { code: refusals.shuttingDown
 function refuseDraining(outgoing: ServerResponse): void {
   outgoing.writeHead(503, { ...refusals.shuttingDown.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(DRAINING_BODY), connection: 'close' });
   outgoing.end(DRAINING_BODY);
+}
+
+const NO_CERTIFICATE_BODY = JSON.stringify({ error: 'a client certificate signed by the CA of listen.tls.ca is required' });
+
+/** A request on a connection without a valid client certificate: `answer` (a probe's), else 403; the connection then closes. */
+function answerWithoutCertificate(outgoing: ServerResponse, answer: { status: number; body: object } | undefined): void {
+  const body = answer ? JSON.stringify(answer.body) : NO_CERTIFICATE_BODY;
+  outgoing.writeHead(answer?.status ?? 403, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' });
+  outgoing.end(body);
 }
 
 function pathOf(url: string | undefined): string {
