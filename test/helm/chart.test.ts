@@ -32,6 +32,7 @@ function hasPath(root: unknown, path: string[]): boolean {
 
 interface ChartValues {
   config: Record<string, Record<string, unknown>>;
+  exampleUpstreams: Record<string, unknown>;
   drainSeconds: number;
   tls: { enabled: boolean; clientCaSecret: string };
   sessionKeys: { existingSecret: string; key: string; previousKeys: string[]; existingSecretPreviousKeys: string[] };
@@ -41,6 +42,7 @@ interface ChartValues {
 /** What templates/_helpers.tpl "switchyard.gatewayConfig" renders into the ConfigMap. */
 function renderedConfig(v: ChartValues): Record<string, unknown> {
   const config = structuredClone(v.config);
+  if (!config.upstreams || Object.keys(config.upstreams).length === 0) config.upstreams = structuredClone(v.exampleUpstreams);
   config.shutdown = { gracePeriod: `${v.drainSeconds}s` };
   if (v.tls.enabled) {
     config.listen!.tls = { cert: '/etc/switchyard/tls/tls.crt', key: '/etc/switchyard/tls/tls.key', ...(v.tls.clientCaSecret ? { ca: '/etc/switchyard/client-ca/ca.crt' } : {}) };
@@ -65,6 +67,15 @@ function withValues(v: Record<string, unknown>, changes: Record<string, Record<s
 }
 
 const FILE = '/etc/switchyard/gateway.yaml';
+
+/** Values as Helm merges a values file over the chart's: maps key by key, anything else replaced. */
+function helmMerge(base: unknown, over: unknown): unknown {
+  const isMap = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+  if (!isMap(base) || !isMap(over)) return structuredClone(over);
+  const merged: Record<string, unknown> = structuredClone(base);
+  for (const [key, value] of Object.entries(over)) merged[key] = key in merged ? helmMerge(merged[key], value) : structuredClone(value);
+  return merged;
+}
 
 describe('Helm chart', () => {
   it('has a Chart.yaml and a values.yaml that parse', async () => {
@@ -91,6 +102,15 @@ describe('Helm chart', () => {
     for (const [file, text] of await templates()) {
       expect((text.match(/\{\{/g) ?? []).length, file).toBe((text.match(/\}\}/g) ?? []).length);
     }
+  });
+
+  it("runs the upstreams a values file names, and the example's only when it names none (Helm merges maps key by key)", async () => {
+    const v = await values();
+    const env = { SESSION_KEY: 'k'.repeat(48) };
+    expect(Object.keys(configFromObject(renderedConfig(v as unknown as ChartValues), { file: FILE, env }).upstreams)).toEqual(['everything']);
+    const mine = { config: { upstreams: { github: { http: { url: 'http://github-mcp.mcp.svc/mcp' } } } } };
+    const merged = helmMerge(v, mine) as unknown as ChartValues;
+    expect(Object.keys(configFromObject(renderedConfig(merged), { file: FILE, env }).upstreams)).toEqual(['github']);
   });
 
   it('renders a gateway.yaml from the default values that the gateway accepts', async () => {

@@ -46,6 +46,7 @@ leaves unset.
 */}}
 {{- define "switchyard.gatewayConfig" -}}
 {{- $config := deepCopy .Values.config -}}
+{{- if not $config.upstreams -}}{{- $_ := set $config "upstreams" (deepCopy .Values.exampleUpstreams) -}}{{- end -}}
 {{- $_ := set $config "shutdown" (dict "gracePeriod" (printf "%ds" (int .Values.drainSeconds))) -}}
 {{- $sessions := get $config "sessions" | default (dict) -}}
 {{- if and .Values.sessionKeys.previousKeys .Values.sessionKeys.existingSecret -}}
