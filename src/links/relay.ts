@@ -53,8 +53,12 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
   };
 
   const { metrics } = deps;
+  // The gateway's ids of the requests this upstream session (this client, its current connection)
+  // asked the client and that may still wait: only these does its cancellation match, by the
+  // upstream's id, which a restarted upstream or a renewed session gives out again from the start.
+  const relayed = new Set<number>();
   client.onnotification = (message, context) => {
-    if (message.method === 'notifications/cancelled') return cancelClientRequest(session, client.name, message);
+    if (message.method === 'notifications/cancelled') return cancelClientRequest(session, relayed, message);
     if (message.method === 'notifications/elicitation/complete') return completeElicitation(session, message, (out) => send(out, context), metrics);
     if (message.method === 'notifications/tools/list_changed') deps.onToolsChanged?.(client.name);
     let forwarded = rewriteNotification(client.name, message, deps.naming.codec);
@@ -72,12 +76,13 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
     else deps.logger.debug('upstream notification not forwarded', { upstream: client.name, method: message.method });
   };
 
-  // What the upstream asked the client dies with its connection (a crashed child is restarted):
-  // the client is told, and a late answer finds nothing to go to.
+  // What the upstream asked the client dies with its connection (a crashed child is restarted, a
+  // forgotten HTTP session renewed): the client is told, and a late answer finds nothing to go to.
   client.ondisconnect = () => {
-    const asked = [...session.clientRequests.values()].filter(([, request]) => request.upstream === client.name);
-    for (const [id] of asked) {
-      session.clientRequests.settle(id, new GatewayError('upstream_closed', `upstream ${client.name} restarted`));
+    const asked = [...relayed];
+    relayed.clear();
+    for (const id of asked) {
+      if (!session.clientRequests.settle(id, new GatewayError('upstream_closed', `upstream ${client.name} restarted`))) continue;
       session.deliver(notification('notifications/cancelled', { requestId: id, reason: 'the server that asked restarted' }));
     }
   };
@@ -128,6 +133,7 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
     // The slot is held until the entry settles: an answer, its deadline, a cancellation or the
     // session's end all settle it, so none is held forever.
     waiting++;
+    relayed.add(id);
     let answer: JsonObject;
     try {
       answer = await result;
@@ -136,6 +142,7 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
       throw err;
     } finally {
       waiting--;
+      relayed.delete(id);
     }
     metrics.serverRequests.inc({ method, outcome: 'answered' });
     // A task the client created for this request: its status notifications go back here.
@@ -192,11 +199,15 @@ function completeElicitation(session: DownstreamSession, message: JsonRpcNotific
   if (forward) send(notification(message.method, { elicitationId: message.params!.elicitationId! }));
 }
 
-/** The upstream gave up on a request it sent the client: tell the client, with the gateway's id. */
-function cancelClientRequest(session: DownstreamSession, upstream: string, message: JsonRpcNotification): void {
+/**
+ * The upstream gave up on a request it sent the client: tell the client, with the gateway's id.
+ * `relayed`: the gateway's ids of what this upstream session asked (see wireUpstream).
+ */
+function cancelClientRequest(session: DownstreamSession, relayed: ReadonlySet<number>, message: JsonRpcNotification): void {
   const upstreamId = message.params?.requestId;
-  for (const [id, request] of session.clientRequests.values()) {
-    if (request.upstream !== upstream || request.upstreamId !== upstreamId) continue;
+  for (const id of relayed) {
+    const request = session.clientRequests.get(id);
+    if (!request || request.upstreamId !== upstreamId) continue;
     session.clientRequests.settle(id, new GatewayError('cancelled', 'cancelled by the upstream'));
     const params: JsonObject = { requestId: id };
     if (typeof message.params?.reason === 'string') params.reason = message.params.reason;

@@ -2,8 +2,10 @@
 // forgets the session), it makes a fresh inner transport after an exponential backoff with
 // jitter, replays the initialize handshake it saw pass through, and carries on. Requests in
 // flight when the connection was lost are reported lost (ondisconnect) so they fail at once;
-// requests sent during the restart wait for it. A crash loop gives up and closes for good; so
-// does a loop of forgotten sessions (both count alike), so no upstream answer makes a tight loop.
+// requests sent during the restart wait for it. A forgotten session is reported renewed
+// (onrenew): its requests in flight fail or are sent again on their own, but what it asked of
+// the gateway is over. A crash loop gives up and closes for good; so does a loop of forgotten
+// sessions (both count alike), so no upstream answer makes a tight loop.
 // Restart is this wrapper's whole job; the client and router never see a flag for it.
 import { isRequest, isResponse, type JsonObject, type JsonRpcMessage, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 import { isRetrySafe } from '../mcp/methods.js';
@@ -49,6 +51,7 @@ export class ReconnectingTransport implements Transport {
   onerror?: Transport['onerror'];
   onclose?: Transport['onclose'];
   ondisconnect?: Transport['ondisconnect'];
+  onrenew?: Transport['onrenew'];
   onreconnect?: Transport['onreconnect'];
 
   /**
@@ -204,8 +207,10 @@ export class ReconnectingTransport implements Transport {
       return;
     }
     // After a crash nothing in flight will be answered; an expired HTTP session fails (or
-    // retries) each request on its own.
+    // retries) each request on its own. Either way what the old one asked is over: a late answer
+    // would reach the new one, which numbers its requests from the start again.
     if (crashed) this.ondisconnect?.(reason);
+    else this.onrenew?.(reason);
     let wait = 0;
     if (crashed || this.#attempt > 0) wait = this.#backoff();
     else this.#attempt++; // the next loss before resetAfterMs waits

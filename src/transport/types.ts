@@ -85,6 +85,12 @@ export interface Transport {
   onclose?: (reason?: Error) => void;
   /** (Reconnecting transports) The connection was lost; requests in flight will not be answered. */
   ondisconnect?: (reason: Error) => void;
+  /**
+   * (Reconnecting transports) The upstream forgot the session and a new one replaces it: what the
+   * old one asked of the gateway is over (the new one numbers its requests afresh), while requests
+   * in flight fail, or are sent again, each on its own.
+   */
+  onrenew?: (reason: Error) => void;
   /** (Reconnecting transports) A new connection is initialized; `result` is its initialize result. */
   onreconnect?: (result: JsonObject) => void;
 }

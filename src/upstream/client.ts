@@ -9,23 +9,8 @@
 // client of a server that answers it, an initialize tried. A 2026-07-28 upstream session is
 // called statelessly, through the StatelessUpstream the client then holds (stateless.ts).
 import { ErrorCode, GatewayError, RpcError, toJsonRpcError } from '../mcp/errors.js';
-import {
-  failure,
-  isFailure,
-  isObject,
-  isRequest,
-  isResponse,
-  metaOf,
-  notification,
-  progressTokenOf,
-  success,
-  type JsonObject,
-  type JsonRpcId,
-  type JsonRpcMessage,
-  type JsonRpcNotification,
-  type JsonRpcRequest,
-  type ProgressToken,
-} from '../mcp/jsonrpc.js';
+import { failure, isFailure, isObject, isRequest, isResponse, metaOf, notification, progressTokenOf, success } from '../mcp/jsonrpc.js';
+import type { JsonObject, JsonRpcId, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, ProgressToken } from '../mcp/jsonrpc.js';
 import { PendingRequests, promiseOf, type Deadlines, type Settled } from '../mcp/pending.js';
 import { asError, later } from '../util/callbacks.js';
 import { createdTaskId, isTerminalTaskStatus } from '../mcp/tasks.js';
@@ -93,9 +78,9 @@ export class UpstreamClient {
   onclose?: (reason?: Error) => void;
   /** The upstream came back after a restart; its lists may have changed. */
   onreconnect?: () => void;
-  /** The connection was lost (it is restarted): what it asked the client is over. */
+  /** The connection was lost (it is restarted) or its forgotten session renewed: what it asked the client is over. */
   ondisconnect?: () => void;
-  #connection = 0; // lost connections: a request of an earlier one is answered to nobody
+  #connection = 0; // lost connections and renewed sessions: a request of an earlier one is answered to nobody
 
   constructor(name: string, transport: Transport, options: UpstreamClientOptions) {
     this.name = name;
@@ -108,6 +93,11 @@ export class UpstreamClient {
       options.logger.warn('upstream connection lost; requests in flight failed', { reason, failed: this.#pending.size });
       this.#connection++; // its requests to the gateway die with it
       this.#abandonAll(new GatewayError('upstream_closed', `upstream ${this.name} crashed (${reason.message}); it is being restarted`));
+      this.ondisconnect?.();
+    };
+    // A forgotten session renewed: what it asked ends as a crashed one's; requests in flight fail or are sent again on their own.
+    transport.onrenew = () => {
+      this.#connection++;
       this.ondisconnect?.();
     };
     transport.onreconnect = (result) => {
@@ -483,7 +473,7 @@ export class UpstreamClient {
         reply = failure(request.id, toJsonRpcError(err));
       }
     }
-    // Not to a restarted upstream: it numbers its requests afresh, and would take this for another's answer.
+    // Not to a restarted upstream or renewed session: it numbers its requests afresh, and would take this for another's answer.
     if (this.#closed || connection !== this.#connection) return;
     this.#transport.send(reply).catch((err: unknown) => this.#options.logger.debug('could not answer upstream request', { err }));
   }
