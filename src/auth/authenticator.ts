@@ -147,9 +147,10 @@ export class Authenticator {
     if (now) return now;
     const token = bearerOf(credentials.authorization)!;
     if (this.#own && issuerOf(token) === this.#own.issuer) return this.#scoped(this.#forEndpoint(await this.#own.verifier.verify(token), credentials.endpoint));
-    return this.#scoped(this.#fromIdp(await this.#verifier!.verify(token), token));
+    return this.#fromIdp(this.#scoped(await this.#verifier!.verify(token)), token);
   }
 
+  /** An IdP token that passed every check (scope included) is told on; a refused one never is. */
   #fromIdp(principal: Principal, token: string): Principal {
     this.#onIdpToken?.(principal, token);
     return principal;
@@ -162,11 +163,12 @@ export class Authenticator {
     return principal;
   }
 
+  /** A token verified before, with every check of `authenticate` (endpoint, scope) made again. */
   #known(token: string, endpoint: string | undefined): Principal | undefined {
     const idp = this.#verifier!.known(token);
-    if (idp) return this.#fromIdp(idp, token);
+    if (idp) return this.#fromIdp(this.#scoped(idp), token);
     const known = this.#own?.verifier.known(token);
-    return known && this.#forEndpoint(known, endpoint);
+    return known && this.#scoped(this.#forEndpoint(known, endpoint));
   }
 
   /**
@@ -179,7 +181,7 @@ export class Authenticator {
     const header = credentials.authorization;
     if (this.#verifier && header !== undefined && header.startsWith(BEARER)) {
       const known = this.#known(header.slice(BEARER.length), credentials.endpoint);
-      if (known) return this.#scoped(known);
+      if (known) return known;
     }
     const bearer = bearerOf(credentials.authorization);
     const presented = bearer ?? credentials.apiKey;
@@ -189,8 +191,7 @@ export class Authenticator {
     }
     const useJwt = this.#verifier && bearer !== undefined && (this.#apiKeys.size === 0 || JWT_SHAPE.test(bearer));
     if (!useJwt) return this.#scoped(this.#apiKey(presented));
-    const known = this.#known(presented, credentials.endpoint);
-    return known && this.#scoped(known);
+    return this.#known(presented, credentials.endpoint);
   }
 
   #scoped(principal: Principal): Principal {

@@ -39,12 +39,16 @@ export class ClientSubjectTokens implements SubjectTokens {
     this.#now = options.now ?? Date.now;
   }
 
-  /** A request carried this IdP token of the principal's (`exp` in seconds, from the verified token). */
+  /**
+   * A request carried this IdP token of the principal's, verified and accepted (`exp` in seconds,
+   * from the verified token). The last one seen is the subject, whichever expires later: a user
+   * who signed in again has a newer token, and the IdP may have revoked the one before.
+   */
   remember(principal: string, token: string, exp: number | undefined): void {
     if (!this.#wanted()) return;
     const expiresAt = exp === undefined ? this.#now() + 5 * 60_000 : exp * 1_000;
-    const held = this.#tokens.get(principal);
-    if (held?.token === token || (held && held.expiresAt > expiresAt)) return;
+    if (expiresAt <= this.#now()) return;
+    if (this.#tokens.get(principal)?.token === token) return;
     this.#tokens.set(principal, { token, expiresAt });
   }
 

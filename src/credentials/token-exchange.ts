@@ -36,13 +36,16 @@ export type ExchangeFailure = 'unavailable' | 'sign_in' | 'config';
 
 export class TokenExchangeError extends Error {
   override readonly name = 'TokenExchangeError';
+  /** The IdP's error code (or `http_<status>` when its refusal named none), for the audit's `reason`. */
+  readonly reason: string | undefined;
   constructor(
     readonly kind: ExchangeFailure,
     /** What the client may be told (no token, no IdP body). */
     readonly publicMessage: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; reason?: string },
   ) {
-    super(publicMessage, options);
+    super(publicMessage, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.reason = options?.reason;
   }
 }
 
@@ -72,12 +75,25 @@ interface Exchanged {
   /** ms since the epoch. */
   renewAt: number;
   expiresAt: number;
+  /** When the exchange was asked for (absent in what an older version stored). */
+  obtainedAt?: number;
+}
+
+/** A cached token and whose it is (in memory only: the shared store's copy names no principal). */
+interface Held extends Exchanged {
+  principal: string;
 }
 
 export class TokenExchanger {
   readonly #deps: TokenExchangeDeps;
   readonly #now: () => number;
-  readonly #cache: LRUCache<string, Exchanged>;
+  readonly #cache: LRUCache<string, Held>;
+  /** The cache's keys by principal, kept with the cache (a key leaves with its entry): the end of a principal's IdP session drops them all. */
+  readonly #keysOf = new Map<string, Set<string>>();
+  /** The upstreams tokens were asked for (the config's names): where a principal's shared copies may be. */
+  readonly #upstreams = new Set<string>();
+  /** When each principal's IdP session was found ended: nothing obtained before is taken from the shared store. */
+  readonly #endedAt: LRUCache<string, number>;
   /** Exchanges in flight, by (principal, upstream): concurrent calls share one. */
   readonly #inflight = new Map<string, Promise<Exchanged>>();
   /** The last token an upstream refused, by key: never taken again from the shared store. */
@@ -89,8 +105,16 @@ export class TokenExchanger {
   constructor(deps: TokenExchangeDeps) {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
-    this.#cache = new LRUCache({ max: deps.maxEntries ?? 10_000 });
+    this.#cache = new LRUCache<string, Held>({
+      max: deps.maxEntries ?? 10_000,
+      dispose: (held, key) => {
+        const keys = this.#keysOf.get(held.principal);
+        keys?.delete(key);
+        if (keys?.size === 0) this.#keysOf.delete(held.principal);
+      },
+    });
     this.#refused = new LRUCache({ max: deps.maxEntries ?? 10_000 });
+    this.#endedAt = new LRUCache({ max: deps.maxEntries ?? 10_000 });
   }
 
   /** Whether `upstream` is reached by token exchange. */
@@ -110,6 +134,7 @@ export class TokenExchanger {
 
   /** An exchanged token for the principal at the upstream: cached, or exchanged now (once for all callers). */
   async token(principal: string, upstream: string): Promise<string> {
+    this.#upstreams.add(upstream);
     const key = this.#keyOf(principal, upstream);
     const cached = this.#cache.get(key);
     if (cached && this.#now() < cached.renewAt) return cached.token;
@@ -127,10 +152,33 @@ export class TokenExchanger {
    * here, and overwritten by the next exchange.
    */
   forget(principal: string, upstream: string): void {
-    const key = this.#keyOf(principal, upstream);
+    this.#drop(this.#keyOf(principal, upstream));
+  }
+
+  #drop(key: string): void {
     const held = this.#cache.get(key);
     if (held) this.#refused.set(key, held.token);
     this.#cache.delete(key);
+  }
+
+  /**
+   * The principal's IdP session has ended: none of their exchanged tokens, for any upstream, is
+   * used again. Each one this replica holds is dropped, and no copy obtained before now is taken
+   * from the shared store by this replica, under any key. The shared store's copies under the
+   * keys this replica can name (those it held, and each upstream's it served) are deleted too, so
+   * other replicas do not take them either; a delete that lands after a successor was stored
+   * costs one more exchange, nothing else. Bounded: the principal's own keys and the upstreams.
+   */
+  async #endAll(principal: string): Promise<void> {
+    this.#endedAt.set(principal, this.#now());
+    const keys = new Set(this.#keysOf.get(principal));
+    for (const upstream of this.#upstreams) {
+      if (this.has(upstream)) keys.add(this.#keyOf(principal, upstream));
+      else this.#upstreams.delete(upstream);
+    }
+    for (const key of keys) this.#drop(key);
+    const store = await this.#store();
+    if (store) await Promise.all([...keys].map((key) => store.delete(key).catch(() => false)));
   }
 
   /** The cache and store key: names neither the principal nor a token; a changed setting makes another. */
@@ -143,7 +191,8 @@ export class TokenExchanger {
 
   async #obtain(principal: string, upstream: string, key: string): Promise<Exchanged> {
     const store = await this.#store();
-    const fresh = (value: unknown): Exchanged | undefined => (isExchanged(value) && this.#now() < value.renewAt && value.token !== this.#refused.get(key) ? value : undefined);
+    const fresh = (value: unknown): Exchanged | undefined =>
+      isExchanged(value) && this.#now() < value.renewAt && value.token !== this.#refused.get(key) && !this.#endedSince(principal, value) ? value : undefined;
     const exchange = async (): Promise<Exchanged> => {
       const shared = fresh(await store?.get(key));
       if (shared) return shared;
@@ -154,8 +203,19 @@ export class TokenExchanger {
     // Across replicas, one exchange per (principal, upstream) too: the others read its result.
     const result = store ? await store.withLock(`lock:${key}`, REQUEST_TIMEOUT_MS * 2, exchange) : await exchange();
     this.#deps.onSecret?.(result.token);
-    this.#cache.set(key, result);
+    // An exchange that began before the principal's session was found ended serves its callers once, and is not kept.
+    if (this.#endedSince(principal, result)) return result;
+    this.#cache.set(key, { ...result, principal });
+    let keys = this.#keysOf.get(principal);
+    if (!keys) this.#keysOf.set(principal, (keys = new Set()));
+    keys.add(key);
     return result;
+  }
+
+  /** Whether the principal's IdP session was found ended after (or as) this token was obtained. */
+  #endedSince(principal: string, exchanged: Exchanged): boolean {
+    const ended = this.#endedAt.get(principal);
+    return ended !== undefined && (exchanged.obtainedAt ?? 0) <= ended;
   }
 
   async #exchange(principal: string, upstream: string): Promise<Exchanged> {
@@ -168,7 +228,7 @@ export class TokenExchanger {
     } catch (err) {
       // The front door could not renew the user's IdP session: counted and answered as the exchange's own failure.
       const failure = this.#classify(upstream, err);
-      report(failure.kind);
+      report(failure.kind, failure.reason);
       throw failure;
     }
     if (!subject) {
@@ -182,13 +242,17 @@ export class TokenExchanger {
       answer = await this.#request(config, subject);
     } catch (err) {
       const failure = this.#classify(upstream, err);
-      report(failure.kind, err instanceof oauth.ResponseBodyError ? safeCode(err.error) : undefined);
-      if (failure.kind === 'sign_in') await this.#deps.subjects.ended?.(principal).catch(() => {});
+      report(failure.kind, failure.reason);
+      if (failure.kind === 'sign_in') {
+        // The user's IdP session is gone: neither their subject nor any token exchanged with it acts for them again.
+        await this.#endAll(principal).catch(() => {});
+        await this.#deps.subjects.ended?.(principal).catch(() => {});
+      }
       throw failure;
     }
     const lifetimeMs = (typeof answer.expires_in === 'number' && answer.expires_in > 0 ? answer.expires_in : DEFAULT_LIFETIME_S) * 1_000;
     report('ok');
-    return { token: answer.access_token, expiresAt: started + lifetimeMs, renewAt: started + lifetimeMs - Math.min(RENEW_MARGIN_MS, lifetimeMs * 0.2) };
+    return { token: answer.access_token, expiresAt: started + lifetimeMs, renewAt: started + lifetimeMs - Math.min(RENEW_MARGIN_MS, lifetimeMs * 0.2), obtainedAt: started };
   }
 
   /** One request at the token endpoint, as the variant spells it. */
@@ -215,7 +279,13 @@ export class TokenExchanger {
       await response.body?.cancel().catch(() => {});
       throw new IdpStatusError(response.status);
     }
-    return oauth.processGenericTokenEndpointResponse(server, client, response);
+    try {
+      return await oauth.processGenericTokenEndpointResponse(server, client, response);
+    } catch (err) {
+      // A refusal read from its status and headers leaves its body unread: let the connection go.
+      if (!response.bodyUsed) await response.body?.cancel().catch(() => {});
+      throw err;
+    }
   }
 
   /** The token endpoint: `tokenUrl`, or the IdP's metadata (read once, again after a failure). */
@@ -235,22 +305,29 @@ export class TokenExchanger {
     return this.#server;
   }
 
-  /** What a failed exchange means, logged as such (configuration errors once per upstream and error). */
+  /**
+   * What a failed exchange means, logged as such (configuration errors once per upstream and
+   * error). The IdP refusing the request (a 4xx, however it says why) is the user's ended session
+   * for invalid_grant and the gateway's configuration otherwise; only a 5xx, a timeout or no
+   * answer is the IdP being unavailable.
+   */
   #classify(upstream: string, err: unknown): TokenExchangeError {
     if (err instanceof TokenExchangeError) return err;
-    if (err instanceof oauth.ResponseBodyError) {
-      const error = safeCode(err.error);
+    const refusal = refusalOf(err);
+    if (refusal) {
+      const error = refusal.error === undefined ? undefined : safeCode(refusal.error);
       if (error === 'invalid_grant') {
         this.#deps.logger.info('token exchange refused: the user\'s IdP session has ended', { upstream, error });
-        return new TokenExchangeError('sign_in', `your sign-in at the identity provider has ended; sign in to Switchyard again to use ${upstream}`, { cause: err });
+        return new TokenExchangeError('sign_in', `your sign-in at the identity provider has ended; sign in to Switchyard again to use ${upstream}`, { cause: err, reason: error });
       }
-      if (CONFIG_ERRORS.has(error) || err.status < 500) {
-        const seen = `${upstream}|${error}`;
+      if ((error !== undefined && CONFIG_ERRORS.has(error)) || (refusal.status >= 400 && refusal.status < 500)) {
+        const said = error ?? `HTTP ${refusal.status}`;
+        const seen = `${upstream}|${said}`;
         if (!this.#reported.has(seen)) {
           this.#reported.add(seen);
-          this.#deps.logger.error('token exchange misconfigured: the IdP refused the request', { upstream, error, description: safeText(err.error_description), status: err.status });
+          this.#deps.logger.error('token exchange misconfigured: the IdP refused the request', { upstream, error: said, description: safeText(refusal.description), status: refusal.status });
         }
-        return new TokenExchangeError('config', `the gateway's token exchange for ${upstream} is misconfigured (the IdP answered ${error}; the gateway's log says more)`, { cause: err });
+        return new TokenExchangeError('config', `the gateway's token exchange for ${upstream} is misconfigured (the IdP answered ${said}; the gateway's log says more)`, { cause: err, reason: error ?? `http_${refusal.status}` });
       }
     }
     this.#deps.logger.warn('token exchange failed: the IdP is unavailable', { upstream, err: describe(err) });
@@ -269,6 +346,22 @@ class IdpStatusError extends Error {
   }
 }
 
+/**
+ * An answer of the IdP's that refused the request: its status and the OAuth error it gave
+ * (RFC 6749 §5.2), from the JSON body or, for a failed client authentication (401), from the
+ * WWW-Authenticate challenge; no error when the answer named none (not an OAuth error body).
+ */
+function refusalOf(err: unknown): { status: number; error: string | undefined; description: string | undefined } | undefined {
+  if (err instanceof oauth.ResponseBodyError) return { status: err.status, error: err.error, description: err.error_description };
+  if (err instanceof oauth.WWWAuthenticateChallengeError) {
+    const params = err.cause.find((challenge) => typeof challenge.parameters.error === 'string')?.parameters;
+    return { status: err.status, error: params?.error, description: params?.error_description };
+  }
+  // A non-conforming answer (no JSON, no error member) carries the response as its cause.
+  if (err instanceof oauth.OperationProcessingError && err.cause instanceof Response) return { status: err.cause.status, error: undefined, description: undefined };
+  return undefined;
+}
+
 function causeOf(err: unknown): TokenExchangeError | undefined {
   for (let at = err, depth = 0; at instanceof Error && depth < 5; at = at.cause, depth++) if (at instanceof TokenExchangeError) return at;
   return undefined;
@@ -277,7 +370,7 @@ function causeOf(err: unknown): TokenExchangeError | undefined {
 function isExchanged(value: unknown): value is Exchanged {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
-  return typeof v.token === 'string' && typeof v.renewAt === 'number' && typeof v.expiresAt === 'number';
+  return typeof v.token === 'string' && typeof v.renewAt === 'number' && typeof v.expiresAt === 'number' && (v.obtainedAt === undefined || typeof v.obtainedAt === 'number');
 }
 
 /** oauth4webapi options for a request to `endpoint`: plain http only to a loopback address. */

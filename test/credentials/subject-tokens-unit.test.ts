@@ -10,10 +10,13 @@ describe('ClientSubjectTokens', () => {
     const subjects = new ClientSubjectTokens({ now: () => clock.now, frontDoor: { idpAccessToken: async (p) => `front-door-${p}`, endGrants: async (p) => void ended.push(p) } });
     subjects.remember('alice', 'first', 2_000);
     subjects.remember('alice', 'second', 3_000);
-    // An older token sent after a newer one does not replace it.
-    subjects.remember('alice', 'older', 1_500);
-    expect(await subjects.subjectToken('alice')).toBe('second');
-    clock.now = 2_996_000;
+    // The last one sent is the subject, though one sent before expires later (the IdP may have revoked that one).
+    subjects.remember('alice', 'shorter', 1_500);
+    expect(await subjects.subjectToken('alice')).toBe('shorter');
+    // An expired token is never kept.
+    subjects.remember('alice', 'expired', 999);
+    expect(await subjects.subjectToken('alice')).toBe('shorter');
+    clock.now = 1_496_000;
     expect(await subjects.subjectToken('alice')).toBe('front-door-alice');
     expect(await subjects.subjectToken('bob')).toBe('front-door-bob');
     subjects.remember('bob', 'bobs', 5_000);
