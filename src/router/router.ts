@@ -21,6 +21,7 @@ import {
 import { mapRelatedTask } from '../mcp/tasks.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { UpstreamPool } from '../upstream/pool.js';
+import { withoutEnvelopeFields } from '../upstream/stateless-protocol.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../util/log.js';
 import { forward, openFor, requireString, toolError, type Call } from './call.js';
@@ -114,6 +115,10 @@ export class Router {
   answer(session: DownstreamSession, request: JsonRpcRequest, context: RequestContext, done: ResponseSink): void;
   answer(session: DownstreamSession, request: JsonRpcRequest, context: RequestContext, done?: ResponseSink): Promise<JsonRpcResponse | undefined> | void {
     if (!done) return new Promise((resolve) => this.answer(session, request, context, resolve));
+    // The 2026-07-28 per-request protocol fields a 2026-07-28 upstream gets are the session's
+    // (withEnvelope): a client's own in `_meta` go no further, whichever era it speaks.
+    const params = withoutEnvelopeFields(request.params);
+    if (params !== request.params) request = { ...request, params: params! };
     if (session.isInFlight(request.id)) {
       // Request ids MUST NOT be reused within a session (basic/index.mdx): the second one is
       // refused and the first runs on; replacing it would cancel it and end its POST empty.

@@ -50,14 +50,39 @@ export interface Envelope {
   logLevel?: string;
 }
 
+/**
+ * The per-request protocol fields of `_meta` (basic/index.mdx "Per-request protocol fields"):
+ * what the gateway states for the client session, never what a client's request says there.
+ */
+const ENVELOPE_KEYS: readonly string[] = [META.protocolVersion, META.clientInfo, META.clientCapabilities, META.logLevel];
+
+/**
+ * A client's request params without the per-request protocol fields in its `_meta` (the rest of
+ * `_meta`, progressToken and trace context and an app's own keys, kept); the same object when it
+ * has none. The router takes every client request through this before anything of the gateway
+ * adds its own (a Tasks declaration), so what withEnvelope finds under those keys is the gateway's.
+ */
+export function withoutEnvelopeFields<P extends JsonObject | undefined>(params: P): P {
+  const meta = metaOf(params);
+  if (!meta || !ENVELOPE_KEYS.some((key) => key in meta)) return params;
+  const rest: JsonObject = {};
+  for (const [key, value] of Object.entries(meta)) if (!ENVELOPE_KEYS.includes(key)) rest[key] = value;
+  const { _meta: _dropped, ...bare } = params!;
+  return (Object.keys(rest).length === 0 ? bare : { ...bare, _meta: rest }) as P;
+}
+
+/**
+ * Params with the session's envelope in `_meta`: its version, client info and log level always,
+ * and its capabilities unless the gateway declared others for this one request (the Tasks
+ * extension, when it runs a task for a client that knows none). A client's own values under
+ * these keys never get here (withoutEnvelopeFields, at the router).
+ */
 export function withEnvelope(params: JsonObject | undefined, envelope: Envelope): JsonObject {
-  // Capabilities the gateway declares for one request (the Tasks extension, when it runs a task
-  // for a client that knows none) are that request's.
-  const given = metaOf(params)?.[META.clientCapabilities];
+  const { [META.protocolVersion]: _version, [META.clientInfo]: _info, [META.logLevel]: _level, [META.clientCapabilities]: declared, ...rest } = metaOf(params) ?? {};
   const meta: JsonObject = {
-    ...metaOf(params),
+    ...rest,
     [META.protocolVersion]: STATELESS_VERSION,
-    [META.clientCapabilities]: isObject(given) ? given : envelope.clientCapabilities,
+    [META.clientCapabilities]: isObject(declared) ? declared : envelope.clientCapabilities,
     [META.clientInfo]: envelope.clientInfo,
   };
   if (envelope.logLevel !== undefined) meta[META.logLevel] = envelope.logLevel;
