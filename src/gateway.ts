@@ -17,6 +17,8 @@ import { secretsOf } from './config/secrets.js';
 import { Metrics } from './metrics/metrics.js';
 import type { Redactor } from './util/redact.js';
 import { GatewayError } from './mcp/errors.js';
+import { isStatelessVersion } from './mcp/era.js';
+import { asksInput } from './mcp/methods.js';
 import { Policy } from './policy/policy.js';
 import { RateLimiter } from './ratelimit/limiter.js';
 import { MemoryBucketStore, type BucketStore } from './ratelimit/memory-store.js';
@@ -316,14 +318,20 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
 
   /**
    * While draining: the probes, and the requests of a session with a request in flight here,
+  /** The MCP endpoints' paths, as served from the start. */
+  const mcpPaths = new Set([config.listen.path, ...servedEndpoints]);
    * for what concerns its calls (a cancellation, an answer to the server's question: only this
    * replica can take them; the endpoint answers a new request of it 503, mcp-endpoint.ts). The
-   * drain waits for both; once nothing is in flight, nothing more is served.
+   * drain waits for both; once nothing is in flight, nothing more is served. A 2026-07-28 POST
+   * of a method that may take input may be the retry of a call parked here (its requestState,
+   * in the body, names it): the endpoint reads it, resumes that call, and answers any other
+   * request 503 unrun.
    */
   function servedWhileDraining(path: string, incoming: IncomingMessage): boolean {
     if (operational.has(path)) return true;
-    const id = incoming.headers['mcp-session-id'];
-    return typeof id === 'string' && (sessions.get(id)?.inflight ?? 0) > 0;
+    const { 'mcp-session-id': id, 'mcp-protocol-version': version, 'mcp-method': method } = incoming.headers;
+    if (id !== undefined) return typeof id === 'string' && (sessions.get(id)?.inflight ?? 0) > 0;
+    return incoming.method === 'POST' && mcpPaths.has(path) && isStatelessVersion(version) && typeof method === 'string' && asksInput(method);
   }
 
   async function close(): Promise<void> {

@@ -332,7 +332,7 @@ const sessions = z.strictObject({
   inputTimeout: duration.default(5 * 60_000).describe("A 2026-07-28 request answered input_required waits this long for the client's retry (with its requestState) before it is cancelled upstream."),
   /** Sessions open at once, in all (503 beyond) and per principal (429 beyond). */
   max: z.number().int().min(1).default(10_000).describe('Sessions open at once, in all (503 beyond).'),
-  maxPerPrincipal: z.number().int().min(1).default(100).describe('Sessions open at once per principal (429 beyond).'),
+  maxPerPrincipal: z.number().int().min(1).default(100).describe('Sessions open at once per principal, and subscriptions/listen streams of 2026-07-28 clients (429 beyond).'),
   /** Per session: how many SSE events are kept for Last-Event-ID resumption... */
   replayEvents: z.number().int().min(1).max(100_000).default(1_000).describe('Per session: how many SSE events are kept for Last-Event-ID resumption; the oldest go first.'),
   /** ...and how many bytes of them; the oldest go first when either is exceeded. */

@@ -32,14 +32,14 @@ import type { DownstreamSession } from '../links/session.js';
 import type { SessionStore } from '../links/session.js';
 import type { Logger } from '../util/log.js';
 import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, PostAccepts } from './guards.js';
-import { refuse, refusals } from './refusals.js';
+import { refuse, refusals, type DetailedRefusal } from './refusals.js';
 import type { HttpInput } from './input.js';
 import { parseEventId } from '../session/streams.js';
 import { connect, respond, type Answers, type StreamSettings } from './responder.js';
 import type { SseConnection } from './sse-connection.js';
 import { resumeFromSharedLog } from './shared-resume.js';
 import { isStatelessRequest, serveStateless, validateStateless } from './stateless/endpoint.js';
-import { StatelessSessions } from './stateless/sessions.js';
+import { StatelessSessions, TooManyListens } from './stateless/sessions.js';
 import { isWebResponse, JsonReply, ReplySink, type Reply } from './reply.js';
 import { after, guarded } from '../util/callbacks.js';
 
@@ -71,10 +71,21 @@ export interface McpEndpointDeps {
 const SESSION_HEADER = 'mcp-session-id';
 /** A notification or response taken (202, no body). */
 const ACCEPTED = JsonReply.empty(202);
+/**
+ * One subscriptions/listen too many for its principal: refused as one session too many is
+ * (429, -32600, Retry-After), since a listen is this era's standalone stream.
+ */
+const listensPerPrincipal: DetailedRefusal<number> = {
+  status: 429,
+  code: ErrorCode.InvalidRequest,
+  message: (max) => `Too Many Requests: at most ${max} subscriptions/listen streams open per principal; close one first`,
+  headers: { 'retry-after': '30' },
+};
 
 export function createMcpEndpoint(deps: McpEndpointDeps) {
   const { router, links, sessions, logger } = deps;
-  const stateless = new StatelessSessions({ router, links, sessions, logger, inputTimeoutMs: deps.inputTimeoutMs });
+  // A principal's listens are bounded as its standalone streams of the sessions era are: one per session.
+  const stateless = new StatelessSessions({ router, links, sessions, logger, inputTimeoutMs: deps.inputTimeoutMs, maxListensPerPrincipal: deps.maxSessionsPerPrincipal });
 
   /** What each POST's Accept header came to, remembered for this endpoint. */
   const postAccepts = new PostAccepts();
@@ -200,15 +211,22 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     const limited = await limit(context, isRateFree(validated.method) ? 0 : 1, validated.id);
     if (limited) return limited;
     // From here to the session's creation nothing waits, so concurrent requests cannot all pass
-    // the caps before any of them has counted.
+    // the caps before any of them has counted, and none starts once the drain has begun.
+    // Draining, only the retry of a call parked here is let through (gateway.ts): only this
+    // replica can take it. Any other request starts nothing, whether or not its principal's
+    // session is open here, and gets the drain's 503 (another replica may serve it).
+    if (deps.draining() && !stateless.resumes(validated)) return refuse(refusals.shuttingDown, { id: validated.id });
     if (!stateless.has(validated, context)) {
-      if (deps.draining()) return refuse(refusals.shuttingDown, { id: validated.id });
       if (sessions.size >= deps.maxSessions) return refuse(refusals.tooManySessions, { id: validated.id });
       if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) {
         return refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: validated.id });
       }
     }
-    return serveStateless({ stateless, keepAlive: deps.streams.keepAlives ?? deps.streams.keepAliveMs, bounds: (kind) => deps.streams.bounds?.[kind], ...(deps.tasks ? { tasks: deps.tasks } : {}) }, request, validated, context);
+    const endpoint = { stateless, keepAlive: deps.streams.keepAlives ?? deps.streams.keepAliveMs, bounds: (kind: 'request' | 'standalone') => deps.streams.bounds?.[kind], ...(deps.tasks ? { tasks: deps.tasks } : {}) };
+    return serveStateless(endpoint, request, validated, context).catch((err: unknown) => {
+      if (err instanceof TooManyListens) return refuse(listensPerPrincipal, err.max, { id: validated.id });
+      throw err;
+    });
   }
 
   async function postBatch(request: HttpInput, items: unknown[], context: Caller): Promise<Reply> {

@@ -43,6 +43,16 @@ import { quote } from '../../util/cut.js';
 /** Fingerprints remembered before ended sessions' are swept out. */
 const MAX_KEYS = 10_000;
 
+/**
+ * A subscriptions/listen refused: its principal has `max` open already (the endpoint answers
+ * it 429, as one session too many of a principal).
+ */
+export class TooManyListens extends Error {
+  constructor(readonly max: number) {
+    super(`at most ${max} subscriptions/listen streams open per principal`);
+  }
+}
+
 /** The channel of the gateway's own requests: nothing to relay, and no one to ask for input. */
 function internalChannel(session: DownstreamSession): RequestChannel {
   return {
@@ -78,6 +88,11 @@ export interface StatelessDeps {
   logger: Logger;
   /** How long a request answered input_required waits for the client's retry. */
   inputTimeoutMs: number;
+  /**
+   * subscriptions/listen streams open at once per principal (anonymous ones count under one),
+   * as a principal of the sessions era has at most one GET stream per session.
+   */
+  maxListensPerPrincipal: number;
 }
 
 export class StatelessSessions {
@@ -86,6 +101,8 @@ export class StatelessSessions {
   readonly #byKey = new Map<string, string>();
   readonly #opening = new Map<string, Promise<DownstreamSession>>();
   readonly #parked = new Map<string, RoundTrip>();
+  /** Open subscriptions/listen streams by principal ('' without one). */
+  readonly #listens = new Map<string, number>();
   /** One record per session held (it goes with the session). */
   readonly #held = new WeakMap<DownstreamSession, Held>();
   /** Signs the requestStates this gateway issues, to tell them from an upstream's. */
@@ -180,11 +197,19 @@ export class StatelessSessions {
     return createHmac('sha256', this.#stateKey).update(nonce).digest('base64url').slice(0, 22);
   }
 
+  /**
+   * Whether `request` is the retry of a call parked here (its requestState names one; resume()
+   * checks the rest): only this replica can take it, also while draining.
+   */
+  resumes(request: StatelessRequest): boolean {
+    const state = request.params.requestState;
+    return typeof state === 'string' && this.#parked.has(state);
+  }
+
   /** Whether this client already has its session here (opening one counts against the limits). */
   has(request: StatelessRequest, caller: Caller): boolean {
-    // A retry of a parked call opens nothing: that call holds its session already (resume() checks the rest).
-    const state = request.params.requestState;
-    if (typeof state === 'string' && this.#parked.has(state)) return true;
+    // A retry of a parked call opens nothing: that call holds its session already.
+    if (this.resumes(request)) return true;
     // An anonymous request's session is always its own, opened for it.
     if (caller.principal === undefined) return false;
     const key = this.#key(request, caller);
@@ -255,9 +280,37 @@ export class StatelessSessions {
   /**
    * subscriptions/listen: what the session can deliver of `filter` (resource subscriptions are
    * made upstream, and count across the session's listeners). Returns the agreed filter and
-   * the function that ends the subscription.
+   * the function that ends the subscription. Throws TooManyListens when the principal has its
+   * `maxListensPerPrincipal` open (counted before anything waits, so listens that arrive
+   * together cannot all pass).
    */
   async listen(session: DownstreamSession, id: JsonRpcId, filter: JsonObject, sink: RequestSink, caller: Caller): Promise<{ agreed: JsonObject; close: () => void }> {
+    const uncount = this.#countListen(caller.principal?.id ?? '');
+    try {
+      return await this.#listen(session, id, filter, sink, caller, uncount);
+    } catch (err) {
+      uncount();
+      throw err;
+    }
+  }
+
+  /** Counts one more listen of `principal`, or throws TooManyListens; returns what uncounts it (once). */
+  #countListen(principal: string): () => void {
+    const max = this.#deps.maxListensPerPrincipal;
+    const open = this.#listens.get(principal) ?? 0;
+    if (open >= max) throw new TooManyListens(max);
+    this.#listens.set(principal, open + 1);
+    let counted = true;
+    return () => {
+      if (!counted) return;
+      counted = false;
+      const left = (this.#listens.get(principal) ?? 1) - 1;
+      if (left > 0) this.#listens.set(principal, left);
+      else this.#listens.delete(principal);
+    };
+  }
+
+  async #listen(session: DownstreamSession, id: JsonRpcId, filter: JsonObject, sink: RequestSink, caller: Caller, uncount: () => void): Promise<{ agreed: JsonObject; close: () => void }> {
     const agreed: JsonObject = {};
     const caps = session.capabilities;
     const announces = (feature: string): boolean => isObject(caps[feature]);
@@ -298,6 +351,7 @@ export class StatelessSessions {
       if (closed) return;
       closed = true;
       session.end(internalId, signal);
+      uncount();
       held.listeners.delete(listener);
       for (const uri of subscribed) {
         void held.resources.release(uri, listener, () => (session.closed ? undefined : this.#subscription(session, 'resources/unsubscribe', uri, caller)));
