@@ -1,10 +1,11 @@
 // The pin gate: every page of tools and prompts an upstream lists passes here before any client
 // sees it (names/lists.ts), in every session and either era. It keeps each upstream's pins as
-// stored and the digest each item was last seen with on this replica, records first sight and
-// drift in the store, reports drift (metric, log, audit), drops what the mode holds back, says
-// why a held tool's call is refused, and tells the gateway when what it holds of an upstream
-// changed (sessions then get list_changed). Approvals reach it through the store's channel, and
-// a poll every POLL_MS catches one a lost message missed.
+// stored and the definitions of each item seen listed on this replica (a few: an upstream may
+// show each client another one), records first sight and drift in the store, reports drift
+// (metric, log, audit), drops what the mode holds back, says why a held tool's call is refused,
+// and tells the gateway when what a client may be shown of an upstream changed (sessions then
+// get list_changed). Approvals reach it through the store's channel, and a poll every POLL_MS
+// catches one a lost message missed.
 import type { JsonObject } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
 import { definitionOf, digestOf, hiddenText, type PinKind } from './definition.js';
@@ -13,6 +14,25 @@ import type { PinStore } from './store.js';
 
 /** Each upstream's pins are read again this often (an announcement lost while Redis was away). */
 const POLL_MS = 30_000;
+/**
+ * A definition an operator rejected keeps its upstream quarantined while this replica saw it
+ * listed within this long (after that the upstream is taken to have gone back).
+ */
+export const SERVED_MS = 5 * 60_000;
+/** Definitions remembered per name: the pinned one and the latest other (an upstream may send endless ones). */
+const DIGESTS_PER_NAME = 2;
+
+/** Of one name: digest → when this replica last saw it listed (ms), the latest last. */
+type Sightings = Map<string, number>;
+
+/** What a client could be shown of an upstream when last looked at. */
+interface Held {
+  quarantined: boolean;
+  /** `${kind}:${name}` of the items with a definition held back. */
+  names: Set<string>;
+  /** `${kind}:${name} ${digest}` → whether that definition is shown. */
+  shown: Map<string, boolean>;
+}
 
 export interface DriftReport {
   upstream: string;
@@ -35,15 +55,17 @@ export interface PinGateDeps {
   ondrift?: (report: DriftReport) => void;
   /** What the gate holds back of `upstream` changed (a drift held, an approval released it). */
   onchange?: (upstream: string) => void;
+  /** The clock (ms), for tests. */
+  now?: () => number;
 }
 
 export class PinGate {
   readonly #deps: PinGateDeps;
   readonly #pins = new Map<string, UpstreamPins>();
-  /** Per upstream: `${kind}:${name}` → the digest last seen on this replica. */
-  readonly #seen = new Map<string, Map<string, string>>();
+  /** Per upstream: `${kind}:${name}` → the definitions seen listed on this replica (bounded). */
+  readonly #seen = new Map<string, Map<string, Sightings>>();
   /** Per upstream: what was held when last looked at (to tell when it changes). */
-  readonly #held = new Map<string, string>();
+  readonly #held = new Map<string, Held>();
   readonly #loading = new Map<string, Promise<UpstreamPins>>();
   /** Per upstream: how many times this replica wrote its pins (a read begun before a write is older than it). */
   readonly #writes = new Map<string, number>();
@@ -93,13 +115,16 @@ export class PinGate {
       const earlier = seen.get(name);
       if (!earlier || (earlier.digest !== digest && earlier.digest === pins[kind][name]?.pinned?.digest)) seen.set(name, { digest, definition, hidden: hiddenText(definition) });
     }
+    // Every copy listed is served; the one judged is seen last (a call is judged on it).
     let seenHere = this.#seen.get(upstream);
     if (!seenHere) this.#seen.set(upstream, (seenHere = new Map()));
-    for (const [name, { digest }] of seen) seenHere.set(`${kind}:${name}`, digest);
-    const now = new Date().toISOString();
+    const at = this.#now();
+    items.forEach((item, i) => sight(seenHere, `${kind}:${item.name as string}`, digests[i]!, pins[kind][item.name as string]?.pinned?.digest, at));
+    for (const [name, { digest }] of seen) sight(seenHere, `${kind}:${name}`, digest, pins[kind][name]?.pinned?.digest, at);
+    const now = new Date(at).toISOString();
     const known = pins.listed[kind] === true;
     if ((last && !known) || [...seen].some(([name, s]) => observe(pins[kind][name], s, policy, known, now).entry)) pins = await this.#record(upstream, kind, seen, policy, now, last);
-    const isQuarantined = quarantined(pins, policy);
+    const isQuarantined = this.#quarantined(upstream, pins, policy);
     // Each name is shown once, as the copy it was judged on.
     const shown = new Set<string>();
     const kept = items.filter((item, i) => {
@@ -117,9 +142,10 @@ export class PinGate {
   refusal(kind: PinKind, upstream: string, name: string): string | undefined {
     const policy = this.#deps.policy(upstream);
     const pins = this.#pins.get(upstream);
-    const digest = this.#seen.get(upstream)?.get(`${kind}:${name}`);
-    if (policy.mode === 'off' || !pins || digest === undefined) return undefined;
-    return holdOf(pins, kind, name, digest, policy);
+    const sightings = this.#seen.get(upstream)?.get(`${kind}:${name}`);
+    if (policy.mode === 'off' || !pins || !sightings) return undefined;
+    // Judged on the definition seen last (which one a call reaches is the upstream's to say).
+    return holdOf(pins, kind, name, [...sightings.keys()].at(-1)!, policy, this.#quarantined(upstream, pins, policy));
   }
 
   /** Definitions waiting for an operator, per upstream this replica has read. */
@@ -199,20 +225,68 @@ export class PinGate {
     return pins;
   }
 
-  /** Tells onchange when the set of items held back of `upstream` is not what it was. */
+  #now(): number {
+    return this.#deps.now?.() ?? Date.now();
+  }
+
+  /** Quarantine, a rejected definition counting while this replica saw it listed within SERVED_MS. */
+  #quarantined(upstream: string, pins: UpstreamPins, policy: PinPolicy): boolean {
+    const seenHere = this.#seen.get(upstream);
+    const at = this.#now();
+    return quarantined(pins, policy, (kind, name, digest) => {
+      const when = seenHere?.get(`${kind}:${name}`)?.get(digest);
+      return when !== undefined && at - when < SERVED_MS;
+    });
+  }
+
+  /**
+   * Tells onchange when what a client may be shown of `upstream` changed: the quarantine began or
+   * ended, a name came to have a definition held or no longer has one, or a definition seen
+   * before is shown now and was not (or the other way: an approval). A listing that only shows
+   * again what was seen (the approved copy to one session, a changed one to another) or replaces
+   * one held definition with another changes none of it.
+   */
   #compareHeld(upstream: string): void {
     const pins = this.#pins.get(upstream);
     if (!pins) return;
     const policy = this.#deps.policy(upstream);
-    const held: string[] = [];
-    const isQuarantined = quarantined(pins, policy);
-    for (const [key, digest] of this.#seen.get(upstream) ?? []) {
+    const isQuarantined = this.#quarantined(upstream, pins, policy);
+    const now: Held = { quarantined: isQuarantined, names: new Set(), shown: new Map() };
+    for (const [key, sightings] of this.#seen.get(upstream) ?? []) {
       const split = key.indexOf(':');
-      if (holdOf(pins, key.slice(0, split) as PinKind, key.slice(split + 1), digest, policy, isQuarantined) !== undefined) held.push(key);
+      for (const digest of sightings.keys()) {
+        const shown = holdOf(pins, key.slice(0, split) as PinKind, key.slice(split + 1), digest, policy, isQuarantined) === undefined;
+        now.shown.set(`${key} ${digest}`, shown);
+        if (!shown) now.names.add(key);
+      }
     }
-    const signature = `${isQuarantined}|${held.sort().join('\n')}`;
-    const before = this.#held.get(upstream) ?? 'false|';
-    this.#held.set(upstream, signature);
-    if (signature !== before) this.#deps.onchange?.(upstream);
+    const before = this.#held.get(upstream);
+    this.#held.set(upstream, now);
+    if (heldChanged(before, now)) this.#deps.onchange?.(upstream);
   }
+}
+
+/** Records that `digest` of `key` was listed at `at`, keeping the pinned one and the latest others (DIGESTS_PER_NAME in all). */
+function sight(seen: Map<string, Sightings>, key: string, digest: string, pinned: string | undefined, at: number): void {
+  let sightings = seen.get(key);
+  if (!sightings) seen.set(key, (sightings = new Map()));
+  sightings.delete(digest);
+  sightings.set(digest, at);
+  if (sightings.size <= DIGESTS_PER_NAME) return;
+  // The oldest that is neither pinned nor this one.
+  for (const old of sightings.keys()) {
+    if (old === pinned || old === digest) continue;
+    sightings.delete(old);
+    return;
+  }
+}
+
+function heldChanged(before: Held | undefined, now: Held): boolean {
+  if (now.quarantined !== (before?.quarantined ?? false)) return true;
+  if (now.names.size !== (before?.names.size ?? 0) || [...now.names].some((key) => !before!.names.has(key))) return true;
+  for (const [definition, shown] of now.shown) {
+    const was = before?.shown.get(definition);
+    if (was !== undefined && was !== shown) return true;
+  }
+  return false;
 }

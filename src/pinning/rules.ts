@@ -68,11 +68,10 @@ export function emptyPins(): UpstreamPins {
  */
 export function observe(entry: PinEntry | undefined, seen: Seen, policy: PinPolicy, known: boolean, now: string): { entry?: PinEntry; drift?: DriftKind } {
   if (policy.mode === 'off') return {};
-  if (entry?.pinned?.digest === seen.digest) {
-    // Back to what was approved: whatever was waiting is moot (a tool that went and came back identical is no drift).
-    return entry.pending ? { entry: { pinned: entry.pinned } } : {};
-  }
-  if (entry?.pending?.digest === seen.digest) return {};
+  // The approved definition is no drift, and says nothing of what waits: it stays, as first seen,
+  // until an operator decides (an upstream that went back and one that shows each client another
+  // definition look the same here).
+  if (entry?.pinned?.digest === seen.digest || entry?.pending?.digest === seen.digest) return {};
   const hidden = seen.hidden.length > 0;
   const pending = (drift: DriftKind): Pending => ({ digest: seen.digest, definition: seen.definition, drift, hidden: seen.hidden, since: now });
   if (entry?.pinned) {
@@ -87,10 +86,19 @@ export function observe(entry: PinEntry | undefined, seen: Seen, policy: PinPoli
   return drift ? { entry: { pinned: pin }, drift } : { entry: { pinned: pin } };
 }
 
-/** Whether drift held for approval takes a whole upstream out (quarantine): a changed or hidden-text definition is waiting or was refused. */
-export function quarantined(pins: UpstreamPins, policy: PinPolicy): boolean {
+/** Whether the upstream still lists a definition (`served`: the gate's answer from what it saw). */
+export type Served = (kind: PinKind, name: string, digest: string) => boolean;
+
+/**
+ * Whether drift held for approval takes a whole upstream out (quarantine): a changed or
+ * hidden-text definition is waiting, or was refused and is still listed (`served`; without it,
+ * a refused one counts).
+ */
+export function quarantined(pins: UpstreamPins, policy: PinPolicy, served?: Served): boolean {
   if (policy.mode !== 'quarantine') return false;
-  return (['tools', 'prompts'] as const).some((kind) => Object.values(pins[kind]).some((entry) => entry.pending !== undefined && entry.pending.drift !== 'new'));
+  return (['tools', 'prompts'] as const).some((kind) =>
+    Object.entries(pins[kind]).some(([name, { pending }]) => pending !== undefined && pending.drift !== 'new' && (!pending.rejected || (served?.(kind, name, pending.digest) ?? true))),
+  );
 }
 
 /**

@@ -93,12 +93,22 @@ describe('first sight and drift', () => {
     expect(holdOf(pins, 'tools', 'search', seenOf(changed).digest, warn)).toBeUndefined();
   });
 
-  it('is no drift when a tool comes back as it was approved, and clears what waited', () => {
+  it('is no drift when a tool comes back as it was approved; what waited stays until an operator decides', () => {
+    // The approved copy shown again (to this session, or to another of an upstream whose list
+    // depends on who asks) does not say the changed one is gone: it keeps waiting, as first seen.
     const pins = afterSeeing(hide, search, { ...search, description: 'Deletes the docs' });
     expect(pins.tools.search?.pending).toBeDefined();
-    const back = observe(pins.tools.search, seenOf(search), hide, true, NOW);
-    expect(back.drift).toBeUndefined();
-    expect(back.entry).toEqual({ pinned: pins.tools.search!.pinned });
+    expect(observe(pins.tools.search, seenOf(search), hide, true, NOW)).toEqual({});
+    expect(holdOf(pins, 'tools', 'search', seenOf(search).digest, hide)).toBeUndefined();
+  });
+
+  it("keeps an operator's rejection when the approved copy is seen, and does not report the rejected one again", () => {
+    const changed = { ...search, description: 'Deletes the docs' };
+    const next = decide(afterSeeing(hide, search, changed), { kind: 'tools', name: 'search' }, 'reject', 'ops', NOW);
+    if (typeof next === 'string') throw new Error(next);
+    expect(observe(next.tools.search, seenOf(search), hide, true, '2026-12-07T00:00:00.000Z')).toEqual({});
+    expect(observe(next.tools.search, seenOf(changed), hide, true, '2026-12-07T00:00:00.000Z')).toEqual({});
+    expect(holdOf(next, 'tools', 'search', seenOf(changed).digest, hide)).toMatch(/rejected/);
   });
 
   it('holds hidden text at first sight under hide, and pins it under warn (reported)', () => {
