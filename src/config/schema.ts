@@ -358,7 +358,7 @@ const sessions = z.strictObject({
   /** How long a finished task's result is kept. */
   taskTtl: duration.default(60 * 60_000).describe("How long a task's status and result are kept after its last change (its `ttlMs`)."),
   /** A call of a client that declared the tasks extension still running after this is answered with a task. */
-  taskAfter: duration.default(1_000).describe('A tools/call of a 2026-07-28 client that declared the `io.modelcontextprotocol/tasks` extension still running after this long is answered with a task the gateway makes (at once when the call carries the old `task` parameter); the call runs on.'),
+  taskAfter: duration.default(1_000).describe('A tools/call of a 2026-07-28 client that declared the `io.modelcontextprotocol/tasks` extension still running after this long is answered with a task the gateway makes; the call runs on (the old `task` parameter of a 2026-07-28 call is ignored).'),
 });
 
 const logging = z.strictObject({

@@ -7,7 +7,7 @@ import { META, isStatelessVersion } from '../mcp/era.js';
 import { RpcError } from '../mcp/errors.js';
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import type { CancelSignal } from '../util/cancel.js';
-import { declaringTasks, driveTask, needsTasks } from './drive.js';
+import { declaringTasks, driveTask, followTask, needsTasks, type TaskDriver } from './drive.js';
 import { extensionToLegacy, legacyAsExtension, type TaskForm } from './forms.js';
 import type { Caller } from '../session/context.js';
 import type { TaskAudit } from './audit.js';
@@ -31,7 +31,7 @@ export interface TaskCall {
   /** The capabilities of the request, and those of its session (what upstreams are told). */
   clientCapabilities: JsonObject;
   sessionCapabilities: JsonObject;
-  /** The call's params as the client sent them (the old `task` parameter among them). */
+  /** The call's params as the client sent them (a 2025-11-25 client's `task` among them; a 2026-07-28 request's is taken out at the edge). */
   params: JsonObject;
   /** Sends a request of the call to its upstream. */
   send(method: string, params: JsonObject): Promise<JsonObject>;
@@ -50,6 +50,14 @@ export interface TaskCall {
 
 const clientForm = (call: TaskCall): TaskForm => (isStatelessVersion(call.protocolVersion) ? 'extension' : 'legacy');
 const upstreamForm = (call: TaskCall): TaskForm => (call.era === 'stateless' ? 'extension' : 'legacy');
+
+/**
+ * Whether the client may be answered with a task, each revision by its own rule (SEP-2663
+ * "Compatibility"): under 2026-07-28 the extension in the request's capabilities (the old `task`
+ * parameter is gone); under 2025-11-25 the call's `task` alone (the extension is not defined
+ * there: declaring it enables nothing).
+ */
+const wantsTask = (call: TaskCall): boolean => (clientForm(call) === 'extension' ? declaresTasks(call.clientCapabilities) : isObject(call.params.task));
 
 /**
  * A 2025-11-25 server refusing a plain call of a tool whose taskSupport is "required": -32601
@@ -88,27 +96,38 @@ function exposed(call: TaskCall, created: JsonObject): JsonObject {
 
 /**
  * The answer a call's outcome becomes where tasks are concerned, or undefined when they are not
- * (the usual): an upstream's task under a handle; a tool that runs only as a task made one.
+ * (the usual): an upstream's task under a handle (or, for a client that did not ask for one, its
+ * end); a tool that runs only as a task made one.
  */
 export function taskOutcome(call: TaskCall, outcome: JsonObject | Error, callParams: JsonObject): JsonObject | Promise<JsonObject> | undefined {
-  if (!(outcome instanceof Error) && isTaskResult(outcome)) return exposed(call, outcome);
   const declared = declareFor(call);
+  const raw = (method: string, params: JsonObject): Promise<JsonObject> => call.send(method, declared(params));
+  if (!(outcome instanceof Error) && isTaskResult(outcome)) {
+    if (wantsTask(call)) return exposed(call, outcome);
+    // A task the client did not ask for (a 2025-11-25 session whose capabilities, told to a
+    // 2026-07-28 upstream, name the extension): the gateway follows it, the client gets its end.
+    return followTask(outcome, driverOf(call, raw, false));
+  }
   // Only as a task: a 2026-07-28 upstream says so with -32021; a 2025-11-25 one with -32601.
   const extensionOnly = needsTasks(outcome) && upstreamForm(call) === 'extension';
   const legacyOnly = upstreamForm(call) === 'legacy' && !isObject(call.params.task) && legacyTasks(call.capabilities) && refusedAsPlain(outcome);
   if (call.off || (!extensionOnly && !legacyOnly)) return undefined;
-  const raw = (method: string, params: JsonObject): Promise<JsonObject> => call.send(method, declared(params));
   const send = legacyOnly ? legacyAsExtension(raw) : raw;
-  const wantsTask = declaresTasks(call.clientCapabilities) || (clientForm(call) === 'legacy' && isObject(call.params.task));
-  if (wantsTask) {
+  if (wantsTask(call)) {
     return send('tools/call', callParams).then((created) => (isTaskResult(created) ? exposed(call, created) : created));
   }
-  const detached = legacyOnly ? legacyAsExtension((method, params) => call.sendDetached(method, params)) : (method: string, params: JsonObject) => call.sendDetached(method, declared(params));
-  return driveTask(callParams, {
+  return driveTask(callParams, driverOf(call, send, legacyOnly));
+}
+
+/** What polls an upstream's task for a client that gets only its end (`legacy`: a 2025-11-25 upstream's, asked in the extension's words). */
+function driverOf(call: TaskCall, send: TaskDriver['send'], legacy: boolean): TaskDriver {
+  const declared = declareFor(call);
+  const detached = legacy ? legacyAsExtension((method, params) => call.sendDetached(method, params)) : (method: string, params: JsonObject) => call.sendDetached(method, declared(params));
+  return {
     send,
     cancel: (taskId) => void detached('tasks/cancel', { taskId }).catch(() => {}),
     progress: call.progress,
     signal: call.signal,
     maxTotalMs: call.maxTotalMs,
-  });
+  };
 }

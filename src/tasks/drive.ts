@@ -38,11 +38,14 @@ export interface TaskDriver {
   maxTotalMs: number;
 }
 
-
 /** Runs the call as a task upstream and answers with what the task ends with. */
 export async function driveTask(callParams: JsonObject, driver: TaskDriver): Promise<JsonObject> {
   const created = await driver.send('tools/call', callParams);
-  if (!isTaskResult(created)) return created;
+  return isTaskResult(created) ? followTask(created, driver) : created;
+}
+
+/** Polls a task the upstream made (its CreateTaskResult) to its end, and answers with what it ends with. */
+export async function followTask(created: JsonObject, driver: TaskDriver): Promise<JsonObject> {
   const taskId = created.taskId as string;
   const deadline = Date.now() + driver.maxTotalMs;
   let task = created;

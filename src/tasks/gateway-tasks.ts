@@ -1,11 +1,12 @@
 // Tasks the gateway makes (SEP-2663 "the server decides when a result is a task"): a tools/call
-// of a 2026-07-28 client that declared the extension, still running after `sessions.taskAfter`
-// (at once when it carries the old `task` parameter), is answered with a task of the gateway's,
-// and the call runs on. Its status, progress (as statusMessage), input requests and final
-// result or error go to the task store, so tasks/get on any replica answers. The replica
-// running the call renews a lease on it; a task whose lease ran out ends `failed` at the next
-// tasks/get (the replica died), never `working` forever. tasks/cancel and tasks/update reach
-// the call on its replica (directly, or through the store within one heartbeat).
+// of a 2026-07-28 client that declared the extension, still running after `sessions.taskAfter`,
+// is answered with a task of the gateway's, and the call runs on (the server decides: the old
+// `task` parameter, removed in that revision, is no opt-in). Its status, progress (as
+// statusMessage), input requests and final result or error go to the task store, so tasks/get
+// on any replica answers. The replica running the call renews a lease on it; a task whose lease
+// ran out ends `failed` at the next tasks/get (the replica died), never `working` forever.
+// tasks/cancel and tasks/update reach the call on its replica (directly, or through the store
+// within one heartbeat).
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, GatewayError, statelessError } from '../mcp/errors.js';
 import { isObject, type JsonObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcResponse } from '../mcp/jsonrpc.js';
@@ -120,8 +121,7 @@ export class GatewayTasks {
     if (this.#closed || request.method !== 'tools/call' || !declaresTasks(request.clientCapabilities) || typeof request.params.name !== 'string') return sink;
     const target = this.#options.scope.resolve(caller, request.params.name);
     if (target && this.#options.scope.off(target.upstream)) return sink;
-    const at = isObject(request.params.task) ? 0 : this.#options.afterMs;
-    return new RunningTask(this, request, caller, target ?? { upstream: '', exposed: request.params.name }, sink, control, at);
+    return new RunningTask(this, request, caller, target ?? { upstream: '', exposed: request.params.name }, sink, control, this.#options.afterMs);
   }
 
   /** Keeps a task whose call runs here: its lease renewed, what other replicas ask of it delivered. */

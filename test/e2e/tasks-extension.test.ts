@@ -223,19 +223,8 @@ describe('a tool that runs only as a task, for clients that know no tasks', () =
 });
 
 describe('tasks the gateway makes, with input', () => {
-  it('input the call asks for after it became a task: input_required with inputRequests, answered by tasks/update', async () => {
-    const created = resultOf(await callStateless(gw.url, 1, 'modern__ask', {}, { task: {} }, auth(ALICE), WITH_TASKS));
-    expect(created).toMatchObject({ resultType: 'task', status: 'working' });
-    const handle = created.taskId as string;
-    const asking = await settled(handle, (t) => t.status === 'input_required');
-    const [key, request] = Object.entries(asking.inputRequests as Record<string, { method: string }>)[0]!;
-    expect(request).toMatchObject({ method: 'elicitation/create' });
-    expect(resultOf(await task('tasks/update', handle, { inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } } }))).toMatchObject({ resultType: 'complete' });
-    expect(await settled(handle)).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'hello Ada (state asked-once)' }] } });
-  });
-
   it('an upstream with tasks: off is never made a task of', async () => {
-    const answered = resultOf(await callStateless(gw.url, 1, 'plain__ask', {}, { task: {} }, auth(ALICE), WITH_TASKS));
+    const answered = resultOf(await callStateless(gw.url, 1, 'plain__ask', {}, {}, auth(ALICE), WITH_TASKS));
     expect(answered).toMatchObject({ resultType: 'input_required' });
   });
 });

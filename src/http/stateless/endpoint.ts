@@ -78,7 +78,11 @@ export function validateStateless(input: HttpInput, message: JsonRpcMessage): St
   // The protocol fields are the gateway's business; the rest of `_meta` (progressToken,
   // traceparent, the log level) goes on with the request.
   const { [META.protocolVersion]: _v, [META.clientCapabilities]: _c, [META.clientInfo]: _i, ...rest } = metaOf(declared) ?? {};
-  const { _meta: _dropped, ...bare } = declared ?? {};
+  // So is the 2025-11-25 `task` parameter of tools/call, removed in this revision: ignored,
+  // never an opt-in (SEP-2663 "Compatibility"), it asks no upstream of either era for a task.
+  const { _meta: _dropped, ...given } = declared ?? {};
+  const { task: _task, ...untasked } = given;
+  const bare = message.method === 'tools/call' ? untasked : given;
   const params: JsonObject = Object.keys(rest).length === 0 ? bare : { ...bare, _meta: rest };
   return {
     id: message.id,
@@ -129,10 +133,13 @@ function statusOf(response: JsonRpcResponse): number {
 
 /**
  * server/discover: the versions the gateway speaks and what the client's teams can see; the
- * Tasks extension whenever the gateway makes tasks (it can make one of any call).
+ * Tasks extension whenever the gateway makes tasks (it can make one of any call). Never the
+ * 2025-11-25 `tasks` capability its upstreams may declare: this revision has none (SEP-2663
+ * "Compatibility": not advertised under a revision that has the extension).
  */
 export function discover(session: DownstreamSession, tasks = false): JsonObject {
-  const capabilities = tasks ? withTasksExtension(session.capabilities) : session.capabilities;
+  const { tasks: _legacy, ...declared } = session.capabilities;
+  const capabilities = tasks ? withTasksExtension(declared) : declared;
   const result: JsonObject = { supportedVersions: [...ALL_VERSIONS], capabilities };
   if (session.instructions !== undefined) result.instructions = session.instructions;
   return result;
