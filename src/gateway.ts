@@ -40,8 +40,9 @@ import { Links } from './links/links.js';
 import { createTasks } from './tasks/setup.js';
 import { credentialStoreOpener } from './credentials/opener.js';
 import { createFrontDoor } from './frontdoor/setup.js';
-import { createPinning, pinningOn } from './pinning/setup.js';
+import { createPinning, pinningOn, policyOf } from './pinning/setup.js';
 import { auditToLog } from './pinning/audit.js';
+import { quarantined } from './pinning/rules.js';
 import { createObservability } from './audit/setup.js';
 import type { SecurityEvents } from './audit/events.js';
 import type { WritableLike } from './audit/audit.js';
@@ -229,6 +230,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     ...(config.sessions.keys ? { tokens: new SessionTokens(config.sessions.keys) } : {}),
     ...(personal ? { personal } : {}),
     ...(exchange ? { exchange: exchange.exchanger } : {}),
+    pins: { mode: (upstream) => policyOf(config, upstream).mode, quarantined: async (upstream) => quarantined(await pinning.operations.store.read(upstream), policyOf(config, upstream)) },
   });
   const tasks = createTasks(config, { catalog, policy: () => policy, current: () => config, metrics, logger, events });
   const router = new Router({
@@ -254,9 +256,6 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   let admin: Listener | undefined;
   let draining = false;
 
-  const readiness = (): Readiness => {
-    const listening = main !== undefined;
-    const upstreamUp = pool.anyUp;
   /** A probe's answer to a client without a certificate (mutual TLS): the status, no detail. */
   const probeAnswer = (path: string): { status: number; body: object } | undefined => {
     if (path === '/healthz') return { status: 200, body: { status: 'ok' } };
@@ -265,6 +264,9 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     return { status: ready ? 200 : 503, body: { ready } };
   };
 
+  const readiness = (): Readiness => {
+    const listening = main !== undefined;
+    const upstreamUp = pool.anyUp;
     // Without probes, nothing tells an idle gateway's upstreams apart: readiness then rests on
     // listening and not draining alone (documented with health.probeInterval).
     return { ready: listening && !draining && (upstreamUp || !pool.probing), listening, draining, upstreamUp };
@@ -316,10 +318,10 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       : {}),
   });
 
-  /**
-   * While draining: the probes, and the requests of a session with a request in flight here,
   /** The MCP endpoints' paths, as served from the start. */
   const mcpPaths = new Set([config.listen.path, ...servedEndpoints]);
+  /**
+   * While draining: the probes, and the requests of a session with a request in flight here,
    * for what concerns its calls (a cancellation, an answer to the server's question: only this
    * replica can take them; the endpoint answers a new request of it 503, mcp-endpoint.ts). The
    * drain waits for both; once nothing is in flight, nothing more is served. A 2026-07-28 POST

@@ -26,6 +26,7 @@ import { afterRestart } from './recovery.js';
 import { UpstreamCatalogs, type CatalogSession } from './catalog-sessions.js';
 import { logOpened, startIdleSweep } from './idle.js';
 import { instructionsSection, namingNote } from './instructions.js';
+import { screenInstructions, type InstructionPins } from './instructions-screen.js';
 import { wireUpstream } from './relay.js';
 import { forgetNames } from './existence.js';
 import { SharedHub } from './shared.js';
@@ -47,11 +48,12 @@ export interface OpenerDeps {
   personal?: PersonalUpstreams;
   /** Upstreams each principal reaches with a token exchanged for theirs (`tokenExchange`). */
   exchange?: TokenExchanger;
+  /** Pinning, which screens the upstreams' instructions (instructions-screen.ts). */
+  pins?: InstructionPins;
 }
 
 /** A left-out upstream is tried again on use at most this often. */
 const LEFT_OUT_RETRY_MS = 2_000;
-
 
 export class SessionOpener {
   readonly #deps: OpenerDeps;
@@ -204,7 +206,7 @@ export class SessionOpener {
         if (session.closed) return;
         session.links.defer(name);
         const text = outcome.value.catalog.instructions;
-        if (text) instructions.push(instructionsSection(name, text, outcome.value.catalog, this.#deps.catalog, session.access));
+        if (text) instructions.push(this.#instructionsOf(session, name, text, outcome.value.catalog));
         return;
       }
       const { client, release } = outcome.value;
@@ -216,9 +218,15 @@ export class SessionOpener {
       }
       session.links.attach(name, client, release);
       const text = client.initialized?.instructions;
-      if (text) instructions.push(instructionsSection(name, text, this.listingOf(session, client), this.#deps.catalog, session.access));
+      if (text) instructions.push(this.#instructionsOf(session, name, text, this.listingOf(session, client)));
     });
     return Promise.all(instructions);
+  }
+
+  /** An upstream's instructions section, as pinning lets the client read them. */
+  async #instructionsOf(session: DownstreamSession, upstream: string, text: string, listing: Listing): Promise<string> {
+    const screened = await screenInstructions(upstream, text, listing, this.#deps);
+    return instructionsSection(upstream, screened, listing, this.#deps.catalog, session.access);
   }
 
   /**

@@ -14,6 +14,13 @@ export const SEARCH_TOOL = 'search_tools';
 export const CALL_TOOL = 'call_tool';
 export const DEFAULT_LIMIT = 5;
 export const MAX_LIMIT = 20;
+/**
+ * A query's length at most, in characters (UTF-16 code units), and the distinct words of it
+ * searched at most (stop words and repeats dropped): each word is a prefix and fuzzy search over
+ * every tool, so an unbounded query would hold the event loop and the heap for as long as it liked.
+ */
+export const MAX_QUERY_LENGTH = 1_000;
+export const MAX_QUERY_TERMS = 32;
 /** A session's index is rebuilt at least this often (an upstream may change its list unannounced). */
 const MAX_INDEX_AGE_MS = 60_000;
 /** Distinct indexes kept (sessions shown the same tools share one). */
@@ -86,17 +93,34 @@ function relatedOf(groups: readonly (readonly string[])[]): ReadonlyMap<string, 
   return related;
 }
 
-/** The query's words' related words, for a second, lighter query. */
-function relatedWords(query: string): string[] {
-  const words = new Set<string>();
-  const own = new Set<string>();
+/**
+ * The words of a query that are searched: stop words and repeats (as stemmed) dropped, the first
+ * MAX_QUERY_TERMS kept, each as it was written (lowercased), so MiniSearch tokenizes and stems
+ * them as it would have.
+ */
+export function queryWords(query: string): string[] {
+  const terms = new Set<string>();
+  const words: string[] = [];
   for (const token of tokenize(query)) {
     const term = processTerm(token);
-    if (term === null) continue;
-    own.add(term);
-    for (const related of RELATED.get(term) ?? []) words.add(related);
+    if (term === null || terms.has(term)) continue;
+    terms.add(term);
+    words.push(token);
+    if (words.length === MAX_QUERY_TERMS) break;
   }
-  return [...words].filter((word) => !own.has(word));
+  return words;
+}
+
+/** The query's words' related words, for a second, lighter query. */
+function relatedWords(words: readonly string[]): string[] {
+  const related = new Set<string>();
+  const own = new Set<string>();
+  for (const word of words) {
+    const term = processTerm(word)!;
+    own.add(term);
+    for (const other of RELATED.get(term) ?? []) related.add(other);
+  }
+  return [...related].filter((word) => !own.has(word));
 }
 
 function processTerm(term: string): string | null {
@@ -166,9 +190,12 @@ export class ToolIndex {
     return this.#tools.length;
   }
 
-  /** The best `limit` matches of `query`, best first. */
-  search(query: string, limit: number): JsonObject[] {
-    const related = relatedWords(query);
+  /** The best `limit` matches of `text` (its first MAX_QUERY_TERMS distinct words), best first. */
+  search(text: string, limit: number): JsonObject[] {
+    const words = queryWords(text);
+    if (words.length === 0) return [];
+    const query = words.join(' ');
+    const related = relatedWords(words);
     const expanded = related.length === 0 ? query : { combineWith: 'OR' as const, queries: [query, { queries: [related.join(' ')], boost: RELATED_BOOST }] };
     return this.#search
       .search(expanded)
@@ -222,6 +249,7 @@ export function searchArguments(args: unknown): { query: string; limit: number }
   const given = isObject(args) ? args : {};
   const { query, limit = DEFAULT_LIMIT } = given;
   if (typeof query !== 'string' || query.trim() === '') return `Invalid arguments for tool ${SEARCH_TOOL}: /query must be a non-empty string`;
+  if (query.length > MAX_QUERY_LENGTH) return `Invalid arguments for tool ${SEARCH_TOOL}: /query must be at most ${MAX_QUERY_LENGTH} characters (a few words saying what the tool should do)`;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
     return `Invalid arguments for tool ${SEARCH_TOOL}: /limit must be an integer from 1 to ${MAX_LIMIT}`;
   }
@@ -258,7 +286,7 @@ export function searchModeTools(upstreams: readonly string[], count: number): Js
       inputSchema: {
         type: 'object',
         properties: {
-          query: { type: 'string', description: 'What the tool should do, in natural language' },
+          query: { type: 'string', maxLength: MAX_QUERY_LENGTH, description: 'What the tool should do, in natural language' },
           limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, description: 'How many tools to return' },
         },
         required: ['query'],
