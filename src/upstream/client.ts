@@ -192,6 +192,8 @@ export class UpstreamClient {
       name: this.name,
       send: (method, sent, options) => promiseOf((done) => this.#post(method, sent, options, done)),
       ask: (request, context) => (this.onrequest ? this.onrequest(request, context) : Promise.reject(noClient(request.method))),
+      // As the upstream's own cancellation of it would: the relay settles it and tells the client.
+      withdraw: (requestId, reason, context) => this.onnotification?.(notification('notifications/cancelled', { requestId, reason }), context),
       capabilities: () => this.capabilities,
     });
     this.#transport.sessionEstablished?.(discovered.protocolVersion);

@@ -6,7 +6,7 @@ import { META, STATELESS_VERSION, StatelessErrorCode, isStatelessVersion } from 
 import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, metaOf, type JsonObject, type JsonRpcId } from '../mcp/jsonrpc.js';
 import { TransportError } from '../transport/types.js';
-import { Cancellation } from '../util/cancel.js';
+import { Cancellation, type CancelSignal } from '../util/cancel.js';
 import { listChanges } from '../mcp/methods.js';
 
 /** The era an upstream speaks, as the config names them. */
@@ -190,12 +190,14 @@ const MAX_INPUT_ROUNDS = 16;
  * Drives a multi round-trip request to its end: while the server answers input_required, each
  * input request is asked of the client (`ask`: the same path a sessions-era server's own
  * elicitation, sampling or roots request takes) and the request is sent again (`next`) with
- * the answers and the server's requestState, unchanged.
+ * the answers and the server's requestState, unchanged. When `signal` aborts, it stops waiting
+ * for the client at once (the caller withdraws what is still asked: the server holds nothing).
  */
 export async function completeRounds(
   first: JsonObject,
   next: (inputResponses: JsonObject, requestState: string | undefined) => Promise<JsonObject>,
   ask: (method: string, params: JsonObject | undefined) => Promise<JsonObject>,
+  signal?: CancelSignal,
 ): Promise<JsonObject> {
   let result = first;
   for (let round = 0; ; round++) {
@@ -203,14 +205,25 @@ export async function completeRounds(
     if (!requests) return withoutWireFields(result);
     if (round >= MAX_INPUT_ROUNDS) throw new GatewayError('upstream_protocol', `the upstream asked for input ${MAX_INPUT_ROUNDS} times on one request`);
     if (requests.length === 0 && typeof result.requestState !== 'string') throw new GatewayError('upstream_protocol', 'the upstream answered input_required with neither inputRequests nor requestState');
+    if (signal?.aborted) throw new GatewayError('cancelled', 'request cancelled');
     const responses: JsonObject = {};
-    await Promise.all(
+    const answered = Promise.all(
       requests.map(async (request) => {
         responses[request.key] = await ask(request.method, request.params);
       }),
     );
+    await (signal ? unlessAborted(answered, signal) : answered);
     result = await next(responses, typeof result.requestState === 'string' ? result.requestState : undefined);
   }
+}
+
+/** `work`'s outcome, or a cancellation as soon as `signal` aborts (`work` is left running). */
+function unlessAborted<T>(work: Promise<T>, signal: CancelSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new GatewayError('cancelled', 'request cancelled'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /**

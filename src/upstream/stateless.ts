@@ -22,6 +22,8 @@ export interface StatelessOptions {
   send(method: string, params: JsonObject | undefined, options: { signal?: CancelSignal; timeoutMs?: number; maxTotalMs?: number; context?: unknown }): Promise<JsonObject>;
   /** Asks the client a server-initiated request on behalf of the request whose context this is. */
   ask(request: JsonRpcRequest, context: unknown): Promise<JsonObject>;
+  /** Withdraws a request asked that is still waiting for the client, as a server's notifications/cancelled of it would. */
+  withdraw(id: string, reason: string, context: unknown): void;
   /** What the upstream declared (read at each use). */
   capabilities(): JsonObject;
 }
@@ -33,6 +35,13 @@ export class StatelessUpstream {
   /** Resource URIs (the upstream's own) subscribed to through the listen stream. */
   readonly #subscribed = new Set<string>();
   #inputIds = 0;
+  /**
+   * Input requests asked of the client and not yet answered, by id: the context of the request
+   * they were asked for. Over HTTP the server answered input_required and holds nothing, so
+   * when that request ends (cancelled, failed, the upstream closed) only the gateway can
+   * withdraw them, freeing the client and the relay's slot.
+   */
+  readonly #asked = new Map<string, unknown>();
 
   constructor(envelope: Envelope, options: StatelessOptions) {
     this.#envelope = envelope;
@@ -86,23 +95,43 @@ export class StatelessUpstream {
           // Its inputRequests and requestState go to the client as the upstream made them.
           if (options.passInput) return { ...withoutWireFields(first), resultType: 'input_required' };
         }
-        return completeRounds(
-          first,
-          (inputResponses, requestState) => send(method, { ...params, inputResponses, ...(requestState === undefined ? {} : { requestState }) }, options),
-          (inputMethod, inputParams) => this.#askClient(inputMethod, inputParams, options.context),
-        );
+        const asked: string[] = [];
+        try {
+          return await completeRounds(
+            first,
+            (inputResponses, requestState) => send(method, { ...params, inputResponses, ...(requestState === undefined ? {} : { requestState }) }, options),
+            (inputMethod, inputParams) => this.#askClient(inputMethod, inputParams, options.context, asked),
+            options.signal,
+          );
+        } finally {
+          this.#withdraw(asked, options.signal?.aborted ? 'the request was cancelled' : 'the request ended');
+        }
       }
     }
   }
 
   close(): void {
     this.#listener.close();
+    this.#withdraw([...this.#asked.keys()], 'the upstream closed');
   }
 
-  /** An input request, asked of the client as a server-initiated request. */
-  #askClient(method: string, params: JsonObject | undefined, context: unknown): Promise<JsonObject> {
+  /** An input request, asked of the client as a server-initiated request; its id is added to `ids`. */
+  #askClient(method: string, params: JsonObject | undefined, context: unknown, ids: string[]): Promise<JsonObject> {
     const id = `${INPUT_ID_PREFIX}${++this.#inputIds}`;
-    return this.#options.ask(params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params }, context);
+    const answer = this.#options.ask(params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params }, context);
+    this.#asked.set(id, context);
+    ids.push(id);
+    return answer.finally(() => this.#asked.delete(id));
+  }
+
+  /** Withdraws those of `ids` still waiting for the client. */
+  #withdraw(ids: readonly string[], reason: string): void {
+    for (const id of ids) {
+      if (!this.#asked.has(id)) continue;
+      const context = this.#asked.get(id);
+      this.#asked.delete(id);
+      this.#options.withdraw(id, reason, context);
+    }
   }
 }
 
