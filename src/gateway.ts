@@ -42,7 +42,6 @@ import { credentialStoreOpener } from './credentials/opener.js';
 import { createFrontDoor } from './frontdoor/setup.js';
 import { createPinning, pinningOn, policyOf } from './pinning/setup.js';
 import { auditToLog } from './pinning/audit.js';
-import { quarantined } from './pinning/rules.js';
 import { createObservability } from './audit/setup.js';
 import type { SecurityEvents } from './audit/events.js';
 import type { WritableLike } from './audit/audit.js';
@@ -230,7 +229,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     ...(config.sessions.keys ? { tokens: new SessionTokens(config.sessions.keys) } : {}),
     ...(personal ? { personal } : {}),
     ...(exchange ? { exchange: exchange.exchanger } : {}),
-    pins: { mode: (upstream) => policyOf(config, upstream).mode, quarantined: async (upstream) => quarantined(await pinning.operations.store.read(upstream), policyOf(config, upstream)) },
+    pins: { mode: (upstream) => policyOf(config, upstream).mode, quarantined: (upstream) => pinning.gate.isQuarantined(upstream) },
   });
   const tasks = createTasks(config, { catalog, policy: () => policy, current: () => config, metrics, logger, events });
   const router = new Router({

@@ -148,6 +148,11 @@ export class PinGate {
     return holdOf(pins, kind, name, [...sightings.keys()].at(-1)!, policy, this.#quarantined(upstream, pins, policy));
   }
 
+  /** Whether `upstream` is quarantined as this gate judges it (its listings, and the pins it read). */
+  async isQuarantined(upstream: string): Promise<boolean> {
+    return this.#quarantined(upstream, await this.#pinsOf(upstream), this.#deps.policy(upstream));
+  }
+
   /** Definitions waiting for an operator, per upstream this replica has read. */
   pendingCounts(): Record<string, number> {
     return Object.fromEntries([...this.#pins].map(([upstream, pins]) => [upstream, pendingCount(pins)]));

@@ -145,8 +145,11 @@ describe('an upstream whose list depends on who asks', () => {
     clock.now += SERVED_MS / 2;
     expect(await gate.screen('tools', 'tf', [v1, other])).toEqual([]);
     expect(changes).toEqual(['tf']);
-    // The upstream went back: the rejected definition was not listed for SERVED_MS.
+    expect(await gate.isQuarantined('tf')).toBe(true);
+    // The upstream went back: the rejected definition was not listed for SERVED_MS (what screens
+    // the upstream's instructions asks the gate as well).
     clock.now += SERVED_MS;
+    expect(await gate.isQuarantined('tf')).toBe(false);
     expect(names(await gate.screen('tools', 'tf', [v1, other]))).toEqual(['act', 'other']);
     expect(changes).toEqual(['tf', 'tf']);
     expect(gate.refusal('tools', 'tf', 'other')).toBeUndefined();
