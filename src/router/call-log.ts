@@ -21,7 +21,7 @@ export interface CallRecord {
   toolError?: boolean;
   error?: unknown;
   /** The gateway refused it itself (call-observer.ts): audited as a deny. */
-  refused?: 'policy' | 'rate_limit' | 'concurrency' | 'pinning';
+  refused?: 'policy' | 'rate_limit' | 'concurrency' | 'pinning' | 'confirmation';
 }
 
 export function outcomeOf(record: CallRecord): Outcome {

@@ -21,14 +21,19 @@ export interface CallObservers {
   mainEndpoint?: string;
 }
 
-/** Why the gateway itself refused a call: its span event and the audit record's `reason`. */
-export type Refusal = 'policy' | 'rate_limit' | 'concurrency' | 'pinning';
+/**
+ * Why the gateway itself refused a call: its span event and the audit record's `reason`
+ * (`confirmation`: a destructive tool the user declined, did not confirm in time, or whose
+ * client cannot ask the user).
+ */
+export type Refusal = 'policy' | 'rate_limit' | 'concurrency' | 'pinning' | 'confirmation';
 
 const REFUSAL_EVENTS: Record<Refusal, string> = {
   policy: 'switchyard.policy.denied',
   rate_limit: 'switchyard.rate_limited',
   concurrency: 'switchyard.upstream.busy',
   pinning: 'switchyard.pin.withheld',
+  confirmation: 'switchyard.confirmation.refused',
 };
 
 const AUDITED: Readonly<Record<string, AuditEvent>> = { 'tools/call': 'tool.call', 'prompts/get': 'prompt.get', 'resources/read': 'resource.read' };
@@ -114,7 +119,8 @@ export function observeCall(observers: CallObservers, metrics: Metrics, request:
     decision: refused === undefined ? 'allow' : 'deny',
     reason: refused,
     outcome: refused === undefined ? outcome : 'refused',
-    errorKind: record.error !== undefined ? errorKindOf(record.error) : record.toolError ? 'tool_error' : undefined,
+    // A refusal answered as a tool result (a rate limit, an unconfirmed call) is no tool's error: the tool never ran.
+    errorKind: record.error !== undefined ? errorKindOf(record.error) : record.toolError && refused === undefined ? 'tool_error' : undefined,
     durationMs: Math.round(seconds * 1_000_000) / 1_000,
     arguments: event === 'tool.call' && audit.recordsArguments ? params.arguments : undefined,
   });

@@ -43,7 +43,9 @@ export function forward(call: Call, client: UpstreamClient, method: string, para
   // A 2026-07-28 client answers a 2026-07-28 upstream's input_required itself (mrtr.mdx).
   if (client.era === 'stateless' && isStatelessVersion(context.protocolVersion)) options.passInput = true;
   if (headers) options.headers = headers;
-  if (channel.lasting) options.timeoutMs = Infinity;
+  // Not bound by the upstream's silence, only by its maxTotalTimeoutMs: a call the gateway may
+  // make a task of, and tasks/result, which blocks until the task ends (tasks.mdx).
+  if (channel.lasting || method === 'tasks/result') options.timeoutMs = Infinity;
   if (client.streamsAnswers) channel.stream?.();
   // Traced: a CLIENT span whose context the upstream gets; else the caller's trace continued.
   const hop = call.trace?.upstream(client.name, method, params);

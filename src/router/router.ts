@@ -41,9 +41,9 @@ import { callTool, type ToolCallDeps } from './tool-call.js';
 import type { Settled } from '../mcp/pending.js';
 import { asError, guarded, surface } from '../util/callbacks.js';
 import type { ToolFacts } from './tool-facts.js';
-import { CALL_TOOL, callArguments, SEARCH_TOOL, searchArguments, searchModeTools, searchResult, ToolSearch, type ToolIndex } from './search.js';
+import { CALL_TOOL, callArguments, forwardedCall, SEARCH_TOOL, searchArguments, searchModeTools, searchResult, ToolSearch, type ToolIndex } from './search.js';
 import type { DownstreamSession } from '../links/session.js';
-import { declaringFor, formsOf, taskRequest } from '../tasks/forms.js';
+import { declaringFor, formsOf, taskRequest, withBoundedTimings } from '../tasks/forms.js';
 import { followTask, type TaskFollow } from './task-follow.js';
 import { TaskInputs } from './task-input.js';
 import { quote } from '../util/cut.js';
@@ -119,6 +119,9 @@ export class Router {
     // (withEnvelope): a client's own in `_meta` go no further, whichever era it speaks.
     const params = withoutEnvelopeFields(request.params);
     if (params !== request.params) request = { ...request, params: params! };
+    // In search mode a call_tool is the tools/call it names, traced, logged and audited as that.
+    const forwarded = request.method === 'tools/call' ? forwardedCall(request, session.access.endpoint?.discovery) : undefined;
+    if (forwarded) request = forwarded;
     if (session.isInFlight(request.id)) {
       // Request ids MUST NOT be reused within a session (basic/index.mdx): the second one is
       // refused and the first runs on; replacing it would cancel it and end its POST empty.
@@ -141,17 +144,21 @@ export class Router {
       guarded(surface, () => done(response));
     };
     // tools/call straight to its handler: no promise on every call's path.
-    if (request.method === 'tools/call') this.#callTool(call, request.params ?? {}, settled);
+    if (request.method === 'tools/call') this.#callTool(call, request.params ?? {}, settled, forwarded !== undefined);
     else this.#dispatch(call, request).then(settled, (err: unknown) => settled(asError(err)));
   }
 
-  /** tools/call, or in search mode one of its two tools (call_tool runs exactly the tools/call it names). */
-  #callTool(call: Call, params: JsonObject, settled: Settled): void {
-    if (call.session.access.endpoint?.discovery === 'search') {
+  /**
+   * tools/call, or in search mode one of its two tools (call_tool runs exactly the tools/call it
+   * names); `forwarded`: a call_tool already taken for the call it names (forwardedCall), which
+   * runs as a plain tools/call of that name.
+   */
+  #callTool(call: Call, params: JsonObject, settled: Settled, forwarded: boolean): void {
+    if (!forwarded && call.session.access.endpoint?.discovery === 'search') {
       if (params.name === SEARCH_TOOL) return void this.#searchTools(call, params).then(settled, (err: unknown) => settled(asError(err)));
       if (params.name === CALL_TOOL) {
-        const forwarded = callArguments(params);
-        return typeof forwarded === 'string' ? settled(toolError(forwarded)) : callTool(call, forwarded, this.#toolCall, settled);
+        const named = callArguments(params);
+        return typeof named === 'string' ? settled(toolError(named)) : callTool(call, named, this.#toolCall, settled);
       }
     }
     callTool(call, params, this.#toolCall, settled);
@@ -429,10 +436,14 @@ export class Router {
   followTask(session: DownstreamSession, handle: string, context: RequestContext, onTask: (task: JsonObject) => void): Promise<TaskFollow | undefined> {
     const handles = this.#deps.taskHandles;
     if (!handles) return Promise.resolve(undefined);
-    return followTask({ links: this.#links, handles, codec: this.#deps.catalog.codec, inputs: this.#taskInputs }, session, handle, context, onTask);
+    return followTask({ links: this.#links, handles, codec: this.#deps.catalog.codec, inputs: this.#taskInputs }, session, handle, context, (task) => onTask(withBoundedTimings(task)));
   }
 
-  /** tasks/get, tasks/cancel and tasks/result reach the upstream that owns the task. */
+  /**
+   * tasks/get, tasks/cancel and tasks/result reach the upstream that owns the task: by a sealed
+   * handle, or a 2025-11-25 upstream's by `<prefix>:<task id>` (its upstream session is the
+   * caller's own, or a shared child's that the owner map says made it for this session).
+   */
   async #task(call: Call, method: string, params: JsonObject): Promise<JsonObject> {
     const { session } = call;
     const exposed = requireString(params, 'taskId');
@@ -446,7 +457,8 @@ export class Router {
       if (owner) {
         // A 2025-11-25 upstream's task takes input as requests on tasks/result (task-input.ts).
         const input = owner.era === 'stateless' ? undefined : this.#taskInputs.of(session, owner, handle.taskId, call.context);
-        const answer = await taskRequest(method, params, exposed, handle.taskId, formsOf(owner.era, call.context.protocolVersion), (m, p) => forward(call, owner, m, declaringFor(owner.era, p, session.info.clientCapabilities)), call.signal, input);
+        const send = (m: string, p: JsonObject): Promise<JsonObject> => forward(call, owner, m, declaringFor(owner.era, p, session.info.clientCapabilities));
+        const answer = await taskRequest(method, params, exposed, handle.taskId, formsOf(owner.era, call.context.protocolVersion), send, call.signal, input, this.#deps.pool.config(owner.name)?.maxTotalTimeoutMs ?? 600_000);
         return exposeTaskAnswer(answer, this.#deps.catalog.codec, owner.name);
       }
     }
@@ -454,11 +466,15 @@ export class Router {
     const split = handle ? undefined : codec.splitTaskId(exposed);
     const client = split && session.upstreams.get(split.upstream);
     const hub = split && this.#links.hubOf(session, split.upstream);
-    if (!split || !client || (hub && !hub.owns(split.taskId, session))) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
+    // A 2026-07-28 upstream keeps no session per principal: its tasks reach clients only under
+    // sealed handles, never by this form. The policy decides as for any of the upstream's items.
+    const reachable = client && client.era !== 'stateless' && session.access.canSeeUpstream(client.name) && (!hub || hub.owns(split.taskId, session));
+    if (!split || !client || !reachable) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
     if (method === 'tasks/cancel') this.#deps.taskAudit?.cancelRequested({ handle: exposed, upstream: client.name, tool: '', caller: call.context });
     const result = await forward(call, client, method, { ...params, taskId: split.taskId });
     if (method === 'tasks/result') return exposeTaskAnswer(mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id)), codec, client.name);
-    return typeof result.taskId === 'string' ? { ...result, taskId: codec.exposeTaskId(client.name, result.taskId) } : result;
+    const bounded = withBoundedTimings(result);
+    return typeof bounded.taskId === 'string' ? { ...bounded, taskId: codec.exposeTaskId(client.name, bounded.taskId) } : bounded;
   }
 
   #learnTools(page: ListedPage): void {

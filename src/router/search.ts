@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import MiniSearch from 'minisearch';
-import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
+import { isObject, type JsonObject, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 
 export const SEARCH_TOOL = 'search_tools';
 export const CALL_TOOL = 'call_tool';
@@ -265,6 +265,18 @@ export function callArguments(params: JsonObject): JsonObject | string {
   if (args.arguments === undefined) delete forwarded.arguments;
   else forwarded.arguments = args.arguments;
   return forwarded;
+}
+
+/**
+ * On a search endpoint, a call_tool with arguments it can run stands for the tools/call it
+ * names: it is that request from the start, so its span, call log line and audit record name
+ * that tool and its arguments. Undefined for anything else (a call_tool it cannot run is
+ * answered, and observed, as itself).
+ */
+export function forwardedCall(request: JsonRpcRequest, discovery: string | undefined): JsonRpcRequest | undefined {
+  if (discovery !== 'search' || request.params?.name !== CALL_TOOL) return undefined;
+  const params = callArguments(request.params);
+  return typeof params === 'string' ? undefined : { ...request, params };
 }
 
 /** The search_tools result: the matches as structured content and as its JSON text. */

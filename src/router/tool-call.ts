@@ -220,7 +220,12 @@ class ToolCall {
 
   /** A concurrency slot, and the call goes to its upstream. */
   #confirmed(refusal: string | undefined): void {
-    if (refusal) return this.#finish(toolError(refusal));
+    if (refusal) {
+      // Not run: the gateway refused it (traced and audited so), not a tool that failed; unless
+      // the call was cancelled while the user was asked, which it then is.
+      if (!this.#call.signal.aborted) refuse(this.#call, 'confirmation');
+      return this.#finish(toolError(refusal));
+    }
     const { client, name } = this.#target!;
     const slot = this.#slots?.acquire(this.#maxConcurrent) ?? { release: () => {} };
     if ('retryAfterMs' in slot) {

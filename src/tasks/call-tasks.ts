@@ -4,11 +4,11 @@
 // handed to an extension client as one; a 2025-11-25 client's `task` reaches a 2026-07-28
 // upstream as the extension it declares for that request.
 import { META, isStatelessVersion } from '../mcp/era.js';
-import { RpcError } from '../mcp/errors.js';
+import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { declaringTasks, driveTask, followTask, needsTasks, type TaskDriver } from './drive.js';
-import { extensionToLegacy, legacyAsExtension, type TaskForm } from './forms.js';
+import { extensionToLegacy, legacyAsExtension, withBoundedTimings, type TaskForm } from './forms.js';
 import type { Caller } from '../session/context.js';
 import type { TaskAudit } from './audit.js';
 import type { TaskHandles } from './handles.js';
@@ -84,12 +84,30 @@ export function outgoingCall(call: TaskCall, params: JsonObject): JsonObject {
   return isObject(call.params.task) && clientForm(call) === 'legacy' && upstreamForm(call) === 'extension' && declaresTasks(call.capabilities) ? declareFor(call)(params) : params;
 }
 
-/** The task as the client sees it: under a sealed handle, in its own form. */
-function exposed(call: TaskCall, created: JsonObject): JsonObject {
-  if (upstreamForm(call) === 'legacy') call.own(created.taskId as string);
-  const taskId = call.handles.seal({ kind: 'upstream', upstream: call.upstream, taskId: created.taskId as string, tool: call.tool, principal: call.principal });
+/**
+ * The longest task id of an upstream's the gateway takes: its handle must open again
+ * (handles.ts refuses longer sealed values), and no id needs more.
+ */
+const MAX_UPSTREAM_TASK_ID = 1_024;
+
+/**
+ * The task as the client sees it: under a sealed handle, in its own form, its timings bounded.
+ * A task id too long for a handle is the upstream's protocol error: the task is cancelled
+ * upstream (best effort) rather than handed out under a handle that would not open.
+ */
+function exposed(call: TaskCall, created: JsonObject): JsonObject | Promise<JsonObject> {
+  const upstreamId = created.taskId as string;
+  if (upstreamId.length > MAX_UPSTREAM_TASK_ID) {
+    const refused = (): never => {
+      throw new GatewayError('upstream_protocol', `upstream ${call.upstream} answered with a task id of ${upstreamId.length} characters (at most ${MAX_UPSTREAM_TASK_ID}); the gateway asked it to cancel the task`);
+    };
+    // Sent before the call is answered: the upstream session may end with the call (a 2026-07-28 client's own).
+    return call.sendDetached('tasks/cancel', declareFor(call)({ taskId: upstreamId })).then(refused, refused);
+  }
+  if (upstreamForm(call) === 'legacy') call.own(upstreamId);
+  const taskId = call.handles.seal({ kind: 'upstream', upstream: call.upstream, taskId: upstreamId, tool: call.tool, principal: call.principal });
   call.audit?.created({ handle: taskId, upstream: call.upstream, tool: call.tool, caller: call.caller });
-  const task = { ...created, taskId };
+  const task = withBoundedTimings({ ...created, taskId });
   if (clientForm(call) === 'legacy' && upstreamForm(call) === 'extension') call.follow?.(taskId);
   return clientForm(call) === 'legacy' ? { task: extensionToLegacy(task) } : task;
 }

@@ -17,8 +17,43 @@ export type TaskForm = 'extension' | 'legacy';
 
 type Send = (method: string, params: JsonObject) => Promise<JsonObject>;
 
+/** The poll intervals the gateway keeps to, polling an upstream's task itself, and gives clients. */
 const MIN_POLL_MS = 100;
 const MAX_POLL_MS = 5_000;
+/** How long a tasks/result polling an upstream's task waits when its upstream's maxTotalTimeoutMs is not given. */
+const DEFAULT_MAX_TOTAL_MS = 600_000;
+
+/**
+ * A task's timings as a client is given them, whatever its upstream said (either form's names,
+ * and a CreateTaskResult's nested `task`): a ttl a whole number of milliseconds, at least 0 (null,
+ * unlimited, when it is not a number); a poll interval within what the gateway's own polling keeps
+ * to, 100 ms to 5 s (left out when it is not a number). Unchanged when nothing needs bounding.
+ */
+export function withBoundedTimings(task: JsonObject): JsonObject {
+  let out = task;
+  for (const key of ['ttlMs', 'ttl']) {
+    if (!(key in task)) continue;
+    const value = task[key];
+    const bounded = typeof value === 'number' && Number.isFinite(value) ? Math.max(0, Math.round(value)) : null;
+    if (bounded !== value) out = { ...out, [key]: bounded };
+  }
+  for (const key of ['pollIntervalMs', 'pollInterval']) {
+    if (!(key in task)) continue;
+    const value = task[key];
+    if (typeof value === 'number' && Number.isFinite(value)) {
+      const bounded = Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, Math.round(value)));
+      if (bounded !== value) out = { ...out, [key]: bounded };
+    } else {
+      const { [key]: _invalid, ...rest } = out;
+      out = rest;
+    }
+  }
+  if (isObject(task.task)) {
+    const nested = withBoundedTimings(task.task);
+    if (nested !== task.task) out = { ...out, task: nested };
+  }
+  return out;
+}
 
 /** A 2025-11-25 Task's fields as the extension names them. */
 export function legacyToExtension(task: JsonObject): JsonObject {
@@ -103,12 +138,13 @@ async function ended(send: Send, params: JsonObject): Promise<boolean> {
 
 /**
  * Requests of a 2025-11-25 client about an extension upstream's task, answered in the 2025-11-25
- * form: tasks/result polls the task to its end (as the upstream's pollIntervalMs says) and
- * answers its result or error; tasks/cancel of a task that already ended is refused (-32602, as
+ * form: tasks/result polls the task to its end (as the upstream's pollIntervalMs says, until the
+ * client cancels the request, and for at most `maxTotalMs`, the upstream's maxTotalTimeoutMs:
+ * then -32001, the task left running) and answers its result or error; tasks/cancel of a task that already ended is refused (-32602, as
  * 2025-11-25 requires; the extension would only acknowledge it), else answers the task as it is
  * after the cancel.
  */
-export function extensionAsLegacy(send: Send, signal: CancelSignal): Send {
+export function extensionAsLegacy(send: Send, signal: CancelSignal, maxTotalMs = DEFAULT_MAX_TOTAL_MS): Send {
   return async (method, params) => {
     switch (method) {
       case 'tools/call': {
@@ -124,9 +160,11 @@ export function extensionAsLegacy(send: Send, signal: CancelSignal): Send {
         return extensionToLegacy(await send('tasks/get', params));
       }
       case 'tasks/result': {
+        const deadline = Date.now() + maxTotalMs;
         let task = await send('tasks/get', params);
         while (!isTerminalTaskStatus(task.status)) {
           const interval = typeof task.pollIntervalMs === 'number' ? Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, task.pollIntervalMs)) : 1_000;
+          if (Date.now() + interval > deadline) throw new GatewayError('upstream_timeout', `The upstream's task did not end within ${maxTotalMs} ms`);
           await pause(interval, signal);
           if (signal.aborted) throw new GatewayError('cancelled', 'Request cancelled');
           task = await send('tasks/get', params);
@@ -144,14 +182,21 @@ export function extensionAsLegacy(send: Send, signal: CancelSignal): Send {
   };
 }
 
-/** A request about a task, sent in the upstream's form and answered in the client's (under the handle the client knows). */
-export async function taskRequest(method: string, params: JsonObject, handle: string, upstreamTaskId: string, forms: { upstream: TaskForm; client: TaskForm }, send: Send, signal: CancelSignal, input?: TaskInput): Promise<JsonObject> {
+/**
+ * A request about a task, sent in the upstream's form and answered in the client's (under the
+ * handle the client knows, its timings bounded). `maxTotalMs`: the upstream's maxTotalTimeoutMs,
+ * which bounds a 2025-11-25 client's tasks/result of an extension upstream's task.
+ */
+export async function taskRequest(method: string, params: JsonObject, handle: string, upstreamTaskId: string, forms: { upstream: TaskForm; client: TaskForm }, send: Send, signal: CancelSignal, input?: TaskInput, maxTotalMs?: number): Promise<JsonObject> {
   const own = { ...params, taskId: upstreamTaskId };
   let view = send;
   if (forms.upstream === 'legacy' && forms.client === 'extension') view = legacyAsExtension(send, input);
-  else if (forms.upstream === 'extension' && forms.client === 'legacy') view = extensionAsLegacy(send, signal);
+  else if (forms.upstream === 'extension' && forms.client === 'legacy') view = extensionAsLegacy(send, signal, maxTotalMs);
   const result = await view(method, own);
-  return typeof result.taskId === 'string' ? { ...result, taskId: handle } : result;
+  // tasks/result answers the task's result (a tool's), not a task.
+  if (method === 'tasks/result') return result;
+  const bounded = withBoundedTimings(result);
+  return typeof bounded.taskId === 'string' ? { ...bounded, taskId: handle } : bounded;
 }
 
 
