@@ -45,9 +45,9 @@ export interface Readiness {
 
 export interface AppDeps {
   config: Config;
-  /** Requests refused at the edge (authentication, an endpoint's teams, the principal's rate limit), audited and traced. */
+  /** Requests refused at the edge (authentication, an endpoint's teams, the principal's rate limit, the session and listen caps), audited and traced. */
   events?: SecurityEvents;
-  /** Spans of initialize, when tracing is on. */
+  /** Spans of initialize and of the 2026-07-28 requests the edge answers itself, when tracing is on. */
   tracing?: Tracing;
   router: Router;
   /** Opens and resumes sessions (initialize, a session taken over from another replica, one the edge keeps). */
@@ -152,6 +152,8 @@ export function createApp(deps: AppDeps): HttpApp {
     ...(deps.tasks ? { tasks: deps.tasks } : {}),
     ...(deps.events ? { events: deps.events } : {}),
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
+    mainEndpoint: listen.path,
+    teams: (caller) => deps.policy().access(caller.principal, caller.endpoint).teams,
   });
   const allowedHosts = allowedHostsOf(listen);
   const origins = { allowed: new Set(listen.allowedOrigins), hosts: allowedHosts, loopback: isLoopback(listen.host) };

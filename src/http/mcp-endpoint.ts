@@ -9,8 +9,10 @@ import {
   idProblem,
   isRequest,
   isResponse,
+  metaOf,
   parseMessage,
   success,
+  type JsonObject,
   type JsonRpcId,
   type JsonRpcMessage,
   type JsonRpcRequest,
@@ -19,6 +21,7 @@ import {
 import { isRateFree } from '../mcp/methods.js';
 import { allowsBatches } from '../mcp/versions.js';
 import { withinDepth } from '../util/json-depth.js';
+import { parseTraceparent } from '../util/trace.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SecurityEvents } from '../audit/events.js';
 import type { Tracing } from '../telemetry/tracing.js';
@@ -62,10 +65,14 @@ export interface McpEndpointDeps {
   metrics: Metrics;
   /** Tasks the gateway makes of 2026-07-28 clients' long calls (src/tasks/). */
   tasks?: GatewayTasks;
-  /** A principal's rate limit refusing a request, audited and traced. */
+  /** Requests refused before they reach a session (a principal's rate limit, the session and listen caps), audited and traced. */
   events?: SecurityEvents;
-  /** Spans of initialize (every other request's are the router's), when tracing is on. */
+  /** Spans of initialize and of the 2026-07-28 requests answered without the router (every other request's are the router's), when tracing is on. */
   tracing?: Tracing;
+  /** The main endpoint's path (listen.path): the endpoint of refusals there. */
+  mainEndpoint?: string;
+  /** The teams of a caller's principal (switchyard_team_requests_total of requests answered without the router). */
+  teams?: (caller: Caller) => readonly string[];
 }
 
 const SESSION_HEADER = 'mcp-session-id';
@@ -86,6 +93,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
   const { router, links, sessions, logger } = deps;
   // A principal's listens are bounded as its standalone streams of the sessions era are: one per session.
   const stateless = new StatelessSessions({ router, links, sessions, logger, inputTimeoutMs: deps.inputTimeoutMs, maxListensPerPrincipal: deps.maxSessionsPerPrincipal });
+  // What the router would account of a request it does not see (stateless/endpoint.ts).
+  const accounting = { metrics: deps.metrics, logger, tracing: deps.tracing, teams: deps.teams };
 
   /** What each POST's Accept header came to, remembered for this endpoint. */
   const postAccepts = new PostAccepts();
@@ -115,9 +124,20 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
   /** The refusal of one more session here: past sessions.max (503) or the principal's cap (429). */
   function overCaps(context: Caller, id?: JsonRpcId): Response | undefined {
     const options = id === undefined ? {} : { id };
-    if (sessions.size >= deps.maxSessions) return refuse(refusals.tooManySessions, options);
-    if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) return refuse(refusals.sessionsPerPrincipal, deps.maxSessionsPerPrincipal, options);
+    if (sessions.size >= deps.maxSessions) return refused(context, 'sessions', refuse(refusals.tooManySessions, options));
+    if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) return refused(context, 'sessions', refuse(refusals.sessionsPerPrincipal, deps.maxSessionsPerPrincipal, options));
     return undefined;
+  }
+
+  /**
+   * A request refused before it reached a session: its `request.refused` record and span
+   * (audit.md), in the trace the request carried (its `_meta`'s, else the HTTP header's).
+   */
+  function refused<T>(context: Caller, reason: 'rate_limit' | 'sessions' | 'listens', answer: T, meta?: JsonObject): T {
+    const own = parseTraceparent(meta?.traceparent);
+    const trace = own !== undefined ? { traceparent: own, tracestate: typeof meta?.tracestate === 'string' ? meta.tracestate : undefined } : { traceparent: context.traceparent, tracestate: context.tracestate };
+    deps.events?.requestRefused({ requestId: context.requestId, principal: context.principal?.id, endpoint: context.endpoint ?? deps.mainEndpoint, reason, outcome: 'refused', ...trace });
+    return answer;
   }
 
   function admit(session: DownstreamSession | undefined, context: Caller): DownstreamSession | Response | Promise<DownstreamSession> {
@@ -208,7 +228,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     if ('method' in message && !isRequest(message)) return new Response(null, { status: 202 });
     const validated = validateStateless(request, message);
     if (isWebResponse(validated)) return validated;
-    const limited = await limit(context, isRateFree(validated.method) ? 0 : 1, validated.id);
+    const meta = metaOf(validated.params);
+    const limited = await limit(context, isRateFree(validated.method) ? 0 : 1, validated.id, meta);
     if (limited) return limited;
     // From here to the session's creation nothing waits, so concurrent requests cannot all pass
     // the caps before any of them has counted, and none starts once the drain has begun.
@@ -217,14 +238,14 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     // session is open here, and gets the drain's 503 (another replica may serve it).
     if (deps.draining() && !stateless.resumes(validated)) return refuse(refusals.shuttingDown, { id: validated.id });
     if (!stateless.has(validated, context)) {
-      if (sessions.size >= deps.maxSessions) return refuse(refusals.tooManySessions, { id: validated.id });
+      if (sessions.size >= deps.maxSessions) return refused(context, 'sessions', refuse(refusals.tooManySessions, { id: validated.id }), meta);
       if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) {
-        return refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: validated.id });
+        return refused(context, 'sessions', refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: validated.id }), meta);
       }
     }
-    const endpoint = { stateless, keepAlive: deps.streams.keepAlives ?? deps.streams.keepAliveMs, bounds: (kind: 'request' | 'standalone') => deps.streams.bounds?.[kind], ...(deps.tasks ? { tasks: deps.tasks } : {}) };
+    const endpoint = { stateless, keepAlive: deps.streams.keepAlives ?? deps.streams.keepAliveMs, bounds: (kind: 'request' | 'standalone') => deps.streams.bounds?.[kind], ...(deps.tasks ? { tasks: deps.tasks } : {}), accounting };
     return serveStateless(endpoint, request, validated, context).catch((err: unknown) => {
-      if (err instanceof TooManyListens) return refuse(listensPerPrincipal, err.max, { id: validated.id });
+      if (err instanceof TooManyListens) return refused(context, 'listens', refuse(listensPerPrincipal, err.max, { id: validated.id }), meta);
       throw err;
     });
   }
@@ -272,12 +293,11 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
    * The principal's token bucket, taken before anything reaches an upstream: a 429 with
    * Retry-After, RateLimit and RateLimit-Policy headers and the request's id when it is empty.
    */
-  function limit(context: Caller, cost: number, id: JsonRpcId | null): Promise<Response | undefined> | undefined {
+  function limit(context: Caller, cost: number, id: JsonRpcId | null, meta?: JsonObject): Promise<Response | undefined> | undefined {
     if (cost === 0) return undefined;
     return deps.limiter().client(context.principal?.id ?? 'anonymous', cost)?.then((outcome) => {
-      const refused = refusal(outcome, cost, id);
-      if (refused) deps.events?.requestRefused({ requestId: context.requestId, principal: context.principal?.id, endpoint: context.endpoint, reason: 'rate_limit', outcome: 'refused', traceparent: context.traceparent, tracestate: context.tracestate });
-      return refused;
+      const answer = refusal(outcome, cost, id);
+      return answer && refused(context, 'rate_limit', answer, meta);
     });
   }
 

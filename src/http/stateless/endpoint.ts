@@ -11,7 +11,7 @@
 import { ALL_VERSIONS, META, StatelessErrorCode, decodeHeaderValue, isStatelessVersion, requestMetaOf } from '../../mcp/era.js';
 import { ErrorCode, statelessError, toJsonRpcError } from '../../mcp/errors.js';
 import { existsIn, hasMcpName, isCacheable, mirroredName } from '../../mcp/methods.js';
-import { failure, isObject, isRequest, metaOf, type JsonObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
+import { failure, isFailure, isObject, isRequest, metaOf, type JsonObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
 import { isSupportedVersion } from '../../mcp/versions.js';
 import type { RequestSink } from '../../mcp/pending.js';
 import type { Caller } from '../../session/context.js';
@@ -26,6 +26,11 @@ import { droppableMethod, SseConnection, type QueueBounds } from '../sse-connect
 import type { KeepAlives } from '../keep-alives.js';
 import type { GatewayTasks } from '../../tasks/gateway-tasks.js';
 import { controlOf, outlivesClient, serveTaskMethod, taskIdsOf, watchFor, withTasksExtension } from './tasks.js';
+import type { Metrics } from '../../metrics/metrics.js';
+import type { Tracing } from '../../telemetry/tracing.js';
+import { MCP_PROTOCOL_VERSION } from '../../telemetry/request-trace.js';
+import type { LogFields, Logger } from '../../util/log.js';
+import { traceInitialize } from '../../router/call-observer.js';
 
 /** How long a client may reuse a list or discovery result (server/utilities/caching.mdx). */
 export const LIST_TTL_MS = 30_000;
@@ -145,6 +150,47 @@ export function discover(session: DownstreamSession, tasks = false): JsonObject 
   return result;
 }
 
+/**
+ * What a request answered here, without the router, is accounted with, as the router accounts
+ * every other one (router.ts): its SERVER span (tracing.md), its counts in
+ * switchyard_requests_total and switchyard_team_requests_total, its `call` log line (operations.md).
+ */
+export interface EdgeAccounting {
+  metrics: Metrics;
+  logger: Logger;
+  tracing?: Tracing | undefined;
+  /** The teams of the caller's principal, as policy gives them (read at each request). */
+  teams?: ((caller: Caller) => readonly string[]) | undefined;
+}
+
+/**
+ * Begins the accounting of a request the edge answers itself; the function returned ends it
+ * with the answer (as the router would have answered it, before it is shaped for the client).
+ */
+function account(accounting: EdgeAccounting | undefined, request: StatelessRequest, caller: Caller, session?: DownstreamSession): (response: JsonRpcResponse) => void {
+  if (!accounting) return () => {};
+  const { metrics, logger, tracing, teams } = accounting;
+  const started = performance.now();
+  // The router's SERVER span of a request that has no session to name (as an initialize's).
+  const trace = tracing && traceInitialize(tracing, { jsonrpc: '2.0', id: request.id, method: request.method, params: request.params }, caller);
+  trace?.span.setAttribute(MCP_PROTOCOL_VERSION, request.protocolVersion);
+  return (response) => {
+    const seconds = (performance.now() - started) / 1_000;
+    const failed = isFailure(response);
+    const outcome = failed ? 'error' : 'ok';
+    const method = metrics.method(request.method);
+    metrics.countRequest(method, 'none', outcome, caller.endpoint);
+    for (const team of teams?.(caller) ?? []) metrics.countTeam(team, method, outcome);
+    trace?.end(failed ? { error: response.error } : { result: response.result });
+    if (!logger.isEnabled('info')) return;
+    // The fields of the router's call line (call-log.ts describeCall), with no upstream.
+    const fields: LogFields = { requestId: caller.requestId, ...(session ? { session: session.id.slice(0, 8) } : {}), method: request.method, outcome, durationMs: Math.round(seconds * 1_000_000) / 1_000 };
+    if (caller.principal !== undefined) fields.principal = caller.principal.id;
+    if (failed) fields.error = response.error.message;
+    logger.info('call', fields);
+  };
+}
+
 export interface StatelessEndpointDeps {
   stateless: StatelessSessions;
   /** The gateway's one keep-alive timer for every SSE connection (or an interval for one of each's own). */
@@ -153,6 +199,8 @@ export interface StatelessEndpointDeps {
   bounds?: (kind: 'request' | 'standalone') => QueueBounds | undefined;
   /** Tasks the gateway makes of long calls, and serves from its task store. */
   tasks?: GatewayTasks;
+  /** Spans, counts and call lines of the requests answered here (the router's own are its). */
+  accounting?: EdgeAccounting;
 }
 
 /** Runs a validated request and answers it as JSON, or as SSE once a notification must go first. */
@@ -166,11 +214,14 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
   // One that became the upstream's own task is asked of the upstream, and answered under the client's handle.
   let handle: string | undefined;
   if (own) {
+    const answered = account(deps.accounting, request, caller);
     const outcome = await own;
     if (!('forward' in outcome)) {
+      answered(outcome);
       const shaped = shapeAnswer(request.method, outcome);
       return Response.json(shaped, { status: statusOf(shaped) });
     }
+    // The router answers and accounts it: the span begun here is never ended, so never exported.
     handle = request.params.taskId as string;
     request = { ...request, params: { ...request.params, taskId: outcome.forward } };
   }
@@ -179,8 +230,11 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
   const shape = (response: JsonRpcResponse): JsonRpcResponse =>
     shapeAnswer(asked.method, handle !== undefined && 'result' in response && typeof response.result.taskId === 'string' ? { ...response, result: { ...response.result, taskId: handle } } : response);
   if (session && request.method === 'server/discover') {
+    const answered = account(deps.accounting, request, caller, session);
     stateless.release(session);
-    return Response.json({ jsonrpc: '2.0', id: request.id, result: shapeResult(request.method, discover(session, deps.tasks !== undefined)) });
+    const result = discover(session, deps.tasks !== undefined);
+    answered({ jsonrpc: '2.0', id: request.id, result });
+    return Response.json({ jsonrpc: '2.0', id: request.id, result: shapeResult(request.method, result) });
   }
   if (session && request.method === 'subscriptions/listen') return listen(deps, input, session, request, caller);
 
