@@ -21,7 +21,7 @@ export interface AuditDeps {
   stdout?: WritableLike;
   /** A config-relative path made absolute (the file sink's). */
   resolvePath: (path: string) => string;
-  /** The log redactor: keeps secrets out of recorded arguments. */
+  /** The log redactor: keeps secrets out of every string field of a record, and its arguments. */
   redact?: (text: string) => string;
   /** tracing.otlp.endpoint, whose /v1/logs the OTLP sink uses. */
   otlpEndpoint?: string | undefined;

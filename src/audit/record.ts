@@ -1,7 +1,8 @@
 // The audit record, version 1: one JSON object per security-relevant event, with a fixed set of
 // fields in a fixed order (docs/audit.md documents each; test/audit/golden-unit.test.ts holds the
-// format). A field that does not apply is left out, never null.
-import { cut } from '../telemetry/limits.js';
+// format). A field that does not apply is left out, never null. Every string field is redacted
+// like a log line: a tool name or URI comes from the client and may carry a secret.
+import { redactCut } from '../util/redact.js';
 
 export const AUDIT_SCHEMA = 'switchyard.audit/1';
 
@@ -81,11 +82,17 @@ const FIELDS = ['requestId', 'traceId', 'principal', 'team', 'clientId', 'endpoi
  */
 export const FIELD_LIMIT = 1024;
 
-/** A string field as recorded (a copy when cut, so the original can go): `oncut` hears that it was cut. */
-function bounded(value: unknown, oncut: () => void): unknown {
-  if (typeof value !== 'string' || value.length <= FIELD_LIMIT) return value;
+/**
+ * A string field as recorded: redacted (the log redactor: configured secrets, bearer tokens and
+ * JWTs), then cut (a copy, so the original can go); `oncut` hears that it was cut. Only a bounded
+ * prefix of a long value is read (redactCut), so a megabyte URI costs what a long one does.
+ */
+function bounded(value: unknown, redact: (text: string) => string, oncut: () => void): unknown {
+  if (typeof value !== 'string') return value;
+  const { text, cut } = redactCut(value, FIELD_LIMIT, redact);
+  if (!cut) return text;
   oncut();
-  return `${cut(value, FIELD_LIMIT)}…`;
+  return `${text}…`;
 }
 
 /** Arguments are cut to this many bytes of JSON (audit.arguments). */
@@ -95,6 +102,7 @@ export interface RecordOptions {
   time: Date;
   /** Whether arguments are recorded at all. */
   arguments: boolean;
+  /** The log redactor: applied to every string field and to the arguments. */
   redact: (text: string) => string;
 }
 
@@ -120,13 +128,14 @@ export function auditRecord(entry: AuditEntry, options: RecordOptions): Record<s
   const record: Record<string, unknown> = { schema: AUDIT_SCHEMA, time: options.time.toISOString(), event: entry.event };
   let fieldsCut = false;
   const marked = (): void => void (fieldsCut = true);
-  for (const field of FIELDS) if (entry[field] !== undefined) record[field] = bounded(entry[field], marked);
+  const { redact } = options;
+  for (const field of FIELDS) if (entry[field] !== undefined) record[field] = bounded(entry[field], redact, marked);
   if (options.arguments && entry.arguments !== undefined) {
     const { value, truncated } = recordedArguments(entry.arguments, options.redact);
     record.arguments = value;
     if (truncated) record.argumentsTruncated = true;
   }
-  if (entry.detail !== undefined) record.detail = Object.fromEntries(Object.entries(entry.detail).map(([key, value]) => [key, Array.isArray(value) ? value.map((item) => bounded(item, marked)) : bounded(value, marked)]));
+  if (entry.detail !== undefined) record.detail = Object.fromEntries(Object.entries(entry.detail).map(([key, value]) => [key, Array.isArray(value) ? value.map((item) => bounded(item, redact, marked)) : bounded(value, redact, marked)]));
   if (fieldsCut) record.fieldsTruncated = true;
   return record;
 }

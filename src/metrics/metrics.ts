@@ -1,14 +1,22 @@
 // Every metric the gateway exports, defined once, on a registry of its own (no global state).
 // Label values are bounded: methods and notification kinds come from the table of MCP methods
 // (mcp/methods.ts: what clients send, what upstreams send that is relayed), upstream
-// names from config, tool names only from what upstreams listed; anything else is "other". A
-// client can never grow the series count, whatever names or ids it sends.
+// names from config, tool names only from what upstreams listed (and none longer than the spec's
+// 128 characters); anything else is "other". A client can never grow the series count, whatever
+// names or ids it sends.
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { isClientRequest, isRelayedNotification, isRelayedRequest } from '../mcp/methods.js';
 import { FastHistogram } from './histogram.js';
 
 /** Tool names remembered per upstream as label values; more than this and the rest are "other". */
 const MAX_TOOLS_PER_UPSTREAM = 500;
+
+/**
+ * The longest tool name that becomes a label value: the MCP spec's bound (server/tools, "Tool
+ * Names": between 1 and 128 characters). Every call adds a histogram's ~18 lines carrying the
+ * name, so one upstream's longer names would make each scrape megabytes; they count as "other".
+ */
+export const MAX_TOOL_LABEL_LENGTH = 128;
 
 /** Counts by three labels, kept as nested maps (three lookups and an addition per count). */
 type Tally = Map<string, Map<string, Map<string, { n: number }>>>;
@@ -364,14 +372,14 @@ export class Metrics {
     return isRelayedRequest(method) ? method : 'other';
   }
 
-  /** Remembers tool names an upstream listed; only those become label values. */
+  /** Remembers tool names an upstream listed; only those (of up to 128 characters) become label values. */
   learnTools(upstream: string, names: Iterable<string>): void {
     if (!this.#upstreams.has(upstream)) return;
     let known = this.#tools.get(upstream);
     if (!known) this.#tools.set(upstream, (known = new Set()));
     for (const name of names) {
       if (known.size >= MAX_TOOLS_PER_UPSTREAM) return;
-      known.add(name);
+      if (name.length <= MAX_TOOL_LABEL_LENGTH) known.add(name);
     }
   }
 

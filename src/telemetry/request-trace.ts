@@ -5,7 +5,6 @@ import { SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
 import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
 import { asError } from '../util/callbacks.js';
-import { cut, TEXT_LIMIT } from './limits.js';
 
 // Attribute names of the MCP semantic conventions (incubating there, so copied rather than
 // imported from @opentelemetry/semantic-conventions/incubating, as that package advises).
@@ -70,12 +69,13 @@ export function errorKindOf(err: unknown): string {
 
 /**
  * Marks a span failed (gen-ai/mcp.md: status ERROR whenever error.type is set). The message may
- * quote what the client sent (`Unknown tool: …`), and span limits never cut a status: cut here.
+ * quote what the client sent (`Unknown tool: …`), and span limits never cut a status: redacted
+ * and cut here (host.text).
  */
-function fail(span: Span, type: string, message: string | undefined, code?: number): void {
+function fail(host: TraceHost, span: Span, type: string, message: string | undefined, code?: number): void {
   span.setAttribute(ERROR_TYPE, type);
   if (code !== undefined) span.setAttribute(RPC_RESPONSE_STATUS_CODE, String(code));
-  span.setStatus(message === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message: cut(message, TEXT_LIMIT) });
+  span.setStatus(message === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message: host.text(message) });
 }
 
 /** What a request's spans need of the gateway's tracing (tracing.ts). */
@@ -85,6 +85,8 @@ export interface TraceHost {
   contextFields(span: Span): { traceparent?: string; tracestate?: string };
   addressOf(upstream: string): UpstreamAddress | undefined;
   payload(value: unknown): string;
+  /** A client's string (a name, URI, message) redacted and cut to TEXT_LIMIT. */
+  text(value: string): string;
 }
 
 export interface RequestFacts {
@@ -154,9 +156,9 @@ export class RequestTrace {
   /** Ends the SERVER span with what the client was answered. */
   end(facts: RequestFacts): void {
     const { span } = this;
-    if (facts.error) fail(span, String(facts.error.code), facts.error.message, facts.error.code);
-    else if (facts.cancelled) fail(span, 'cancelled', undefined);
-    else if (facts.result?.isError === true) fail(span, 'tool_error', undefined);
+    if (facts.error) fail(this.#tracing, span, String(facts.error.code), facts.error.message, facts.error.code);
+    else if (facts.cancelled) fail(this.#tracing, span, 'cancelled', undefined);
+    else if (facts.result?.isError === true) fail(this.#tracing, span, 'tool_error', undefined);
     if (this.#tracing.payloads && facts.result !== undefined && span.isRecording()) span.setAttribute(GEN_AI_TOOL_CALL_RESULT, this.#tracing.payload(facts.result));
     span.end();
   }
@@ -183,9 +185,9 @@ export class UpstreamTrace {
 
   /** Ends the CLIENT span with the upstream's answer (or what went wrong). */
   end(outcome: JsonObject | Error): void {
-    if (outcome instanceof RpcError) fail(this.span, String(outcome.error.code), outcome.error.message, outcome.error.code);
-    else if (outcome instanceof Error) fail(this.span, errorKindOf(outcome), outcome.message);
-    else if (outcome.isError === true) fail(this.span, 'tool_error', undefined);
+    if (outcome instanceof RpcError) fail(this.#tracing, this.span, String(outcome.error.code), outcome.error.message, outcome.error.code);
+    else if (outcome instanceof Error) fail(this.#tracing, this.span, errorKindOf(outcome), outcome.message);
+    else if (outcome.isError === true) fail(this.#tracing, this.span, 'tool_error', undefined);
     this.span.end();
   }
 }

@@ -2,14 +2,15 @@
 // globally, so gateways in one process never share spans), exported over OTLP/HTTP. Contexts
 // are passed explicitly (no context manager): a request's SERVER span is the parent of its
 // upstream CLIENT spans, and a CLIENT span's context reaches the upstream in `_meta`. What a
-// client names reaches a span cut (limits.ts), and what is sampled is the gateway's decision
-// (sampler.ts).
+// client names reaches a span redacted like a log line and cut (limits.ts), and what is sampled
+// is the gateway's decision (sampler.ts).
 import { ROOT_CONTEXT, SpanKind, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter, type SpanLimits } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { redactCut } from '../util/redact.js';
 import { parseTraceparent, parseTracestate } from '../util/trace.js';
 import { CLOSE_TIMEOUT_MS, cut, PAYLOAD_LIMIT, TEXT_LIMIT } from './limits.js';
 import { RequestTrace, type TraceHost, type UpstreamAddress } from './request-trace.js';
@@ -33,7 +34,7 @@ export interface TracingOptions {
   serviceVersion: string;
   /** Where an upstream is, for `server.address` and `network.transport` of its CLIENT spans. */
   addressOf: (upstream: string) => UpstreamAddress | undefined;
-  /** Keeps secrets out of payload attributes (the log redactor). */
+  /** Keeps secrets out of span names, string attributes, status messages and payloads (the log redactor). */
   redact?: (text: string) => string;
   /** Replaces the OTLP exporter (embedding; never set by the gateway itself). */
   exporter?: SpanExporter;
@@ -65,15 +66,6 @@ export function tracesEndpoint(settings: TracingSettings, env: TracingOptions['e
  * are cut (copied) before they reach a span; these limits are the backstop.
  */
 const SPAN_LIMITS: SpanLimits = { attributeValueLengthLimit: PAYLOAD_LIMIT, attributeCountLimit: 64, eventCountLimit: 32, attributePerEventCountLimit: 16 };
-
-/** Long string values cut to TEXT_LIMIT, in place. */
-function bounded(attributes: Attributes): Attributes {
-  for (const key in attributes) {
-    const value = attributes[key];
-    if (typeof value === 'string' && value.length > TEXT_LIMIT) attributes[key] = cut(value, TEXT_LIMIT);
-  }
-  return attributes;
-}
 
 /** The carrier of a W3C trace context: only valid values, or nothing. */
 function carrierOf(traceparent: unknown, tracestate: unknown): Record<string, string> | undefined {
@@ -144,7 +136,7 @@ export class Tracing implements TraceHost {
 
   /** The SERVER span of one client request, under `parent`. */
   request(name: string, attributes: Attributes, parent: Context): RequestTrace {
-    const span = this.#tracer.startSpan(cut(name, TEXT_LIMIT), { kind: SpanKind.SERVER, attributes: bounded(attributes) }, parent);
+    const span = this.#tracer.startSpan(this.text(name), { kind: SpanKind.SERVER, attributes: this.#bounded(attributes) }, parent);
     return new RequestTrace(this, span);
   }
 
@@ -154,12 +146,12 @@ export class Tracing implements TraceHost {
    * not authenticated (a token request, a refused credential).
    */
   standalone(name: string, attributes: Attributes, traceparent?: string, tracestate?: string): Span {
-    return this.#tracer.startSpan(cut(name, TEXT_LIMIT), { kind: SpanKind.INTERNAL, attributes: bounded(attributes) }, this.#remoteParent(carrierOf(traceparent, tracestate)));
+    return this.#tracer.startSpan(this.text(name), { kind: SpanKind.INTERNAL, attributes: this.#bounded(attributes) }, this.#remoteParent(carrierOf(traceparent, tracestate)));
   }
 
   /** RequestTrace's CLIENT spans. */
   startClient(name: string, attributes: Attributes, parent: Span): Span {
-    return this.#tracer.startSpan(cut(name, TEXT_LIMIT), { kind: SpanKind.CLIENT, attributes: bounded(attributes) }, trace.setSpan(ROOT_CONTEXT, parent));
+    return this.#tracer.startSpan(this.text(name), { kind: SpanKind.CLIENT, attributes: this.#bounded(attributes) }, trace.setSpan(ROOT_CONTEXT, parent));
   }
 
   /** The W3C fields of a span's context, for an upstream request's `_meta`. */
@@ -175,6 +167,23 @@ export class Tracing implements TraceHost {
 
   addressOf(upstream: string): UpstreamAddress | undefined {
     return this.#addressOf(upstream);
+  }
+
+  /**
+   * A client's string as a span keeps it (a name, a URI, an error message quoting them): redacted
+   * like a log line, at most TEXT_LIMIT characters (a copy), reading a bounded prefix of it.
+   */
+  text(value: string): string {
+    return redactCut(value, TEXT_LIMIT, this.#redact).text;
+  }
+
+  /** String values redacted and cut to TEXT_LIMIT (text()), in place. */
+  #bounded(attributes: Attributes): Attributes {
+    for (const key in attributes) {
+      const value = attributes[key];
+      if (typeof value === 'string') attributes[key] = this.text(value);
+    }
+    return attributes;
   }
 
   /** A payload as a span attribute: JSON, redacted, at most PAYLOAD_LIMIT characters. */

@@ -1,11 +1,15 @@
 // Keeps secrets out of log lines: every configured secret value (upstream header values, stdio
 // env values, API keys...) and anything shaped like a bearer token or a JWT is replaced by
-// "[redacted]" in the finished line, whatever field it ended up in.
+// "[redacted]" in the finished line, whatever field it ended up in. Spans and audit records
+// redact a client's strings the same way, reading a bounded prefix of each (redactCut).
+import { cut } from './cut.js';
 
 const REDACTED = '[redacted]';
 const TOKEN_SHAPES = [
   /\bBearer\s+[A-Za-z0-9._~+/=-]+/gi, // RFC 6750 credentials
-  /\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, // JWS compact serialization
+  // JWS compact serialization. Not after a letter or digit (`\b` would also refuse one after "_",
+  // as in a namespaced tool name `everything__eyJ…`), so "monkeyJohn.Doe.Jr" stays a word.
+  /(?<![A-Za-z0-9])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g,
 ];
 /** Shorter literal values (a port, "true") would redact innocent text; they are not secrets anyway. */
 const MIN_SECRET_LENGTH = 6;
@@ -29,7 +33,8 @@ function escapeRegExp(text: string): string {
 export class Redactor {
   #configured: Secret[] = [];
   #learned: string[] = [];
-  #secrets: string[] = [];
+  /** Each secret (longest first) with its JSON-escaped form when that differs, made once per change. */
+  #secrets: { value: string; escaped: string | undefined }[] = [];
   /** The short environment secrets as whole tokens, or undefined when there are none. */
   #shortTokens: RegExp | undefined;
 
@@ -54,7 +59,13 @@ export class Redactor {
   #rebuild(): void {
     const values = this.#configured.map((s) => (typeof s === 'string' ? s : s.value));
     // Longest first, so a secret containing another is replaced whole.
-    this.#secrets = [...new Set([...values, ...this.#learned])].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
+    this.#secrets = [...new Set([...values, ...this.#learned])]
+      .filter((s) => s.length >= MIN_SECRET_LENGTH)
+      .sort((a, b) => b.length - a.length)
+      .map((value) => {
+        const escaped = JSON.stringify(value).slice(1, -1);
+        return { value, escaped: escaped === value ? undefined : escaped };
+      });
     const short = new Set<string>();
     for (const s of this.#configured) {
       if (typeof s === 'string' || s.value === '' || s.value.length >= MIN_SECRET_LENGTH) continue;
@@ -67,14 +78,54 @@ export class Redactor {
 
   redact(text: string): string {
     let out = text;
-    for (const secret of this.#secrets) {
-      if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+    for (const { value, escaped } of this.#secrets) {
+      // Spans and audit records redact short strings one by one: a longer secret cannot be in one.
+      if (value.length > out.length) continue;
+      if (out.includes(value)) out = out.split(value).join(REDACTED);
       // The same value as it appears inside a JSON string.
-      const escaped = JSON.stringify(secret).slice(1, -1);
-      if (escaped !== secret && out.includes(escaped)) out = out.split(escaped).join(REDACTED);
+      if (escaped !== undefined && out.includes(escaped)) out = out.split(escaped).join(REDACTED);
     }
     if (this.#shortTokens) out = out.replace(this.#shortTokens, REDACTED);
     for (const shape of TOKEN_SHAPES) out = out.replace(shape, (match) => (match.toLowerCase().startsWith('bearer') ? `Bearer ${REDACTED}` : REDACTED));
     return out;
   }
+}
+
+/**
+ * How far past its cut a client's string is still read for redaction (redactCut): a configured
+ * secret or a token that begins before the cut is found whole when it ends within this many
+ * characters after it.
+ */
+export const REDACT_LOOKAHEAD = 8192;
+
+/** The start of a JWT the window's end cut off: `eyJ` in the run of token characters at the end. */
+const OPEN_JWT = /(?<![A-Za-z0-9])eyJ/;
+
+/** A character of a JWT: base64url or its dots. */
+function isTokenChar(code: number): boolean {
+  return (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a) || (code >= 0x30 && code <= 0x39) || code === 0x2e || code === 0x5f || code === 0x2d;
+}
+
+/**
+ * A client's string as a span or an audit record keeps it (a tool name, a URI, an error quoting
+ * them): redacted, then cut to `limit` characters (a copy, so the original can go). Only its first
+ * `limit` + REDACT_LOOKAHEAD characters are read, so a name of megabytes costs what a long one
+ * does; a JWT still open where that window ends is redacted from where it begins.
+ */
+export function redactCut(text: string, limit: number, redact: (text: string) => string): { text: string; cut: boolean } {
+  const read = limit + REDACT_LOOKAHEAD;
+  if (text.length <= read) {
+    const clean = redact(text);
+    return clean.length <= limit ? { text: clean, cut: false } : { text: cut(clean, limit), cut: true };
+  }
+  let clean = redact(text.slice(0, read));
+  // The window ends inside a run of token characters: a JWT in it was cut before its signature.
+  let start = clean.length;
+  while (start > 0 && isTokenChar(clean.charCodeAt(start - 1))) start--;
+  if (start < limit && start < clean.length) {
+    const open = clean.slice(start).search(OPEN_JWT);
+    if (open !== -1) clean = `${clean.slice(0, start + open)}${REDACTED}`;
+  }
+  // A copy either way: what redact() returned unchanged is a view of the whole original.
+  return { text: clean.length > limit ? cut(clean, limit) : Buffer.from(clean, 'utf16le').toString('utf16le'), cut: true };
 }

@@ -1,7 +1,8 @@
 // The log redactor: literal secrets of some length anywhere, and values substituted from the
-// environment whatever their length; short ones of those only as whole tokens.
+// environment whatever their length; short ones of those only as whole tokens; JWT shapes after
+// any non-alphanumeric character; and a client string redacted and cut reading a bounded prefix.
 import { describe, expect, it } from 'vitest';
-import { Redactor } from '../../src/util/redact.js';
+import { REDACT_LOOKAHEAD, redactCut, Redactor } from '../../src/util/redact.js';
 
 describe('Redactor', () => {
   it('a long secret is redacted wherever it appears, also JSON-escaped', () => {
@@ -40,5 +41,57 @@ describe('Redactor', () => {
     const redactor = new Redactor([{ value: 'k9x', fromEnv: true }]);
     redactor.update([]);
     expect(redactor.redact('key=k9x')).toBe('key=k9x');
+  });
+});
+
+const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlLXZhbHVlLTEyMw';
+
+describe('JWT shapes', () => {
+  const redactor = new Redactor();
+
+  it('a JWT right after a word character or a separator is redacted (a namespaced tool name)', () => {
+    expect(redactor.redact(`everything__${JWT}`)).toBe('everything__[redacted]');
+    expect(redactor.redact(`tool-${JWT}`)).toBe('tool-[redacted]');
+    expect(redactor.redact(`a.${JWT}`)).toBe('a.[redacted]');
+    expect(redactor.redact(`?t=${JWT}&x=1`)).toBe('?t=[redacted]&x=1');
+    expect(redactor.redact(JWT)).toBe('[redacted]');
+  });
+
+  it('"eyJ" inside an unrelated word is left alone', () => {
+    expect(redactor.redact('monkeyJohnDoe.Smith.Jr')).toBe('monkeyJohnDoe.Smith.Jr');
+    expect(redactor.redact('key9eyJabcd.efgh.ijkl')).toBe('key9eyJabcd.efgh.ijkl');
+  });
+});
+
+describe('redactCut: a client string redacted and cut at bounded cost', () => {
+  const redactor = new Redactor(['configured-secret-0123']);
+  const redact = (text: string): string => redactor.redact(text);
+
+  it('a short string is redacted whole and not cut', () => {
+    expect(redactCut(`x?key=configured-secret-0123&t=${JWT}`, 1024, redact)).toEqual({ text: 'x?key=[redacted]&t=[redacted]', cut: false });
+  });
+
+  it('a secret or JWT that begins before the cut is never left half', () => {
+    const secretAcross = redactCut(`${'a'.repeat(1015)}configured-secret-0123${'b'.repeat(100)}`, 1024, redact);
+    expect(secretAcross).toEqual({ text: `${'a'.repeat(1015)}[redacted]`.slice(0, 1024), cut: true });
+    const jwtAcross = redactCut(`${'a'.repeat(1000)}_${JWT}${'b'.repeat(100)}`, 1024, redact);
+    // The JWT's last part takes the letters after it; what is left fits.
+    expect(jwtAcross).toEqual({ text: `${'a'.repeat(1000)}_[redacted]`, cut: false });
+  });
+
+  it('reads at most limit + REDACT_LOOKAHEAD characters, and a token running past them is redacted from where it begins', () => {
+    const seen: number[] = [];
+    const counting = (text: string): string => (seen.push(text.length), redact(text));
+    const huge = `${'n'.repeat(1000)}__eyJ${'h'.repeat(3_000_000)}.${'p'.repeat(10)}.sig`;
+    const { text, cut } = redactCut(huge, 1024, counting);
+    expect(Math.max(...seen)).toBeLessThanOrEqual(1024 + REDACT_LOOKAHEAD);
+    expect(text).toBe(`${'n'.repeat(1000)}__[redacted]`);
+    expect(cut).toBe(true);
+  });
+
+  it('a long string without secrets is cut to the limit, as a copy', () => {
+    const { text, cut } = redactCut('z'.repeat(100_000), 1024, redact);
+    expect(text).toBe('z'.repeat(1024));
+    expect(cut).toBe(true);
   });
 });
