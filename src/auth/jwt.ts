@@ -10,6 +10,7 @@
 // MAX_REMEMBER_MS (a bound that holds whatever the token says).
 import { createRemoteJWKSet, customFetch, errors, jwksCache, jwtVerify, type ExportedJWKSCache, type FetchImplementation, type JWTPayload, type RemoteJWKSet } from 'jose';
 import { LRUCache } from 'lru-cache';
+import { BodyTooLarge, readLimited } from '../util/bounded-read.js';
 import { AuthError, type Principal } from './principal.js';
 
 export interface JwtVerifierOptions {
@@ -74,26 +75,14 @@ export function boundedFetch(maxBytes: number, fetchImpl: typeof fetch = fetch):
       await response.body?.cancel();
       return new Response(null, { status: response.status });
     }
-    if (Number(response.headers.get('content-length') ?? 0) > maxBytes) {
-      await response.body?.cancel();
-      throw new KeySetTooLarge(`the key set declares more than ${maxBytes} bytes`);
+    let body: Buffer;
+    try {
+      body = await readLimited(response, maxBytes);
+    } catch (err) {
+      if (err instanceof BodyTooLarge) throw new KeySetTooLarge(`the key set ${err.declared ? 'declares more than' : 'is larger than'} ${maxBytes} bytes`);
+      throw err;
     }
-    const chunks: Uint8Array[] = [];
-    let length = 0;
-    if (response.body) {
-      const reader = response.body.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        length += value.byteLength;
-        if (length > maxBytes) {
-          await reader.cancel();
-          throw new KeySetTooLarge(`the key set is larger than ${maxBytes} bytes`);
-        }
-        chunks.push(value);
-      }
-    }
-    return new Response(Buffer.concat(chunks), { status: 200, headers: { 'content-type': 'application/json' } });
+    return new Response(body, { status: 200, headers: { 'content-type': 'application/json' } });
   };
 }
 

@@ -1,7 +1,12 @@
 // The gateway as the OAuth 2.1 client of an upstream MCP server on a user's behalf (authorization.mdx,
 // 2025-11-25): discovery, registration, PKCE, code exchange, refresh, revocation. Protocol steps only,
-// each through oauth4webapi; keeping tokens and pending requests is the caller's business.
+// each through oauth4webapi; keeping tokens and pending requests is the caller's business. Every
+// request goes through oauthFetch (reach.ts): the upstream's URLs held to its own address class,
+// every answer read within a bound.
 import * as oauth from 'oauth4webapi';
+import { AddressRefused } from '../util/address-guard.js';
+import { BodyTooLarge } from '../util/bounded-read.js';
+import { isLoopbackHost, oauthFetch, reachOf, urlRefusal, type Reach } from './reach.js';
 
 export type { AuthorizationServer, ResourceServer } from 'oauth4webapi';
 
@@ -12,6 +17,12 @@ export interface UpstreamAuthorization {
   scopes: string[];
   /** The authorization server's metadata as oauth4webapi returns it. */
   server: oauth.AuthorizationServer;
+  /**
+   * Where the server's endpoints may be reached, from the configured upstream URL: discovery
+   * always sets it. Without one (an authorization server the operator named) only the protocol
+   * rule holds.
+   */
+  reach?: Reach;
 }
 
 export interface RegisteredClient {
@@ -65,7 +76,11 @@ const AUTH_METHODS = new Set(['none', 'client_secret_basic', 'client_secret_post
 interface Transport {
   fetch?: typeof fetch | undefined;
   signal?: AbortSignal | undefined;
+  reach?: Reach | undefined;
 }
+
+/** The AS metadata's endpoints the gateway calls, or sends a browser to: held to the upstream's reach like the rest. */
+const ENDPOINTS = ['authorization_endpoint', 'token_endpoint', 'registration_endpoint', 'revocation_endpoint'] as const;
 
 /** authorization.mdx "Authorization Server Discovery": 401 challenge or well-known RFC 9728 metadata, then RFC 8414 / OIDC metadata. */
 export async function discoverAuthorization(
@@ -75,22 +90,24 @@ export async function discoverAuthorization(
   const upstream = parseUrl(upstreamUrl);
   if (!upstream || !/^https?:$/.test(upstream.protocol)) throw new DiscoveryError('upstream URL is not an http(s) URL');
   upstream.hash = '';
-  const challenge = await probeChallenge(upstream, options);
+  const reach = await reachOf(upstream);
+  const transport: Transport = { fetch: options.fetch, signal: options.signal, reach };
+  const challenge = await probeChallenge(upstream, transport);
   const metadata = challenge?.resourceMetadata !== undefined
-    ? await metadataFromChallenge(challenge.resourceMetadata, upstream, options)
-    : await metadataFromWellKnown(upstream, options);
-  const server = await authorizationServerOf(metadata, options);
+    ? await metadataFromChallenge(challenge.resourceMetadata, upstream, transport)
+    : await metadataFromWellKnown(upstream, transport);
+  const server = await authorizationServerOf(metadata, transport);
   // authorization.mdx "Scope Selection Strategy", with the operator's configuration above both.
   const scopes = options.scopes?.length ? [...options.scopes]
     : challenge?.scope !== undefined ? challenge.scope.split(' ').filter(Boolean)
     : [...(metadata.scopes_supported ?? [])];
-  return { resource: metadata.resource, scopes, server };
+  return { resource: metadata.resource, scopes, server, reach };
 }
 
 /** GET the upstream without a token; its 401 may say where its metadata is and which scopes it wants. */
 async function probeChallenge(upstream: URL, transport: Transport): Promise<{ resourceMetadata?: string; scope?: string } | undefined> {
-  const response = await get(upstream, 'application/json, text/event-stream', transport, `upstream ${where(upstream)}`);
-  await discard(response);
+  // Only the status and the challenge matter: the body (a stream, perhaps) is not read.
+  const response = await get(upstream, 'application/json, text/event-stream', transport, `upstream ${where(upstream)}`, true);
   const header = response.headers.get('www-authenticate');
   if (response.status !== 401 || header === null) return undefined;
   const challenges = await parseChallenges(header);
@@ -119,7 +136,9 @@ async function parseChallenges(header: string): Promise<oauth.WWWAuthenticateCha
 /** authorization.mdx: a resource_metadata URL in the challenge MUST be used when present. */
 async function metadataFromChallenge(location: string, upstream: URL, transport: Transport): Promise<oauth.ResourceServer> {
   const url = parseUrl(location, upstream);
-  if (!url || !allowedProtocol(url)) throw new DiscoveryError(`upstream ${where(upstream)} points resource_metadata at a URL that is not https`);
+  if (!url) throw new DiscoveryError(`upstream ${where(upstream)} points resource_metadata at something that is not a URL`);
+  const refusal = urlRefusal(url, transport.reach);
+  if (refusal) throw new DiscoveryError(`upstream ${where(upstream)} points resource_metadata at ${where(url)}, which is refused: ${refusal}`);
   const response = await get(url, 'application/json', transport, `protected resource metadata at ${where(url)}`);
   if (response.status !== 200) {
     await discard(response);
@@ -138,7 +157,7 @@ async function metadataFromWellKnown(upstream: URL, transport: Transport): Promi
     try {
       response = await oauth.resourceDiscoveryRequest(identifier, requestOptions(identifier, transport));
     } catch (err) {
-      throw new DiscoveryError(`protected resource metadata at ${where(url)} did not answer: ${describe(err)}`);
+      throw new DiscoveryError(`protected resource metadata at ${where(url)} ${failure(err)}`);
     }
     if (response.status === 200) return readResourceMetadata(response, url, upstream);
     await discard(response);
@@ -176,12 +195,15 @@ async function authorizationServerOf(metadata: oauth.ResourceServer, transport: 
   const reasons: string[] = [];
   for (const issuerText of metadata.authorization_servers ?? []) {
     const issuer = parseUrl(issuerText);
-    if (!issuer || !allowedProtocol(issuer)) {
-      reasons.push('an issuer that is not an https URL');
+    const refusal = issuer ? urlRefusal(issuer, transport.reach) : 'it is not a URL';
+    if (!issuer || refusal) {
+      reasons.push(`an issuer${issuer ? ` at ${where(issuer)}` : ''} that is refused: ${refusal}`);
       continue;
     }
     const found = await authorizationServerMetadata(issuer, transport, reasons);
-    if (found) return found;
+    const endpoint = found && endpointRefusal(found, transport);
+    if (endpoint) reasons.push(`${where(issuer)}: ${endpoint}`);
+    else if (found) return found;
   }
   throw new DiscoveryError(`no authorization server metadata found (${reasons.join('; ')})`);
 }
@@ -209,25 +231,38 @@ async function authorizationServerMetadata(issuer: URL, transport: Transport, re
   return undefined;
 }
 
+/** Why one of the server's endpoints may not be used for this upstream, or undefined. */
+function endpointRefusal(server: oauth.AuthorizationServer, transport: Transport): string | undefined {
+  for (const name of ENDPOINTS) {
+    const value: unknown = server[name];
+    if (value === undefined) continue;
+    const url = typeof value === 'string' ? parseUrl(value) : undefined;
+    const refusal = url ? urlRefusal(url, transport.reach) : 'it is not a URL';
+    if (refusal) return `its ${name}${url ? ` ${where(url)}` : ''} is refused: ${refusal}`;
+  }
+  return undefined;
+}
+
 /** oauth4webapi's discoveryRequest knows OIDC path appending, not the path-inserted variant. */
 function oidcPathInserted(issuer: URL, transport: Transport): Promise<Response> {
   const url = new URL(`${OIDC_WELL_KNOWN}${issuer.pathname.replace(/\/$/, '')}`, issuer.origin);
   return get(url, 'application/json', transport, 'openid-configuration');
 }
 
-/** A bounded GET without credentials, redirects not followed; a network failure is a DiscoveryError. */
-async function get(url: URL, accept: string, transport: Transport, what: string): Promise<Response> {
+/** A bounded GET without credentials, redirects not followed; a network failure or a refused address is a DiscoveryError. */
+async function get(url: URL, accept: string, transport: Transport, what: string, headersOnly = false): Promise<Response> {
   try {
-    return await (transport.fetch ?? fetch)(url.href, { method: 'GET', headers: { accept }, redirect: 'manual', signal: bounded(transport.signal) });
+    const fetchOf = oauthFetch(transport.reach, { inner: transport.fetch, headersOnly });
+    return await fetchOf(url.href, { method: 'GET', headers: { accept }, redirect: 'manual', signal: bounded(transport.signal) });
   } catch (err) {
-    throw new DiscoveryError(`${what} did not answer: ${describe(err)}`);
+    throw new DiscoveryError(`${what} ${failure(err)}`);
   }
 }
 
 /** authorization.mdx "Client Registration Approaches": configured, then a metadata document, then RFC 7591. */
 export async function registerClient(
   server: oauth.AuthorizationServer,
-  options: { configured?: { clientId: string; clientSecret?: string }; metadataUrl?: string; redirectUri: string; clientName: string; fetch?: typeof fetch },
+  options: { configured?: { clientId: string; clientSecret?: string }; metadataUrl?: string; redirectUri: string; clientName: string; fetch?: typeof fetch; reach?: Reach | undefined },
 ): Promise<RegisteredClient> {
   const { configured, metadataUrl } = options;
   if (configured?.clientSecret) {
@@ -257,7 +292,7 @@ function isMetadataDocumentUrl(text: string): boolean {
   return url !== undefined && url.protocol === 'https:' && url.pathname !== '/' && url.hash === '';
 }
 
-async function registerDynamically(server: oauth.AuthorizationServer, options: { redirectUri: string; clientName: string; fetch?: typeof fetch }): Promise<RegisteredClient> {
+async function registerDynamically(server: oauth.AuthorizationServer, options: { redirectUri: string; clientName: string; fetch?: typeof fetch; reach?: Reach | undefined }): Promise<RegisteredClient> {
   let registered: oauth.OmitSymbolProperties<oauth.Client>;
   try {
     const metadata = clientMetadata(options.redirectUri, options.clientName);
@@ -287,7 +322,8 @@ export async function startAuthorization(
     throw new DiscoveryError(`authorization server ${server.issuer} does not advertise PKCE S256 (code_challenge_methods_supported)`);
   }
   const url = parseUrl(server.authorization_endpoint ?? '');
-  if (!url || !allowedProtocol(url)) throw new DiscoveryError(`authorization server ${server.issuer} has no https authorization_endpoint`);
+  const refusal = url && urlRefusal(url, auth.reach);
+  if (!url || refusal) throw new DiscoveryError(`authorization server ${server.issuer} has no usable authorization_endpoint${refusal ? ` (${refusal})` : ''}`);
   const codeVerifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
   const parameters: Record<string, string> = {
@@ -316,7 +352,7 @@ export async function finishAuthorization(
   try {
     const response = await oauth.authorizationCodeGrantRequest(
       auth.server, asClient, clientAuthentication(client), parameters, pending.redirectUri, pending.codeVerifier,
-      { ...requestOptions(auth.server.token_endpoint), additionalParameters: { resource: auth.resource } },
+      { ...requestOptions(auth.server.token_endpoint, { reach: auth.reach }), additionalParameters: { resource: auth.resource } },
     );
     return tokenSet(await oauth.processAuthorizationCodeResponse(auth.server, asClient, response), startedAt, undefined);
   } catch (err) {
@@ -333,7 +369,7 @@ export async function refreshTokens(
   try {
     const response = await oauth.refreshTokenGrantRequest(
       auth.server, asClient, clientAuthentication(client), refreshToken,
-      { ...requestOptions(auth.server.token_endpoint), additionalParameters: { resource: auth.resource } },
+      { ...requestOptions(auth.server.token_endpoint, { reach: auth.reach }), additionalParameters: { resource: auth.resource } },
     );
     // RFC 6749 §6: a server that does not rotate leaves the old refresh token valid.
     return tokenSet(await oauth.processRefreshTokenResponse(auth.server, asClient, response), startedAt, refreshToken);
@@ -351,7 +387,7 @@ export async function revokeToken(auth: UpstreamAuthorization, client: Registere
   try {
     const response = await oauth.revocationRequest(
       auth.server, oauthClient(client), clientAuthentication(client), token,
-      { ...requestOptions(auth.server.revocation_endpoint), additionalParameters: { token_type_hint: hint } },
+      { ...requestOptions(auth.server.revocation_endpoint, { reach: auth.reach }), additionalParameters: { token_type_hint: hint } },
     );
     await oauth.processRevocationResponse(response);
     return true;
@@ -384,12 +420,15 @@ function clientAuthentication(client: RegisteredClient): oauth.ClientAuth {
   return method === 'client_secret_basic' ? oauth.ClientSecretBasic(client.clientSecret) : oauth.ClientSecretPost(client.clientSecret);
 }
 
-/** oauth4webapi options for a request to `endpoint`: plain http only to a loopback address. */
+/**
+ * oauth4webapi options for a request to `endpoint`: plain http only to a loopback address (and
+ * with a reach, only beside a plain http loopback upstream); every request through oauthFetch.
+ */
 function requestOptions(endpoint: URL | string | undefined, transport: Transport = {}) {
   const url = endpoint instanceof URL ? endpoint : parseUrl(endpoint ?? '');
   return {
-    [oauth.allowInsecureRequests]: url !== undefined && isLoopbackHttp(url),
-    ...(transport.fetch && { [oauth.customFetch]: transport.fetch }),
+    [oauth.allowInsecureRequests]: url !== undefined && url.protocol === 'http:' && isLoopbackHost(url),
+    [oauth.customFetch]: oauthFetch(transport.reach, { inner: transport.fetch }),
     signal: () => bounded(transport.signal),
   };
 }
@@ -397,14 +436,6 @@ function requestOptions(endpoint: URL | string | undefined, transport: Transport
 function bounded(signal: AbortSignal | undefined): AbortSignal {
   const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
   return signal ? AbortSignal.any([signal, timeout]) : timeout;
-}
-
-function isLoopbackHttp(url: URL): boolean {
-  return url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(url.hostname));
-}
-
-function allowedProtocol(url: URL): boolean {
-  return url.protocol === 'https:' || isLoopbackHttp(url);
 }
 
 /** Whether metadata about `resource` may describe `upstream`: same origin, a path prefix at a segment boundary. */
@@ -438,6 +469,11 @@ function where(url: URL): string {
 /** A server-given word (an RFC 6749 §5.2 error code, a token type) kept short and printable. */
 function safeCode(value: unknown): string {
   return (typeof value === 'string' ? value.replace(/[^A-Za-z0-9_.:-]/g, '').slice(0, 64) : '') || 'unknown_error';
+}
+
+/** A request that failed: refused (too large, a refused address) or unanswered, and why. */
+function failure(err: unknown): string {
+  return `${err instanceof BodyTooLarge || err instanceof AddressRefused ? 'was refused' : 'did not answer'}: ${describe(err)}`;
 }
 
 /** One line about a failure, never request or response bodies (they carry codes and tokens). */

@@ -177,6 +177,7 @@ export class UserCredentials {
           ...(metadataUrl ? { metadataUrl } : {}),
           redirectUri: this.#deps.redirectUri(),
           clientName: `Switchyard (${upstream})`,
+          reach: auth.reach,
         });
         if (made.clientSecret) this.#deps.onSecret?.(made.clientSecret);
         if (made.method !== 'configured') await this.#deps.store.set(key, made);
