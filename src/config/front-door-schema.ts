@@ -16,7 +16,7 @@ const duration = z.union([z.number(), z.string()]).transform((value, ctx) => {
 const DAY_MS = 24 * 60 * 60_000;
 
 /** Redirect URIs a DCR client may register when `redirects` is not given. */
-export const DEFAULT_REDIRECTS = ['https://*', 'http://127.0.0.1', 'http://localhost', 'cursor://*', 'vscode://*'];
+export const DEFAULT_REDIRECTS = ['https://*', 'http://127.0.0.1', 'http://[::1]', 'http://localhost', 'cursor://*', 'vscode://*'];
 
 const cimd = z.strictObject({
   allow: z
@@ -56,10 +56,18 @@ export const frontDoor = z.strictObject({
     .describe(
       "Registrations (DCR) allowed per client address (an IPv6 one: per /64) per minute: counted in Redis for every replica together when rateLimits.store is Redis, else per replica. The address is the connection's: behind a proxy or load balancer every client shares the proxy's, so raise this there.",
     ),
+  authorizationsPerMinute: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(
+      "Sign-ins (requests to /oauth/authorize that send the browser to the IdP) allowed per client address (an IPv6 one: per /64) per minute, default 60: each keeps a pending flow for 10 minutes. Counted like registrationsPerMinute (Redis: every replica together); behind a proxy every client shares the proxy's address, so raise this there.",
+    ),
   redirects: z
     .array(z.string().regex(/^[a-z][a-z0-9+.-]*:\/\/[^\s]*$/, 'must be a URI prefix such as https://*, http://127.0.0.1 or cursor://*'))
     .default(DEFAULT_REDIRECTS)
-    .describe('Redirect URIs a DCR client may register: "scheme://*" allows any URI of that scheme, a loopback "http://127.0.0.1" or "http://localhost" any port and path of it (RFC 8252 §7.3), anything else is a prefix.'),
+    .describe('Redirect URIs a DCR client may register: "scheme://*" allows any URI of that scheme, a loopback "http://127.0.0.1", "http://[::1]" or "http://localhost" any port and path of it (RFC 8252 §7.3), anything else is a prefix.'),
 });
 
 /** What the front door needs besides its own keys (the config's cross-key check; `switchyard check` reports it). */

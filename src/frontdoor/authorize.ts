@@ -7,17 +7,22 @@
 // Never an open redirector (RFC 9700 §4.11.2): before the user has answered the consent page, an
 // error goes back to the client only once the user has signed in, and only to a redirect URI
 // this user approved for this client before; otherwise the user gets a page.
+// A flow is stored before anyone has signed in, so what one may cost is bounded: each parameter
+// has a length limit, and new flows are counted per client address (authorizationsPerMinute)
+// and in all (at most MAX_PENDING_FLOWS pending), in the front door's bucket store.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { SecurityEvents } from '../audit/events.js';
 import type { IdpLogin, PendingLogin } from '../credentials/login.js';
 import type { CredentialStore } from '../credentials/store.js';
+import type { BucketLimit } from '../ratelimit/bucket.js';
+import type { BucketStore } from '../ratelimit/memory-store.js';
 import type { Logger } from '../util/log.js';
 import { audit } from './audit.js';
 import { ClientRefused, type ClientInfo } from './cimd.js';
-import type { ClientRegistry } from './clients.js';
+import { registrationSource, type ClientRegistry } from './clients.js';
 import type { Grants, Identity } from './grants.js';
 import { consentPage, refusalPage } from './pages.js';
-import { digest, isS256Challenge, redirectMatches } from './rules.js';
+import { digest, isS256Challenge, oversizedParameter, redirectMatches } from './rules.js';
 
 export interface AuthorizeDeps {
   issuer: string;
@@ -34,17 +39,26 @@ export interface AuthorizeDeps {
   /** The gateway's audit records and spans (sign_in). */
   events?: SecurityEvents | undefined;
   onAuthorization: (outcome: string) => void;
+  /** Where new flows are counted (the front door's bucket store); absent: they are not. */
+  limits?: BucketStore | undefined;
+  /** Flows one client address may start a minute (default 60). */
+  authorizationsPerMinute?: number | undefined;
+  /** Flows pending at once, from every address (default MAX_PENDING_FLOWS). */
+  pendingFlows?: number | undefined;
 }
 
 /** The browser's side of a request, as the HTTP layer reads it. */
 export interface BrowserRequest {
   url: URL;
   cookies: Readonly<Record<string, string>>;
+  /** The connection's address: the flows it starts are counted (authorizationsPerMinute). */
+  address?: string | undefined;
 }
 
 interface Flow {
   browser: string;
-  client: ClientInfo;
+  /** The client as the consent page names it (not its registered redirect URIs: a flow stays small). */
+  client: Pick<ClientInfo, 'clientId' | 'kind' | 'name'>;
   redirectUri: string;
   /** The request named redirect_uri (not the client's one registered URI by default): the token request must repeat it. */
   redirectUriSent: boolean;
@@ -71,6 +85,8 @@ interface Approved {
 
 export const BROWSER_COOKIE = 'switchyard_frontdoor';
 const FLOW_TTL_MS = 10 * 60_000;
+/** Flows pending at once from every address: a bucket of half as many, refilled by as many again over a flow's 10 minutes. */
+export const MAX_PENDING_FLOWS = 5_000;
 /** As long as a consent is remembered (grants.ts). */
 const APPROVED_TTL_MS = 365 * 24 * 60 * 60_000;
 /** Approved redirect URIs kept per user and client; one approved earlier than these is forgotten. */
@@ -80,9 +96,16 @@ const approvedKey = (principal: string, clientId: string): string => `frontdoor:
 
 export class Authorization {
   readonly #deps: AuthorizeDeps;
+  readonly #perAddress: BucketLimit;
+  readonly #pending: BucketLimit;
 
   constructor(deps: AuthorizeDeps) {
     this.#deps = deps;
+    const perMinute = deps.authorizationsPerMinute ?? 60;
+    this.#perAddress = { rate: perMinute, perMs: 60_000, burst: perMinute };
+    // Flows live FLOW_TTL_MS: a burst of half and half again over that time keeps at most the whole pending.
+    const half = Math.max(1, Math.floor((deps.pendingFlows ?? MAX_PENDING_FLOWS) / 2));
+    this.#pending = { rate: half, perMs: FLOW_TTL_MS, burst: half };
   }
 
   async authorize(request: BrowserRequest): Promise<Response> {
@@ -91,6 +114,9 @@ export class Authorization {
     // RFC 6749 §3.1: a parameter sent twice is an invalid request.
     const repeated = [...new Set(params.keys())].find((name) => params.getAll(name).length > 1);
     if (repeated) return this.#refuse('invalid_request', `the parameter ${repeated} is sent more than once`);
+    // Before anything is resolved or stored: a page, never a redirect (nobody has signed in).
+    const oversized = oversizedParameter(params);
+    if (oversized) return this.#refuse('invalid_request', `The parameter ${oversized.name} is longer than ${oversized.limit} characters.`);
     const clientId = params.get('client_id');
     if (!clientId) return this.#refuse('bad_client', 'The request names no client (client_id).');
     let client: ClientInfo;
@@ -110,6 +136,8 @@ export class Authorization {
     // Whatever is wrong, the user signs in first: only then is it known whether the error may go
     // back to this redirect URI (callback()), so a request made to fail never redirects anyone.
     const refused = requestError(params, challenge, resource, deps.resources);
+    const limited = await this.#admit(request.address);
+    if (limited) return limited;
     let login: Awaited<ReturnType<IdpLogin['start']>>;
     try {
       login = await deps.login.start();
@@ -120,7 +148,7 @@ export class Authorization {
       return refusalPage(502, 'The company sign-in service cannot be reached; try again later.');
     }
     const browser = request.cookies[BROWSER_COOKIE] ?? randomBytes(24).toString('base64url');
-    const flow: Flow = { browser, client, redirectUri, redirectUriSent: params.has('redirect_uri'), state, challenge, resource, login: login.pending, ...(refused ? { refused } : {}) };
+    const flow: Flow = { browser, client: { clientId: client.clientId, kind: client.kind, name: client.name }, redirectUri, redirectUriSent: params.has('redirect_uri'), state, challenge, resource, login: login.pending, ...(refused ? { refused } : {}) };
     await deps.store.set(flowKey(login.pending.state), flow, FLOW_TTL_MS);
     const secure = deps.issuer.startsWith('https:') ? '; Secure' : '';
     return new Response(null, {
@@ -244,6 +272,24 @@ export class Authorization {
   #refuse(outcome: string, message: string): Response {
     this.#deps.onAuthorization(outcome);
     return refusalPage(400, message);
+  }
+
+  /** Whether a new flow may be stored: a page (429 for this address, 503 for everyone) when not. */
+  async #admit(address: string | undefined): Promise<Response | undefined> {
+    const { limits } = this.#deps;
+    if (!limits) return undefined;
+    const refuse = (status: number, retryAfterMs: number, why: string): Response => {
+      const seconds = Math.max(1, Math.ceil(retryAfterMs / 1_000));
+      this.#deps.onAuthorization('limited');
+      return refusalPage(status, `${why}; try again in ${seconds} s.`, { 'retry-after': String(seconds) });
+    };
+    if (address !== undefined) {
+      const own = await limits.take(`frontdoor:authorize:${registrationSource(address)}`, this.#perAddress);
+      if (!own.allowed) return refuse(429, own.retryAfterMs, 'Too many sign-ins were started from this address');
+    }
+    const all = await limits.take('frontdoor:authorize-all', this.#pending);
+    if (!all.allowed) return refuse(503, all.retryAfterMs, 'Too many sign-ins are under way here');
+    return undefined;
   }
 }
 

@@ -29,12 +29,12 @@ export interface FrontDoorOptions {
   onToken?: (grantType: string, outcome: string) => void;
   /** Extra CA certificates (PEM) for fetching client metadata documents (tests). */
   ca?: string;
-  /** Where registrations are counted (setup.ts: the rate limiter's kind of store); the front door closes it. Default: this process's. */
+  /** Where registrations and new sign-ins are counted (setup.ts: the rate limiter's kind of store); the front door closes it. Default: this process's. */
   limits?: BucketStore;
   now?: () => number;
 }
 
-/** Addresses whose registrations are counted in this process at once (a full store makes newcomers wait, never resets a count). */
+/** Addresses whose registrations (and, apart, sign-ins) are counted in this process at once (a full store makes newcomers wait, never resets a count). */
 export const REGISTRATION_BUCKETS = 100_000;
 
 const REVOKED_CHANNEL = 'frontdoor:revoked';
@@ -101,10 +101,12 @@ export class FrontDoor {
       logger,
       events: options.events,
       onAuthorization: options.onAuthorization ?? (() => {}),
+      limits: this.#limits,
+      authorizationsPerMinute: settings.authorizationsPerMinute,
     });
     this.#principalIssuer = oauth.issuer;
     this.idpSessions = new IdpSessions({ grants: this.grants, login, logger, events: options.events, ...(options.now ? { now: options.now } : {}) });
-    this.tokens = new TokenEndpoint({ issuer: this.issuer, tokenTtlMs: settings.tokenTtl, grants: this.grants, keys: this.keys, clients: this.clients, login, logger, events: options.events, onToken: options.onToken ?? (() => {}) });
+    this.tokens = new TokenEndpoint({ issuer: this.issuer, tokenTtlMs: settings.tokenTtl, grants: this.grants, keys: this.keys, clients: this.clients, login, logger, events: options.events, onToken: options.onToken ?? (() => {}), ...(options.now ? { now: options.now } : {}) });
     // A revocation on any replica makes every replica verify its remembered tokens again.
     this.#unsubscribe = store.subscribe(REVOKED_CHANNEL, () => this.keys.invalidate());
   }

@@ -63,7 +63,7 @@ export interface Grant {
   spent: string[];
 }
 
-export type RotateOutcome = { grant: Grant; refreshToken: string } | { refused: 'unknown' | 'reused' | 'client' | 'target' | 'idp' | 'expired' };
+export type RotateOutcome = { grant: Grant; refreshToken: string } | { refused: 'unknown' | 'reused' | 'client' | 'target' | 'scope' | 'idp' | 'expired' };
 
 export interface GrantOptions {
   store: CredentialStore;
@@ -163,10 +163,11 @@ export class Grants {
 
   /**
    * Spends a refresh token for a new one (under the grant's lock, so replicas rotate one at a
-   * time), for the grant's own `resource` when one is named. `refreshIdp` refreshes the user's IdP session first: the refresh token to keep, or
+   * time), for the grant's own `resource` when one is named, and for `scope` only when the grant
+   * has all of it (else 'scope', and nothing is spent). `refreshIdp` refreshes the user's IdP session first: the refresh token to keep, or
    * false when the IdP refused (the grant is revoked: the user signs in again).
    */
-  async rotate(refreshToken: string, clientId: string, resource: string | null, refreshIdp: (grant: Grant) => Promise<string | undefined | false>): Promise<RotateOutcome> {
+  async rotate(refreshToken: string, clientId: string, resource: string | null, refreshIdp: (grant: Grant) => Promise<string | undefined | false>, scope?: ReadonlySet<string>): Promise<RotateOutcome> {
     const parsed = parseRefreshToken(refreshToken);
     if (!parsed) return { refused: 'unknown' };
     const { store } = this.#options;
@@ -183,6 +184,11 @@ export class Grants {
       if (grant.clientId !== clientId) return { refused: 'client' };
       // RFC 8707 §2.2: a refresh may name the resource, which must be the grant's.
       if (resource !== null && resource !== grant.resource) return { refused: 'target' };
+      // RFC 6749 §6: the scope asked for must not include any the grant does not have.
+      if (scope !== undefined) {
+        const granted = new Set(grant.scope.split(' '));
+        if ([...scope].some((token) => !granted.has(token))) return { refused: 'scope' };
+      }
       // Past grantMaxAge (checked here too: a replica's clock may run ahead of the store's expiry),
       // the user signs in again. A grant without signedInAt (stored by an earlier version) starts its count now.
       const now = this.#now();

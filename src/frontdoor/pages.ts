@@ -50,9 +50,9 @@ export function consentPage(view: ConsentView): Response {
   return new Response(document('Allow access? — Switchyard', body), { status: 200, headers: headers(`'self' ${formActionSource(view.redirectUri)}`) });
 }
 
-/** A refusal shown to the user, never a redirect (the redirect URI is not trusted, or unknown). */
-export function refusalPage(status: number, message: string): Response {
-  return new Response(document('Sign-in refused — Switchyard', `<p id="message">${escape(message)}</p>`), { status, headers: headers("'none'") });
+/** A refusal shown to the user, never a redirect (the redirect URI is not trusted, or unknown); `extra` headers such as Retry-After. */
+export function refusalPage(status: number, message: string, extra: Record<string, string> = {}): Response {
+  return new Response(document('Sign-in refused — Switchyard', `<p id="message">${escape(message)}</p>`), { status, headers: { ...headers("'none'"), ...extra } });
 }
 
 function escape(text: string): string {

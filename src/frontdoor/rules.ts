@@ -1,7 +1,8 @@
 // The front door's pure protocol rules, each with the RFC it comes from: redirect URI matching
 // (exact, or any port for a loopback IP redirect), which redirect URIs a DCR client may
 // register, what a Client ID Metadata Document URL may look like and which hosts are allowed,
-// PKCE S256. Nothing here does I/O or keeps state.
+// how long an authorization request's parameters may be, PKCE S256. Nothing here does I/O or
+// keeps state.
 import { createHash, timingSafeEqual } from 'node:crypto';
 
 /** Host names that are the local machine (RFC 8252 §7.3 speaks of loopback IP literals; `localhost` is common in clients). */
@@ -95,6 +96,31 @@ export function hostAllowed(host: string, allow: readonly string[]): boolean {
     if (rule.startsWith('*.')) return name.endsWith(rule.slice(1)) && name.length > rule.length - 1;
     return name === rule;
   });
+}
+
+/**
+ * The longest each authorization request parameter may be (characters), checked before anything
+ * is stored for the request. RFC 6749 bounds none: state is the client's own value (a random
+ * one is tens of characters, 2 KiB leaves room for one that encodes a little), a URI may be as
+ * long as DCR lets a client register one, a code_challenge as long as RFC 7636 §4.2 allows any.
+ */
+export const AUTHORIZE_PARAMETER_LIMITS: Readonly<Record<string, number>> = {
+  client_id: 2_048,
+  redirect_uri: 2_048,
+  resource: 2_048,
+  state: 2_048,
+  scope: 1_024,
+  code_challenge: 128,
+  code_challenge_method: 32,
+  response_type: 64,
+};
+
+/** The first authorization request parameter longer than AUTHORIZE_PARAMETER_LIMITS allows, or undefined. */
+export function oversizedParameter(params: URLSearchParams): { name: string; limit: number } | undefined {
+  for (const [name, limit] of Object.entries(AUTHORIZE_PARAMETER_LIMITS)) {
+    if ((params.get(name)?.length ?? 0) > limit) return { name, limit };
+  }
+  return undefined;
 }
 
 /** RFC 7636 §4.1: 43 to 128 unreserved characters. */

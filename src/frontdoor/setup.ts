@@ -1,7 +1,7 @@
 // Builds the front door from the config when auth.oauth.frontDoor is set, on the gateway's one
 // credential store (opened at the start, shared with per-user credentials and pins), with its
-// metrics counted, and its registrations counted where rateLimits.store says (Redis: every replica
-// together) in buckets of its own, so registrations never crowd out the principals' buckets.
+// metrics counted, and its registrations and new sign-ins counted where rateLimits.store says
+// (Redis: every replica together) in buckets of its own, so they never crowd out the principals' buckets.
 import type { SecurityEvents } from '../audit/events.js';
 import type { Config } from '../config/schema.js';
 import type { CredentialStore } from '../credentials/store.js';
@@ -40,7 +40,7 @@ export function createFrontDoor(config: Config, setup: FrontDoorSetup): FrontDoo
   return frontDoor;
 }
 
-/** The rate limiter's kind of store (rateLimits.store), for DCR registrations. */
+/** The rate limiter's kind of store (rateLimits.store), for DCR registrations and new sign-ins. */
 function registrationLimits(config: Config, logger: Logger): BucketStore {
   const store = config.rateLimits?.store;
   if (typeof store === 'object') return new RedisBucketStore({ url: store.redis.url, prefix: store.redis.prefix, maxBuckets: REGISTRATION_BUCKETS, logger: logger.child({ buckets: 'frontdoor registrations' }) });

@@ -1,7 +1,8 @@
 // The front door's back channel: /oauth/token (the authorization_code grant with PKCE, and the
 // refresh_token grant that rotates on every use), /oauth/revoke (RFC 7009) and /oauth/register
 // (RFC 7591). Access tokens are Switchyard's own JWTs (RFC 9068: ES256, typ at+jwt, aud the
-// endpoint's resource). Every answer is JSON with `Cache-Control: no-store` (RFC 6749 §5.1).
+// endpoint's resource), never outliving their grant. Every answer is JSON with `Cache-Control:
+// no-store` (RFC 6749 §5.1).
 import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { LoginRefused, type IdpLogin } from '../credentials/login.js';
@@ -25,12 +26,24 @@ export interface TokenDeps {
   /** The gateway's audit records and spans (token.issued, token.refused). */
   events?: SecurityEvents | undefined;
   onToken: (grantType: string, outcome: string) => void;
+  now?: () => number;
+}
+
+/** The scope tokens a refresh asks for (RFC 6749 §3.3: space-delimited); undefined when it names none (§6: the grant's). */
+function requestedScope(scope: string | null): Set<string> | undefined {
+  const tokens = (scope ?? '').split(' ').filter(Boolean);
+  return tokens.length > 0 ? new Set(tokens) : undefined;
+}
+
+/** The grant's scope tokens that were asked for, in the grant's order. */
+function narrowedScope(granted: string, asked: ReadonlySet<string>): string {
+  return granted.split(' ').filter((token) => token !== '' && asked.has(token)).join(' ');
 }
 
 /** Claims Switchyard sets itself: an IdP claim of the same name is never copied over them. */
 export const RESERVED_CLAIMS = new Set(['iss', 'sub', 'aud', 'exp', 'iat', 'nbf', 'jti', 'client_id', 'scope', 'sid', 'cnf', 'auth_time', 'azp', 'nonce', 'at_hash', 'c_hash']);
 
-type TokenError = 'invalid_request' | 'invalid_grant' | 'invalid_target' | 'unsupported_grant_type' | 'invalid_client' | 'server_error';
+type TokenError = 'invalid_request' | 'invalid_grant' | 'invalid_target' | 'invalid_scope' | 'unsupported_grant_type' | 'invalid_client' | 'server_error';
 
 function json(status: number, body: unknown, extra: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache', ...extra } });
@@ -42,22 +55,27 @@ function tokenError(error: TokenError, description: string): Response {
 
 export class TokenEndpoint {
   readonly #deps: TokenDeps;
+  readonly #now: () => number;
 
   constructor(deps: TokenDeps) {
     this.#deps = deps;
+    this.#now = deps.now ?? Date.now;
   }
 
   async token(form: URLSearchParams): Promise<Response> {
     const grantType = form.get('grant_type');
     const label = grantType === 'authorization_code' || grantType === 'refresh_token' ? grantType : 'other';
     const repeated = [...new Set(form.keys())].find((name) => form.getAll(name).length > 1);
+    // RFC 6749 §5.2: a missing parameter is invalid_request; unsupported_grant_type is for a grant type named.
     const answer = repeated
       ? { response: tokenError('invalid_request', `the parameter ${repeated} is sent more than once`), outcome: 'invalid_request' }
-      : grantType === 'authorization_code'
-        ? await this.#code(form)
-        : grantType === 'refresh_token'
-          ? await this.#refresh(form)
-          : { response: tokenError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token'), outcome: 'unsupported_grant_type' };
+      : !grantType
+        ? { response: tokenError('invalid_request', 'grant_type is required'), outcome: 'invalid_request' }
+        : grantType === 'authorization_code'
+          ? await this.#code(form)
+          : grantType === 'refresh_token'
+            ? await this.#refresh(form)
+            : { response: tokenError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token'), outcome: 'unsupported_grant_type' };
     this.#deps.onToken(label, answer.outcome);
     // Refusals of a malformed request; those of a grant are audited where their reason is known.
     if (answer.outcome === 'invalid_request' || answer.outcome === 'unsupported_grant_type') {
@@ -103,11 +121,16 @@ export class TokenEndpoint {
     const clientId = form.get('client_id');
     if (!refreshToken || !clientId) return { response: tokenError('invalid_request', 'refresh_token and client_id are required'), outcome: 'invalid_request' };
     const resource = form.get('resource');
-    const outcome = await deps.grants.rotate(refreshToken, clientId, resource, (grant) => this.#refreshIdp(grant));
+    const scope = requestedScope(form.get('scope'));
+    const outcome = await deps.grants.rotate(refreshToken, clientId, resource, (grant) => this.#refreshIdp(grant), scope);
     if ('refused' in outcome) {
       if (outcome.refused === 'target') {
         audit(deps, 'token_refused', { clientId, grantType: 'refresh_token', reason: 'invalid_target', ...(resource !== null ? { resource } : {}) });
         return { response: tokenError('invalid_target', 'resource is not the one the grant is for'), outcome: 'invalid_target' };
+      }
+      if (outcome.refused === 'scope') {
+        audit(deps, 'token_refused', { clientId, grantType: 'refresh_token', reason: 'invalid_scope' });
+        return { response: tokenError('invalid_scope', 'scope names a scope the grant does not have'), outcome: 'invalid_scope' };
       }
       const event = outcome.refused === 'reused' ? 'refresh_reuse_detected' : 'token_refused';
       audit(deps, event, { clientId, grantType: 'refresh_token', reason: outcome.refused });
@@ -120,7 +143,7 @@ export class TokenEndpoint {
       }[outcome.refused];
       return { response: tokenError('invalid_grant', `the refresh token is ${why}`), outcome: outcome.refused === 'reused' ? 'reused' : 'invalid_grant' };
     }
-    return { response: await this.#issue(outcome.grant, outcome.refreshToken, 'refresh_token'), outcome: 'issued' };
+    return { response: await this.#issue(outcome.grant, outcome.refreshToken, 'refresh_token', scope && narrowedScope(outcome.grant.scope, scope)), outcome: 'issued' };
   }
 
   /** The user's IdP session, refreshed with the host's token: the refresh token to keep, or false when the IdP refused. */
@@ -134,23 +157,30 @@ export class TokenEndpoint {
     }
   }
 
-  async #issue(grant: Grant, refreshToken: string, grantType: string): Promise<Response> {
+  /**
+   * An access token for the grant (for `scope`, a part of the grant's, when the refresh asked for
+   * less), expiring tokenTtl from now or when the grant ends, whichever is first: the grant's end
+   * only ever moves later (a refresh), so a token never outlives it, remembered as verified or not.
+   */
+  async #issue(grant: Grant, refreshToken: string, grantType: string, scope = grant.scope): Promise<Response> {
     const deps = this.#deps;
     const { kid, key } = await deps.keys.signer();
-    const ttlSeconds = Math.round(deps.tokenTtlMs / 1_000);
+    const now = this.#now();
+    const issuedAt = Math.floor(now / 1_000);
+    const expiresAt = Math.floor(Math.min(now + deps.tokenTtlMs, grant.expiresAt ?? Infinity) / 1_000);
     const claims: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(grant.identity.claims)) if (!RESERVED_CLAIMS.has(name)) claims[name] = value;
-    const accessToken = await new SignJWT({ ...claims, client_id: grant.clientId, sid: grant.id, ...(grant.scope ? { scope: grant.scope } : {}) })
+    const accessToken = await new SignJWT({ ...claims, client_id: grant.clientId, sid: grant.id, ...(scope ? { scope } : {}) })
       .setProtectedHeader({ alg: ALGORITHM, kid, typ: 'at+jwt' })
       .setIssuer(deps.issuer)
       .setAudience(grant.resource)
       .setSubject(grant.identity.subject)
-      .setIssuedAt()
-      .setExpirationTime(`${ttlSeconds}s`)
+      .setIssuedAt(issuedAt)
+      .setExpirationTime(expiresAt)
       .setJti(randomBytes(16).toString('base64url'))
       .sign(key);
     audit(deps, 'token_issued', { principal: grant.identity.principal, clientId: grant.clientId, grantId: grant.id, grantType, resource: grant.resource });
-    return json(200, { access_token: accessToken, token_type: 'Bearer', expires_in: ttlSeconds, refresh_token: refreshToken, ...(grant.scope ? { scope: grant.scope } : {}) });
+    return json(200, { access_token: accessToken, token_type: 'Bearer', expires_in: expiresAt - issuedAt, refresh_token: refreshToken, ...(scope ? { scope } : {}) });
   }
 
   /**

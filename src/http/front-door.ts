@@ -18,7 +18,7 @@ type Bound = { Bindings: { incoming?: IncomingMessage } };
 export function mountFrontDoor<E extends Bound>(app: Hono<E>, frontDoor: FrontDoor): void {
   for (const { path, openid } of frontDoor.metadataPaths()) app.get(path, (c) => c.json(frontDoor.metadata(openid), 200, PUBLIC));
   app.get(FRONT_DOOR_PATHS.jwks, async (c) => c.json(await frontDoor.keys.jwks(), 200, PUBLIC));
-  const browser = (c: Context<E>) => ({ url: new URL(c.req.url), cookies: parseCookies(c.req.header('cookie') ?? '') });
+  const browser = (c: Context<E>) => ({ url: new URL(c.req.url), cookies: parseCookies(c.req.header('cookie') ?? ''), address: c.env?.incoming?.socket.remoteAddress });
   app.get(FRONT_DOOR_PATHS.authorize, (c) => frontDoor.authorization.authorize(browser(c)));
   app.get(FRONT_DOOR_PATHS.callback, (c) => frontDoor.authorization.callback(browser(c)));
   app.post(FRONT_DOOR_PATHS.consent, async (c) => {

@@ -220,7 +220,7 @@ export class Metrics {
   });
   readonly oauthAuthorizations = new Counter({
     name: 'switchyard_oauth_authorizations_total',
-    help: 'Authorization requests at the front door, by outcome (approved, denied, bad_client, bad_redirect, invalid_request, login_failed)',
+    help: 'Authorization requests at the front door, by outcome (approved, denied, bad_client, bad_redirect, invalid_request, login_failed, limited)',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
