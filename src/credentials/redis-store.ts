@@ -1,5 +1,7 @@
 // Credentials in Redis, shared by every replica: sealed values under <prefix><key> with PX expiry,
 // locks by SET NX PX released by compare-and-delete, change events over a second (SUBSCRIBE) connection.
+// Every command is answered within COMMAND_TIMEOUT_MS or fails (at once while disconnected): a
+// Redis that stalls or is gone costs a caller that long, and the caller decides without it.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -15,6 +17,8 @@ const LOCK_PREFIX = 'lock:';
 const EVENTS_PREFIX = 'events:';
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+/** A command not answered within this long fails (a stalled Redis holds no request longer). */
+const COMMAND_TIMEOUT_MS = 2_000;
 const DEFAULT_LOCK_WAIT_MS = 10_000;
 const LOCK_POLL_FIRST_MS = 50;
 const LOCK_POLL_MAX_MS = 500;
@@ -28,6 +32,8 @@ export interface RedisCredentialStoreOptions {
   logger: Logger;
   /** How long connect() waits for both connections (default 5 s). */
   connectTimeoutMs?: number;
+  /** How long a command waits for its answer before it fails (default 2 s). */
+  commandTimeoutMs?: number;
 }
 
 type Listener = (message: string) => void;
@@ -42,6 +48,8 @@ export class RedisCredentialStore {
   readonly #logger: Logger;
   readonly #connectTimeoutMs: number;
   readonly #listeners = new Map<string, Set<Listener>>();
+  readonly #reconnected = new Set<() => void>();
+  #connected = false;
   #subscribing: Promise<unknown> = Promise.resolve();
   #lastError: unknown;
   #closed = false;
@@ -52,8 +60,15 @@ export class RedisCredentialStore {
     this.#logger = options.logger;
     this.#connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     this.location = `Redis ${describeRedisUrl(options.url)} (prefix "${options.prefix}")`;
-    this.#redis = new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 2, connectTimeout: this.#connectTimeoutMs });
-    this.#events = this.#redis.duplicate();
+    this.#redis = new Redis(options.url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 2,
+      connectTimeout: this.#connectTimeoutMs,
+      commandTimeout: options.commandTimeoutMs ?? COMMAND_TIMEOUT_MS,
+      enableOfflineQueue: false, // fail at once while disconnected: the caller decides without the store
+    });
+    // SUBSCRIBE waits for a reconnection (ioredis subscribes again on each one), however long.
+    this.#events = this.#redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
     for (const connection of [this.#redis, this.#events]) {
       connection.on('error', (err: unknown) => {
         if (!this.#closed && connection.status === 'ready') this.#logger.warn('Redis error on the credential store', { err });
@@ -61,6 +76,15 @@ export class RedisCredentialStore {
       });
     }
     this.#events.on('message', (channel: string, message: string) => this.#deliver(channel, message));
+    this.#redis.on('ready', () => {
+      if (!this.#connected || this.#closed) return;
+      for (const listener of [...this.#reconnected]) listener();
+    });
+  }
+
+  /** Calls `listener` each time the connection is ready again after a loss (Redis restarted, perhaps empty). */
+  onReconnect(listener: () => void): void {
+    this.#reconnected.add(listener);
   }
 
   /** Connects both connections, or throws one line after the connect timeout (ioredis keeps retrying until then). */
@@ -70,7 +94,10 @@ export class RedisCredentialStore {
     const timeout = sleep(this.#connectTimeoutMs, 'timeout' as const, { signal: controller.signal }).catch(() => 'aborted' as const);
     try {
       const outcome = await Promise.race([ready.then(() => 'ready' as const), timeout]);
-      if (outcome === 'ready') return;
+      if (outcome === 'ready') {
+        this.#connected = true;
+        return;
+      }
     } finally {
       controller.abort();
     }
@@ -128,7 +155,16 @@ export class RedisCredentialStore {
     const ttl = wholeMs('ttlMs', ttlMs);
     const deadline = Date.now() + wholeMs('waitMs', waitMs);
     for (let pause = LOCK_POLL_FIRST_MS; ; pause = Math.min(pause * 2, LOCK_POLL_MAX_MS)) {
-      if ((await this.#redis.set(lockKey, token, 'PX', ttl, 'NX')) === 'OK') break;
+      let taken: string | null;
+      try {
+        taken = await this.#redis.set(lockKey, token, 'PX', ttl, 'NX');
+      } catch (err) {
+        // Unanswered, the SET may still run when Redis resumes: the release sent after it on the
+        // same connection runs right after it then, so a stall does not leave the lock held for its ttl.
+        this.#redis.eval(RELEASE, 1, lockKey, token).catch(() => {});
+        throw err;
+      }
+      if (taken === 'OK') break;
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`the credential lock on ${key} was still held after ${waitMs} ms`);
       await sleep(Math.min(pause, left));
@@ -187,6 +223,7 @@ export class RedisCredentialStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#listeners.clear();
+    this.#reconnected.clear();
     await Promise.all([quit(this.#redis), quit(this.#events)]);
   }
 

@@ -69,6 +69,16 @@ export async function openCredentialStore(
   else {
     const redis = new RedisCredentialStore({ ...config.redis, sealer, logger, ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}) });
     await redis.connect();
+    // Redis back after a loss may have come back empty: the key check is written again (else a
+    // replica started with another key would take the store), and a foreign one is reported.
+    redis.onReconnect(() => {
+      verifyKeyCheck(redis, sealer, logger).then(
+        (outcome) => {
+          if (outcome === 'written') logger.warn('the credentials key check was missing from Redis when it came back (restarted empty or flushed?); written again', { store: redis.location });
+        },
+        (err: unknown) => logger.error('the credentials key check could not be verified after Redis came back', { store: redis.location, err }),
+      );
+    });
     store = redis;
   }
   try {
@@ -81,11 +91,11 @@ export async function openCredentialStore(
 }
 
 /** Opens the stored check with the keys; writes it when absent, re-seals it with the first key after a rotation. */
-async function verifyKeyCheck(store: KeyCheckSlot, sealer: Sealer, logger: Logger): Promise<void> {
+async function verifyKeyCheck(store: KeyCheckSlot, sealer: Sealer, logger: Logger): Promise<'written' | 'checked'> {
   for (let attempt = 0; attempt < 2; attempt++) {
     const sealed = await store.readKeyCheck();
     if (sealed === undefined) {
-      if (await store.writeKeyCheck(sealer.seal(CHECK_PLAINTEXT, CHECK_AAD), true)) return;
+      if (await store.writeKeyCheck(sealer.seal(CHECK_PLAINTEXT, CHECK_AAD), true)) return 'written';
       continue; // another replica wrote one first: check that one
     }
     if (sealer.open(sealed, CHECK_AAD) !== CHECK_PLAINTEXT) {
@@ -97,7 +107,7 @@ async function verifyKeyCheck(store: KeyCheckSlot, sealer: Sealer, logger: Logge
       await store.writeKeyCheck(sealer.seal(CHECK_PLAINTEXT, CHECK_AAD), false);
       logger.info('credentials key check re-sealed with the first credentials.key; keep the old key listed until the values it sealed have been rewritten or expired', { store: store.location });
     }
-    return;
+    return 'checked';
   }
   throw new Error(`the credentials key check in ${store.location} was written and removed while starting; start again`);
 }

@@ -5,7 +5,9 @@
 // (metric, log, audit), drops what the mode holds back, says why a held tool's call is refused,
 // and tells the gateway when what a client may be shown of an upstream changed (sessions then
 // get list_changed). Approvals reach it through the store's channel, and a poll every POLL_MS
-// catches one a lost message missed.
+// catches one a lost message missed. Pins are never deleted: an upstream's value gone from the
+// store while this replica holds pins for it went with the store (Redis restarted empty,
+// flushed), and the replica writes back what it holds rather than trusting every definition anew.
 import type { JsonObject } from '../mcp/jsonrpc.js';
 import type { Logger } from '../util/log.js';
 import { definitionOf, digestOf, hiddenText, type PinKind } from './definition.js';
@@ -69,6 +71,10 @@ export class PinGate {
   readonly #loading = new Map<string, Promise<UpstreamPins>>();
   /** Per upstream: how many times this replica wrote its pins (a read begun before a write is older than it). */
   readonly #writes = new Map<string, number>();
+  /** Upstreams whose pins this replica read from the store or wrote there (a missing value was lost). */
+  readonly #stored = new Set<string>();
+  /** The pins #pinsOf answers when the store could not be read (none held yet). */
+  readonly #unread = new WeakSet<UpstreamPins>();
   #unsubscribe: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
 
@@ -103,6 +109,8 @@ export class PinGate {
     const policy = this.#deps.policy(upstream);
     if (policy.mode === 'off') return [...items];
     let pins = await this.#pinsOf(upstream);
+    // The store could not be read just now: writing to it would only wait for it again.
+    const offline = this.#unread.has(pins);
     const seen = new Map<string, Seen>();
     const digests: string[] = [];
     for (const item of items) {
@@ -123,7 +131,7 @@ export class PinGate {
     for (const [name, { digest }] of seen) sight(seenHere, `${kind}:${name}`, digest, pins[kind][name]?.pinned?.digest, at);
     const now = new Date(at).toISOString();
     const known = pins.listed[kind] === true;
-    if ((last && !known) || [...seen].some(([name, s]) => observe(pins[kind][name], s, policy, known, now).entry)) pins = await this.#record(upstream, kind, seen, policy, now, last);
+    if ((last && !known) || [...seen].some(([name, s]) => observe(pins[kind][name], s, policy, known, now).entry)) pins = await this.#record(upstream, kind, seen, policy, now, last, offline);
     const isQuarantined = this.#quarantined(upstream, pins, policy);
     // Each name is shown once, as the copy it was judged on.
     const shown = new Set<string>();
@@ -158,17 +166,65 @@ export class PinGate {
     return Object.fromEntries([...this.#pins].map(([upstream, pins]) => [upstream, pendingCount(pins)]));
   }
 
-  /** Reads an upstream's pins again (an operator changed them); a change of what is held is told. */
+  /**
+   * Reads an upstream's pins again (an operator changed them); a change of what is held is told.
+   * None stored while this replica holds some: they are written back (the store lost them).
+   */
   async refresh(upstream: string): Promise<void> {
     const writes = this.#writes.get(upstream);
     try {
-      const pins = await this.#deps.store.read(upstream);
-      if (this.#writes.get(upstream) === writes) this.#pins.set(upstream, pins);
+      const stored = await this.#deps.store.readStored(upstream);
+      const held = this.#pins.get(upstream);
+      if (this.#writes.get(upstream) !== writes) {
+        // This replica wrote meanwhile: what it holds is newer than what was read.
+      } else if (stored === undefined && held && holdsAny(held)) await this.#writeBack(upstream);
+      else {
+        if (stored) this.#stored.add(upstream);
+        this.#pins.set(upstream, stored ?? emptyPins());
+      }
     } catch (err) {
       this.#deps.logger.warn('could not read the pins of an upstream', { upstream, err });
       return;
     }
     this.#compareHeld(upstream);
+  }
+
+  /** Writes the pins this replica holds for `upstream` to a store that has none (unless another replica did first). */
+  async #writeBack(upstream: string): Promise<void> {
+    let restored: UpstreamPins | undefined;
+    let pins: UpstreamPins;
+    try {
+      pins = await this.#deps.store.update(upstream, (_current, stored) => {
+        restored = stored ? undefined : this.#pins.get(upstream);
+        return restored;
+      });
+    } catch (err) {
+      // Kept as held: the next poll tries again.
+      this.#deps.logger.warn('the store had no pins for an upstream this replica holds pins for, and they could not be written back', { upstream, err });
+      return;
+    }
+    this.#wrote(upstream, pins, restored !== undefined);
+  }
+
+  /** The store now holds `pins` for `upstream`; `restored`: they were written back into a store that had none. */
+  #wrote(upstream: string, pins: UpstreamPins, restored: boolean): void {
+    const lost = this.#stored.has(upstream);
+    this.#pins.set(upstream, pins);
+    this.#stored.add(upstream);
+    this.#writes.set(upstream, (this.#writes.get(upstream) ?? 0) + 1);
+    if (!restored) return;
+    const counts = { tools: Object.keys(pins.tools).length, prompts: Object.keys(pins.prompts).length, pending: pendingCount(pins) };
+    if (lost) {
+      // Adopting the empty store would pin every definition listed now, a changed one included, at first sight.
+      this.#deps.logger.error('the pins of an upstream were gone from the store (was it restarted empty or flushed?); the pins this replica holds were written back', {
+        event: 'audit',
+        action: 'pin.restored',
+        upstream,
+        ...counts,
+      });
+    } else {
+      this.#deps.logger.warn('pins this replica decided while the store could not be reached were written to it', { upstream, ...counts });
+    }
   }
 
   #pinsOf(upstream: string): UpstreamPins | Promise<UpstreamPins> {
@@ -177,16 +233,22 @@ export class PinGate {
     let loading = this.#loading.get(upstream);
     if (!loading) {
       const writes = this.#writes.get(upstream);
-      loading = this.#deps.store.read(upstream).then(
-        (pins) => {
+      loading = this.#deps.store.readStored(upstream).then(
+        (stored) => {
+          const pins = stored ?? emptyPins();
           if (this.#writes.get(upstream) !== writes) return this.#pins.get(upstream) ?? pins;
+          if (stored) this.#stored.add(upstream);
           this.#pins.set(upstream, pins);
           return pins;
         },
         (err: unknown) => {
           // Without the store, decisions are made on what this replica records (nothing is lost: it is written on the next change).
           this.#deps.logger.warn('could not read the pins of an upstream; deciding from this replica alone', { upstream, err });
-          return this.#pins.get(upstream) ?? emptyPins();
+          const held = this.#pins.get(upstream);
+          if (held) return held;
+          const none = emptyPins();
+          this.#unread.add(none);
+          return none;
         },
       );
       this.#loading.set(upstream, loading);
@@ -196,10 +258,15 @@ export class PinGate {
   }
 
   /** Writes what was seen into the stored pins (decided again on what is stored now) and reports new drift. */
-  async #record(upstream: string, kind: PinKind, seen: ReadonlyMap<string, Seen>, policy: PinPolicy, now: string, last: boolean): Promise<UpstreamPins> {
+  async #record(upstream: string, kind: PinKind, seen: ReadonlyMap<string, Seen>, policy: PinPolicy, now: string, last: boolean, offline: boolean): Promise<UpstreamPins> {
     const drifts: DriftReport[] = [];
-    const apply = (current: UpstreamPins): UpstreamPins | undefined => {
+    /** Whether the store had no pins while this replica holds some (they are written back, with what was seen). */
+    let restoring = false;
+    const apply = (stored: UpstreamPins, present = true): UpstreamPins | undefined => {
       drifts.length = 0;
+      const held = this.#pins.get(upstream);
+      restoring = !present && held !== undefined && holdsAny(held);
+      const current = restoring ? held! : stored;
       const known = current.listed[kind] === true;
       const entries = { ...current[kind] };
       let changed = false;
@@ -212,21 +279,27 @@ export class PinGate {
         if (outcome.drift) drifts.push({ upstream, kind, name, drift: outcome.drift, digest: s.digest, hidden: s.hidden, mode: policy.mode, ...(pinnedDigest ? { pinnedDigest } : {}) });
       }
       const listedNow = last && !known;
-      if (!changed && !listedNow) return undefined;
+      if (!changed && !listedNow) return restoring ? current : undefined;
       return { ...current, [kind]: entries, ...(listedNow ? { listed: { ...current.listed, [kind]: true } } : {}) };
     };
-    let pins: UpstreamPins;
-    try {
-      pins = await this.#deps.store.update(upstream, apply);
-    } catch (err) {
-      this.#deps.logger.warn('could not write the pins of an upstream; deciding from this replica alone', { upstream, err });
-      pins = apply(this.#pins.get(upstream) ?? emptyPins()) ?? this.#pins.get(upstream) ?? emptyPins();
+    let pins: UpstreamPins | undefined;
+    if (!offline) {
+      try {
+        pins = await this.#deps.store.update(upstream, apply);
+        this.#wrote(upstream, pins, restoring);
+      } catch (err) {
+        this.#deps.logger.warn('could not write the pins of an upstream; deciding from this replica alone', { upstream, err });
+      }
     }
-    this.#pins.set(upstream, pins);
-    this.#writes.set(upstream, (this.#writes.get(upstream) ?? 0) + 1);
+    const written = pins !== undefined;
+    if (pins === undefined) {
+      pins = apply(this.#pins.get(upstream) ?? emptyPins()) ?? this.#pins.get(upstream) ?? emptyPins();
+      this.#pins.set(upstream, pins);
+      this.#writes.set(upstream, (this.#writes.get(upstream) ?? 0) + 1);
+    }
     for (const report of drifts) this.#deps.ondrift?.(report);
-    // Other replicas count what waits, and quarantine, from the store: tell them.
-    if (drifts.length > 0) await this.#deps.store.announce(upstream).catch(() => {});
+    // Other replicas count what waits, and quarantine, from the store: tell them (not written: nothing to read).
+    if (written && drifts.length > 0) await this.#deps.store.announce(upstream).catch(() => {});
     return pins;
   }
 
@@ -269,6 +342,11 @@ export class PinGate {
     this.#held.set(upstream, now);
     if (heldChanged(before, now)) this.#deps.onchange?.(upstream);
   }
+}
+
+/** Whether an upstream's pins hold anything (an item, or a listing recorded). */
+function holdsAny(pins: UpstreamPins): boolean {
+  return Object.keys(pins.tools).length > 0 || Object.keys(pins.prompts).length > 0 || Object.keys(pins.listed).length > 0;
 }
 
 /** Records that `digest` of `key` was listed at `at`, keeping the pinned one and the latest others (DIGESTS_PER_NAME in all). */

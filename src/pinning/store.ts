@@ -19,14 +19,27 @@ export class PinStore {
   }
 
   async read(upstream: string): Promise<UpstreamPins> {
-    return pinsFrom(await this.#store.get(KEY_PREFIX + upstream));
+    return (await this.readStored(upstream)) ?? pinsFrom(undefined);
   }
 
-  /** Applies `change` to the stored pins under the upstream's lock; undefined from it: nothing to write. */
-  async update(upstream: string, change: (pins: UpstreamPins) => UpstreamPins | undefined): Promise<UpstreamPins> {
+  /**
+   * The stored pins, or undefined when the store holds no value for the upstream (never pinned,
+   * or lost: pins are never deleted, so a value that was there and is gone went with the store).
+   */
+  async readStored(upstream: string): Promise<UpstreamPins | undefined> {
+    const value = await this.#store.get(KEY_PREFIX + upstream);
+    return value === undefined ? undefined : pinsFrom(value);
+  }
+
+  /**
+   * Applies `change` to the stored pins under the upstream's lock (`stored`: whether the store
+   * held a value); undefined from it: nothing to write.
+   */
+  async update(upstream: string, change: (pins: UpstreamPins, stored: boolean) => UpstreamPins | undefined): Promise<UpstreamPins> {
     return this.#store.withLock(KEY_PREFIX + upstream, LOCK_TTL_MS, async () => {
-      const pins = await this.read(upstream);
-      const next = change(pins);
+      const stored = await this.readStored(upstream);
+      const pins = stored ?? pinsFrom(undefined);
+      const next = change(pins, stored !== undefined);
       if (next === undefined) return pins;
       await this.#store.set(KEY_PREFIX + upstream, next);
       return next;
