@@ -7,7 +7,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBrowser } from '../helpers/browser.js';
-import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, pkce, reachConsent, startCallbackListener, startFrontDoorGateway, tokenRequest, type FrontDoorParts } from '../helpers/front-door.js';
+import { ACCOUNTS, frontDoorConfig, loginClient, pkce, startCallbackListener, startFrontDoorGateway, signInForTokens, tokenRequest, type FrontDoorParts } from '../helpers/front-door.js';
 import { upstream } from '../helpers/gateway.js';
 import { startIdp } from '../helpers/oidc.js';
 import { freePort } from '../helpers/redis.js';
@@ -55,20 +55,8 @@ function authorizeUrl(params: Record<string, string>): string {
 }
 
 /** Signs `user` in with Chromium and trades the code for tokens. */
-async function signIn(user: string): Promise<Record<string, unknown>> {
-  const { verifier, challenge } = pkce();
-  const { page } = await reachConsent(h.browser, authorizeUrl({ code_challenge: challenge }), user);
-  let answer: URL;
-  try {
-    const answered = h.callback.next();
-    await answerConsent(page, 'approve');
-    answer = await answered;
-  } finally {
-    await page.context().close();
-  }
-  const issued = await tokenRequest(h.origin, { grant_type: 'authorization_code', code: answer.searchParams.get('code')!, code_verifier: verifier, client_id: h.clientId, redirect_uri: h.callback.url });
-  expect(issued.status).toBe(200);
-  return issued.body;
+function signIn(user: string): Promise<Record<string, unknown>> {
+  return signInForTokens(h, user);
 }
 
 async function initialize(token: string): Promise<number> {

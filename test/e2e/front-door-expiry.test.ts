@@ -6,7 +6,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBrowser } from '../helpers/browser.js';
-import { ACCOUNTS, answerConsent, frontDoorConfig, loginClient, pkce, reachConsent, startCallbackListener, startFrontDoorGateway, tokenRequest, type FrontDoorParts } from '../helpers/front-door.js';
+import { ACCOUNTS, frontDoorConfig, loginClient, startCallbackListener, startFrontDoorGateway, signInForTokens, tokenRequest, type FrontDoorParts } from '../helpers/front-door.js';
 import { upstream } from '../helpers/gateway.js';
 import { startIdp } from '../helpers/oidc.js';
 import { freePort } from '../helpers/redis.js';
@@ -41,22 +41,8 @@ afterAll(async () => {
 });
 
 /** Signs `user` in with Chromium and trades the code for tokens. */
-async function signIn(user: string): Promise<Record<string, unknown>> {
-  const { verifier, challenge } = pkce();
-  const url = new URL(`${h.origin}/oauth/authorize`);
-  url.search = new URLSearchParams({ response_type: 'code', client_id: h.clientId, redirect_uri: h.callback.url, code_challenge_method: 'S256', code_challenge: challenge, state: 'st' }).toString();
-  const { page } = await reachConsent(h.browser, url.href, user);
-  let answer: URL;
-  try {
-    const answered = h.callback.next();
-    await answerConsent(page, 'approve');
-    answer = await answered;
-  } finally {
-    await page.context().close();
-  }
-  const issued = await tokenRequest(h.origin, { grant_type: 'authorization_code', code: answer.searchParams.get('code')!, code_verifier: verifier, client_id: h.clientId, redirect_uri: h.callback.url });
-  expect(issued.status).toBe(200);
-  return issued.body;
+function signIn(user: string): Promise<Record<string, unknown>> {
+  return signInForTokens(h, user);
 }
 
 async function initialize(token: string): Promise<Response> {

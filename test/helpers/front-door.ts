@@ -202,6 +202,28 @@ export async function tokenRequest(origin: string, params: Record<string, string
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
+/**
+ * Signs `user` in with the browser through a registered client (PKCE, the consent approved) and
+ * trades the code for tokens: the token response's body (its status must be 200).
+ */
+export async function signInForTokens(parts: FrontDoorParts & { clientId: string }, user: string): Promise<Record<string, unknown>> {
+  const { verifier, challenge } = pkce();
+  const url = new URL(`${parts.origin}/oauth/authorize`);
+  url.search = new URLSearchParams({ response_type: 'code', client_id: parts.clientId, redirect_uri: parts.callback.url, code_challenge_method: 'S256', code_challenge: challenge, state: 'st' }).toString();
+  const { page } = await reachConsent(parts.browser, url.href, user);
+  let answer: URL;
+  try {
+    const answered = parts.callback.next();
+    await answerConsent(page, 'approve');
+    answer = await answered;
+  } finally {
+    await page.context().close();
+  }
+  const issued = await tokenRequest(parts.origin, { grant_type: 'authorization_code', code: answer.searchParams.get('code')!, code_verifier: verifier, client_id: parts.clientId, redirect_uri: parts.callback.url });
+  if (issued.status !== 200) throw new Error(`the token request answered ${issued.status}: ${JSON.stringify(issued.body)}`);
+  return issued.body;
+}
+
 /** A PKCE code verifier and its S256 challenge (RFC 7636 §4.1, §4.2). */
 export function pkce(): { verifier: string; challenge: string } {
   const verifier = randomBytes(32).toString('base64url');
