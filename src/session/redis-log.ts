@@ -8,6 +8,11 @@
 // on a replica, after it let go.
 // Each replica refreshes a short-lived key of its own: a stream whose writer's key is gone will
 // not be written to again. Writes are never waited for; a failed one is logged once per outage.
+// While Redis fails (refuses, or hangs: nothing answers and the connection stays open) nothing is
+// sent but the heartbeat, which finds its return; events are then dropped (at most
+// IN_FLIGHT_BYTES wait unanswered before that), and a stream that lost some is marked once Redis
+// is back, so no replica replays it across them. A client's DELETE is kept until it is written,
+// and a replica that (re)subscribes to ended sessions reads the ends it may have missed.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { JsonRpcId } from '../mcp/jsonrpc.js';
@@ -16,6 +21,10 @@ import { fingerprint, type SharedEvent, type SharedStream, type SharedStreamLog,
 
 /** A replica's liveness key lives this long; refreshed three times as often. */
 const ALIVE_MS = 3_000;
+/** Event data sent and not yet answered past which events are dropped (a hung Redis holds them all). */
+const IN_FLIGHT_BYTES = 8 * 1024 * 1024;
+/** Ends not yet written, and streams that lost events, kept for Redis's return: at most this many each. */
+const MAX_PENDING = 100_000;
 
 /**
  * Appends an event and drops the session's oldest, across its streams, while it holds more than
@@ -53,9 +62,33 @@ redis.call('PEXPIRE', order, ttl)
 redis.call('SET', total, bytes, 'PX', ttl)
 `;
 
+/**
+ * A stream lost events (never written): the newest is recorded as dropped, as the bounds record
+ * theirs, so a resumption from before it is refused; a lost end is written. Only a stream Redis
+ * knows (one whose beginning was lost is unknown to every replica anyway).
+ * KEYS: the stream's hash. ARGV: the newest lost event's seq (0: none), '1' if its end was lost.
+ */
+const LOST = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if tonumber(ARGV[1]) > (tonumber(redis.call('HGET', KEYS[1], 'x')) or 0) then redis.call('HSET', KEYS[1], 'x', ARGV[1]) end
+if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'd', '1') end
+return 1
+`;
+
 type ScriptedRedis = Redis & {
   streamLogAppend(list: string, meta: string, order: string, total: string, stream: string, seq: string, data: string, events: string, bytes: string, ttlMs: string, base: string): Promise<unknown>;
+  streamLogLost(meta: string, seq: string, done: string): Promise<unknown>;
 };
+
+/** What becomes of one write: its event data's size, and what follows its outcome. */
+interface WriteOptions {
+  bytes?: number;
+  /** The heartbeat: sent while Redis fails, to find its return. */
+  probe?: boolean;
+  written?: () => void;
+  /** Not sent, or failed. */
+  lost?: () => void;
+}
 
 export interface RedisStreamLogOptions {
   url: string;
@@ -67,6 +100,8 @@ export interface RedisStreamLogOptions {
   /** Keys expire this long after their stream's last write. */
   ttlMs: number;
   logger: Logger;
+  /** Event data sent and not yet answered past which events are dropped; IN_FLIGHT_BYTES unless given. */
+  maxInFlightBytes?: number;
 }
 
 export class RedisStreamLog implements SharedStreamLog {
@@ -84,11 +119,30 @@ export class RedisStreamLog implements SharedStreamLog {
    * (at the heartbeat).
    */
   readonly #held = new Map<string, { keys: string[]; renewedAt: number }>();
+  /** Ends (by fingerprint) not yet written, with when each may be forgotten: written once Redis answers. */
+  readonly #unwritten = new Map<string, number>();
+  /** Streams (by their hash's key) that lost events or their end while Redis failed: marked once it answers. */
+  readonly #lost = new Map<string, { seq: number; done: boolean }>();
   #failing = false;
+  /** Whether the connection was ever ready (before, a write not sent is nothing to report). */
+  #wasReady = false;
+  /** Event data sent and not yet answered (or timed out), and how much of it may be. */
+  #inFlight = 0;
+  readonly #maxInFlight: number;
+  /** Events not written since Redis last came back. */
+  #eventsLost = 0;
+  /** Writes of ends under way (ends not yet written are sent again only once none is). */
+  #endsInFlight = 0;
+  /** Subscriptions made to ended sessions; ends written while none was active may have been missed. */
+  #subscriptions = 0;
+  #behind = false;
+  #catchingUp = false;
+  #closed = false;
 
   constructor(options: RedisStreamLogOptions) {
     // Redis takes whole milliseconds only (a key written with another would never expire).
     this.#options = { ...options, ttlMs: Math.max(1, Math.ceil(options.ttlMs)) };
+    this.#maxInFlight = options.maxInFlightBytes ?? IN_FLIGHT_BYTES;
     this.#redis = new Redis(options.url, {
       enableAutoPipelining: true,
       enableOfflineQueue: false,
@@ -98,23 +152,32 @@ export class RedisStreamLog implements SharedStreamLog {
       retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
     }) as ScriptedRedis;
     this.#redis.defineCommand('streamLogAppend', { numberOfKeys: 4, lua: APPEND });
+    this.#redis.defineCommand('streamLogLost', { numberOfKeys: 1, lua: LOST });
     this.#redis.on('error', () => {}); // reported through #failed, once per outage
-    this.#redis.on('ready', () => this.#heartbeat());
+    this.#redis.on('ready', () => {
+      this.#wasReady = true;
+      this.#heartbeat();
+    });
     this.#alive = setInterval(() => this.#heartbeat(), ALIVE_MS / 3);
     this.#alive.unref();
-    this.#ends = this.#redis.duplicate({ enableOfflineQueue: true });
+    // Subscribed on every connection (not resubscribed by ioredis), so the ends missed meanwhile are read after.
+    this.#ends = this.#redis.duplicate({ enableOfflineQueue: true, autoResubscribe: false });
     this.#ends.on('error', () => {});
     this.#ends.on('message', (_channel: string, ended: string) => this.onSessionEnded?.(ended));
-    this.#ends.subscribe(this.#endsChannel()).catch(() => {}); // retried on reconnect by ioredis
+    this.#ends.on('ready', () => void this.#subscribe());
   }
 
   endSession(session: string, forMs: number): void {
     const ended = fingerprint(session);
-    this.#write(this.#redis.multi().set(this.#endedKey(ended), '1', 'PX', Math.max(1, Math.ceil(forMs))).publish(this.#endsChannel(), ended));
+    this.#unwritten.delete(ended);
+    this.#unwritten.set(ended, Date.now() + forMs);
+    if (this.#unwritten.size > MAX_PENDING) this.#unwritten.delete(this.#unwritten.keys().next().value!);
+    this.#writeEnd(ended);
   }
 
   async sessionEnded(session: string): Promise<boolean> {
-    // Without Redis a takeover goes on (the replica's own memory of ended ids still holds).
+    // Without Redis a takeover goes on (the replica's own memory of ended ids still holds), and
+    // the session is let go once Redis is back with an end written meanwhile (#writeEnd, #catchUp).
     return (await this.#redis.exists(this.#endedKey(fingerprint(session))).catch(() => 0)) === 1;
   }
 
@@ -125,15 +188,15 @@ export class RedisStreamLog implements SharedStreamLog {
 
   append(session: string, stream: string, seq: number, data: string): void {
     const base = this.#sessionKey(session);
+    const meta = `${base}${stream}:m`;
     const { events, bytes, ttlMs } = this.#options;
-    this.#write({
-      exec: () => this.#redis.streamLogAppend(`${base}${stream}:e`, `${base}${stream}:m`, `${base}order`, `${base}bytes`, stream, String(seq), data, String(events), String(bytes), String(ttlMs), base),
-    });
+    const batch = { exec: () => this.#redis.streamLogAppend(`${base}${stream}:e`, meta, `${base}order`, `${base}bytes`, stream, String(seq), data, String(events), String(bytes), String(ttlMs), base) };
+    this.#write(batch, { bytes: data.length, lost: () => this.#lose(meta, seq, false) });
   }
 
   end(session: string, stream: string): void {
     const meta = this.#key(session, stream, 'm');
-    this.#write(this.#redis.multi().hset(meta, 'd', '1').pexpire(meta, this.#options.ttlMs));
+    this.#write(this.#redis.multi().hset(meta, 'd', '1').pexpire(meta, this.#options.ttlMs), { lost: () => this.#lose(meta, 0, true) });
   }
 
   hold(session: string, stream: string, held: boolean): void {
@@ -158,6 +221,7 @@ export class RedisStreamLog implements SharedStreamLog {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     clearInterval(this.#alive);
     await this.#ends.quit().catch(() => this.#ends.disconnect());
     // Writes already sent are flushed; the replica's liveness key goes with it.
@@ -187,38 +251,140 @@ export class RedisStreamLog implements SharedStreamLog {
   }
 
   #heartbeat(): void {
+    void this.#catchUp();
     if (this.#redis.status !== 'ready') return;
     const batch = this.#redis.multi().set(this.#aliveKey(this.#replica), '1', 'PX', ALIVE_MS);
     const { ttlMs } = this.#options;
     const now = Date.now();
-    for (const [meta, held] of this.#held) {
+    // While Redis fails it is only a probe: the streams held are renewed once it answers.
+    for (const [meta, held] of this.#failing ? [] : this.#held) {
       // Renewed a heartbeat before half its TTL has gone (one heartbeat may come late).
       if (now - held.renewedAt < ttlMs / 2 - ALIVE_MS / 3) continue;
       held.renewedAt = now;
       batch.pexpire(meta, ttlMs);
       for (const key of held.keys) batch.pexpire(key, ttlMs);
     }
-    this.#write(batch);
+    this.#write(batch, { probe: true, written: () => this.#flush() });
   }
 
-  #write(batch: { exec(): Promise<unknown> }): void {
+  /**
+   * Sends a write, unless Redis fails (refused, or not answering: only the heartbeat's probe goes
+   * then) or has not answered IN_FLIGHT_BYTES of event data already (hung, or far behind).
+   */
+  #write(batch: { exec(): Promise<unknown> }, options: WriteOptions = {}): void {
+    const bytes = options.bytes ?? 0;
     const { status } = this.#redis;
-    if (status === 'connecting' || status === 'connect') return; // not yet: nothing to report
-    if (status !== 'ready') return this.#failed(new Error(`Redis ${status}`));
+    let refused: Error | undefined;
+    if (status !== 'ready') refused = new Error(`Redis ${status}`);
+    else if (this.#failing && !options.probe) refused = new Error('Redis failing');
+    else if (this.#inFlight > 0 && this.#inFlight + bytes > this.#maxInFlight) refused = new Error(`Redis has not answered ${this.#inFlight} bytes of events`);
+    if (refused) {
+      options.lost?.();
+      // Before the connection was ever ready, there is nothing to report yet.
+      if (this.#wasReady || status === 'ready') this.#failed(refused);
+      return;
+    }
+    this.#inFlight += bytes;
     batch.exec().then(
       () => {
-        if (!this.#failing) return;
-        this.#failing = false;
-        this.#options.logger.warn('Redis reachable again; the replay log is shared again');
+        this.#inFlight -= bytes;
+        if (this.#failing) this.#recovered();
+        options.written?.();
       },
-      (err: unknown) => this.#failed(err),
+      (err: unknown) => {
+        this.#inFlight -= bytes;
+        options.lost?.();
+        this.#failed(err);
+      },
     );
   }
 
   #failed(err: unknown): void {
     if (this.#failing) return;
     this.#failing = true;
-    this.#options.logger.error('Redis unreachable; SSE events are replayed only by the replica that sent them until it is back', { err });
+    this.#options.logger.error('Redis unreachable or not answering; SSE events are replayed only by the replica that sent them, and client DELETEs reach the other replicas, once it is back', { err });
+  }
+
+  #recovered(): void {
+    this.#failing = false;
+    this.#options.logger.warn('Redis reachable again; the replay log is shared again', { eventsLost: this.#eventsLost, endsToWrite: this.#unwritten.size, streamsToMark: this.#lost.size });
+    this.#eventsLost = 0;
+    this.#flush();
+  }
+
+  /** A stream's event (or its end) was not written: marked as lost once Redis answers. */
+  #lose(meta: string, seq: number, done: boolean): void {
+    if (seq > 0) this.#eventsLost++;
+    const known = this.#lost.get(meta);
+    this.#lost.delete(meta);
+    this.#lost.set(meta, { seq: Math.max(seq, known?.seq ?? 0), done: done || known?.done === true });
+    if (this.#lost.size > MAX_PENDING) this.#lost.delete(this.#lost.keys().next().value!);
+  }
+
+  /** Writes what waited for Redis: the streams' losses first (before any later event of theirs), then the ends. */
+  #flush(): void {
+    if (this.#failing || this.#redis.status !== 'ready') return;
+    const lost = [...this.#lost];
+    this.#lost.clear();
+    for (const [meta, { seq, done }] of lost) {
+      this.#write({ exec: () => this.#redis.streamLogLost(meta, String(seq), done ? '1' : '0') }, { lost: () => this.#lose(meta, seq, done) });
+    }
+    if (this.#endsInFlight > 0) return;
+    for (const ended of [...this.#unwritten.keys()]) this.#writeEnd(ended);
+  }
+
+  /** Writes an end (and tells the replicas subscribed): kept until written, or until no replica would open the id anyway. */
+  #writeEnd(ended: string): void {
+    const until = this.#unwritten.get(ended);
+    if (until === undefined) return;
+    const left = Math.ceil(until - Date.now());
+    if (left <= 0) return void this.#unwritten.delete(ended);
+    const settled = (): void => void this.#endsInFlight--;
+    this.#endsInFlight++;
+    this.#write(this.#redis.multi().set(this.#endedKey(ended), '1', 'PX', left).publish(this.#endsChannel(), ended), {
+      written: () => {
+        settled();
+        if (this.#unwritten.get(ended) === until) this.#unwritten.delete(ended);
+      },
+      lost: settled,
+    });
+  }
+
+  async #subscribe(): Promise<void> {
+    try {
+      await this.#ends.subscribe(this.#endsChannel());
+    } catch {
+      // Not answered in time: tried again while the connection lasts (a new one subscribes anew).
+      if (!this.#closed && this.#ends.status === 'ready') setTimeout(() => void this.#subscribe(), ALIVE_MS / 3).unref();
+      return;
+    }
+    this.#subscriptions++;
+    this.#behind = true;
+    await this.#catchUp();
+  }
+
+  /**
+   * Ends written while this replica was not subscribed (its connection or Redis was down, or it
+   * was not running) are read from their keys, now that it is: it then misses none.
+   */
+  async #catchUp(): Promise<void> {
+    if (!this.#behind || this.#catchingUp || this.#redis.status !== 'ready') return;
+    this.#catchingUp = true;
+    const subscription = this.#subscriptions;
+    const head = this.#endedKey('');
+    try {
+      let cursor = '0';
+      do {
+        const [next, keys] = await this.#redis.scan(cursor, 'MATCH', `${head.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
+        for (const key of keys) this.onSessionEnded?.(key.slice(head.length));
+        cursor = next;
+      } while (cursor !== '0');
+      if (subscription === this.#subscriptions) this.#behind = false;
+    } catch {
+      // Read again at the next heartbeat.
+    } finally {
+      this.#catchingUp = false;
+    }
   }
 }
 

@@ -36,6 +36,8 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
    * and no replica opens it anyway: such an id must not bring its session back.
    */
   readonly #ended = new Map<string, number>();
+  /** The ids of the sessions held here by hash (with `fleet`): how another replica's end names them. */
+  readonly #byFingerprint = new Map<string, string>();
   readonly #options: SessionStoreOptions;
   readonly #now: () => number;
   #sweeper: NodeJS.Timeout | undefined;
@@ -54,11 +56,16 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
     await this.delete(id, 'session ended by client');
   }
 
-  /** Another replica's client DELETE: the session goes here too; its upstream sessions were ended there. */
+  /**
+   * Another replica's client DELETE: the session goes here too (its upstream sessions were ended
+   * there), and held here or not, its id is remembered as ended: no takeover here opens it again,
+   * not while Redis is unreachable nor after it restarted without it. Remembered sessions.maxAge
+   * from now: no less than the id has left (its hash does not say when the session began).
+   */
   async #endedElsewhere(ended: string): Promise<void> {
-    for (const { session } of this.#sessions.values()) {
-      if (fingerprint(session.id) === ended) return this.delete(session.id, 'session ended by client', { keepUpstreams: true });
-    }
+    const id = this.#byFingerprint.get(ended);
+    if (id !== undefined && this.#sessions.has(id)) return this.delete(id, 'session ended by client', { keepUpstreams: true });
+    this.#remember(ended, this.#now() + this.#options.maxAgeMs);
   }
 
   /** Whether a session that began at `startedAt` (its id's `iat`) has lived sessions.maxAge: no replica opens it. */
@@ -95,6 +102,7 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
   create(info: SessionInfo, id = randomBytes(24).toString('base64url'), delivery?: Delivery, startedAt = this.#now()): DownstreamSession<C> {
     const session = new DownstreamSession<C>(id, info, this.#now(), this.#options.replay, delivery, this.#options.fleet);
     this.#sessions.set(session.id, { session, startedAt });
+    if (this.#options.fleet) this.#byFingerprint.set(fingerprint(session.id), session.id);
     const key = info.principal ?? '';
     this.#perPrincipal.set(key, (this.#perPrincipal.get(key) ?? 0) + 1);
     return session;
@@ -128,8 +136,8 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
     return until !== undefined && until > this.#now();
   }
 
-  /** Remembers a self-describing id as ended until `until` (random ids are never opened again anyway). */
-  #remember(id: string, until: number): void {
+  /** Remembers a self-describing id (by hash) as ended until `until` (random ids are never opened again anyway). */
+  #remember(ended: string, until: number): void {
     if (!this.#options.fleet || until <= this.#now()) return;
     if (this.#ended.size >= MAX_ENDED) {
       for (const [key, expires] of this.#ended) {
@@ -137,7 +145,7 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
         if (this.#ended.size < MAX_ENDED * 0.9) break;
       }
     }
-    this.#ended.set(fingerprint(id), until);
+    this.#ended.set(ended, until);
   }
 
   /** Gives a session its final id (the sealed token, known once its upstreams are open). */
@@ -145,8 +153,17 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
     const held = this.#sessions.get(session.id);
     if (held?.session !== session) return;
     this.#sessions.delete(session.id);
+    this.#forget(session.id);
     session.id = id;
     this.#sessions.set(id, held);
+    if (this.#options.fleet) this.#byFingerprint.set(fingerprint(id), id);
+  }
+
+  /** The session by this id is no longer held here: another replica's end of it has nothing to find. */
+  #forget(id: string): void {
+    if (!this.#options.fleet) return;
+    const ended = fingerprint(id);
+    if (this.#byFingerprint.get(ended) === id) this.#byFingerprint.delete(ended);
   }
 
   /** Sessions open for `principal`. */
@@ -168,7 +185,8 @@ export class SessionStore<C extends UpstreamLink = UpstreamLink> {
     if (!held) return;
     const { session } = held;
     this.#sessions.delete(id);
-    if (options.remember !== false) this.#remember(id, this.#endsAt(held));
+    this.#forget(id);
+    if (options.remember !== false && this.#options.fleet) this.#remember(fingerprint(id), this.#endsAt(held));
     const key = session.info.principal ?? '';
     const left = (this.#perPrincipal.get(key) ?? 1) - 1;
     if (left > 0) this.#perPrincipal.set(key, left);
