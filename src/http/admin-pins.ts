@@ -1,7 +1,8 @@
 // /admin/pins: operators read and decide pinned tool definitions over HTTP. Served only when auth
-// is on; a principal needs one of auth.admin.scopes (403 otherwise). GET lists every pin and the
-// diff of each definition waiting; POST { action, upstream, name, kind?, digest? } approves or
-// rejects one, recorded as decided by the principal.
+// is on; a principal needs one of auth.admin.scopes (403 with an insufficient_scope challenge
+// otherwise). GET lists every pin and the diff of each definition waiting; POST { action,
+// upstream, name, kind?, digest? } approves or rejects one, recorded as decided by the principal;
+// any other method gets 405.
 import type { IncomingMessage } from 'node:http';
 import type { Context, Hono } from 'hono';
 import type { Principal } from '../auth/principal.js';
@@ -20,8 +21,16 @@ export interface AdminPinsDeps {
   authenticate: (c: Context) => Principal | Response | Promise<Principal | Response>;
 }
 
-function problem(status: 400 | 403 | 404 | 409 | 413, error: string, message: string): Response {
-  return Response.json({ error, message }, { status });
+function problem(status: 400 | 403 | 404 | 405 | 409 | 413, error: string, message: string, headers?: Record<string, string>): Response {
+  return Response.json({ error, message }, { status, ...(headers ? { headers } : {}) });
+}
+
+/** RFC 6750 §3.1, as the MCP endpoint answers a token without the scope it needs. */
+function insufficientScope(scopes: readonly string[]): Response {
+  const quoted = (value: string): string => `"${value.replace(/["\\]/g, '')}"`;
+  const message = `needs one of the scopes ${scopes.join(', ')}`;
+  const challenge = `Bearer error="insufficient_scope", scope=${quoted(scopes.join(' '))}, error_description=${quoted(`the principal lacks ${message.slice('needs '.length)}`)}`;
+  return problem(403, 'forbidden', message, { 'www-authenticate': challenge });
 }
 
 /** Set by @hono/node-server: the Node request, read directly for the body. */
@@ -32,7 +41,7 @@ export function mountAdminPins<E extends Bound>(app: Hono<E>, deps: AdminPinsDep
     const principal = await deps.authenticate(c);
     if (principal instanceof Response) return principal;
     const scopes = deps.scopes();
-    if (!principal.scopes.some((scope) => scopes.includes(scope))) return problem(403, 'forbidden', `needs one of the scopes ${scopes.join(', ')}`);
+    if (!principal.scopes.some((scope) => scopes.includes(scope))) return insufficientScope(scopes);
     return principal;
   };
 
@@ -64,4 +73,7 @@ export function mountAdminPins<E extends Bound>(app: Hono<E>, deps: AdminPinsDep
     if (typeof outcome === 'string') return problem(outcome.startsWith('no upstream') || outcome.startsWith('nothing') ? 404 : 409, 'not_decided', outcome);
     return c.json({ decided: action, upstream, kind, name, by: principal.id, pins: await deps.operations.list(upstream) });
   });
+
+  // Any other method (HEAD is served by GET): the resource exists, the method does not (RFC 9110 §15.5.6).
+  app.all(ADMIN_PINS_PATH, () => problem(405, 'method_not_allowed', 'use GET or POST', { allow: 'GET, POST' }));
 }

@@ -45,8 +45,23 @@ export async function runPinsCommand(args: readonly string[], io: PinsCommandIo)
     io.warn(PINS_USAGE);
     return 2;
   }
+  const deciding = command === 'approve' || command === 'reject';
+  const upstream = positionals[0];
+  if (deciding && values.all && positionals.length > 1) {
+    io.warn(`switchyard: give either names or --all, not both\n${PINS_USAGE}`);
+    return 2;
+  }
+  if (deciding && (upstream === undefined || (positionals.length < 2 && !values.all))) {
+    io.warn(PINS_USAGE);
+    return 2;
+  }
   const file = resolve(values.config);
   const config = await io.load(file);
+  // As a decision on a name of it says (PinOperations.decide), and before --all lists nothing of it.
+  if (deciding && !Object.hasOwn(config.upstreams, upstream!)) {
+    io.warn(`switchyard: no upstream is named ${upstream}`);
+    return 1;
+  }
   const opener = credentialStoreOpener(config, silentLogger, (path) => resolve(dirname(file), path));
   if (!opener || opener.where === 'memory') {
     io.warn(`switchyard: ${file} keeps pins in each gateway's memory (no \`credentials.store\` file or Redis): decide them at the gateway's /admin/pins`);
@@ -80,16 +95,11 @@ export async function runPinsCommand(args: readonly string[], io: PinsCommandIo)
         return 0;
       }
       default: {
-        const upstream = positionals[0];
         const kind: PinKind = values.prompt ? 'prompts' : 'tools';
         const names = values.all ? (await operations.list(upstream)).filter((r) => r.kind === kind && r.state === 'pending').map((r) => r.name) : positionals.slice(1);
-        if (upstream === undefined || (names.length === 0 && !values.all)) {
-          io.warn(PINS_USAGE);
-          return 2;
-        }
         let failed = 0;
         for (const name of names) {
-          const outcome = await operations.decide(upstream, { kind, name, ...(values.digest ? { digest: values.digest } : {}) }, command as 'approve' | 'reject', by);
+          const outcome = await operations.decide(upstream!, { kind, name, ...(values.digest ? { digest: values.digest } : {}) }, command as 'approve' | 'reject', by);
           if (typeof outcome === 'string') {
             io.warn(`switchyard: ${outcome}`);
             failed++;

@@ -71,12 +71,21 @@ export class PinOperations {
   /** Approves or rejects what waits; a string says why it was not done. */
   async decide(upstream: string, target: DecisionTarget, decision: Decision, by: string): Promise<UpstreamPins | string> {
     if (!this.#upstreams().includes(upstream)) return `no upstream is named ${upstream}`;
-    const before = (await this.store.read(upstream))[target.kind][target.name]?.pending;
     const outcome = await this.store.decide(upstream, target, decision, by);
-    if (typeof outcome !== 'string') {
-      this.#audit?.({ action: decision === 'approve' ? 'pin.approved' : 'pin.rejected', upstream, kind: target.kind, name: target.name, by, ...(before ? { digest: before.digest, drift: before.drift } : {}) });
-    }
-    return outcome;
+    if (typeof outcome === 'string') return outcome;
+    // What was decided, as the store held it under its lock (not a read made before it).
+    const { pinned, pending } = outcome.decided;
+    this.#audit?.({
+      action: decision === 'approve' ? 'pin.approved' : 'pin.rejected',
+      upstream,
+      kind: target.kind,
+      name: target.name,
+      by,
+      ...(pending ? { digest: pending.digest, drift: pending.drift } : {}),
+      ...(pinned ? { pinnedDigest: pinned.digest } : {}),
+      ...(pending && pending.hidden.length > 0 ? { hidden: pending.hidden } : {}),
+    });
+    return outcome.pins;
   }
 }
 

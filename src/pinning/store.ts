@@ -4,7 +4,13 @@
 // memory and file stores reach their own process only).
 import type { CredentialStore } from '../credentials/store.js';
 import { decide, type Decision, type DecisionTarget } from './approval.js';
-import { pinsFrom, type UpstreamPins } from './rules.js';
+import { pinsFrom, type PinEntry, type UpstreamPins } from './rules.js';
+
+/** A decision made: the pins after it, and the entry as it was when decided (under the lock). */
+export interface Decided {
+  pins: UpstreamPins;
+  decided: PinEntry;
+}
 
 const KEY_PREFIX = 'pins:';
 const CHANNEL = 'switchyard:pins';
@@ -46,17 +52,23 @@ export class PinStore {
     });
   }
 
-  /** An operator's decision, stored and announced to every replica; a string says why it was not made. */
-  async decide(upstream: string, target: DecisionTarget, decision: Decision, by: string): Promise<UpstreamPins | string> {
+  /**
+   * An operator's decision, stored and announced to every replica; a string says why it was not
+   * made. Without a digest it applies to whatever waits when the lock is held, which may be newer
+   * than what the operator listed: `decided` is that entry, read under the lock, for the audit.
+   */
+  async decide(upstream: string, target: DecisionTarget, decision: Decision, by: string): Promise<Decided | string> {
     let refusal: string | undefined;
+    let decided: PinEntry | undefined;
     const pins = await this.update(upstream, (current) => {
       const next = decide(current, target, decision, by, new Date().toISOString());
       if (typeof next === 'string') refusal = next;
+      else decided = current[target.kind][target.name];
       return typeof next === 'string' ? undefined : next;
     });
-    if (refusal !== undefined) return refusal;
+    if (refusal !== undefined || decided === undefined) return refusal ?? `nothing of ${target.kind} ${target.name} waits for approval`;
     await this.announce(upstream);
-    return pins;
+    return { pins, decided };
   }
 
   /** Tells every replica sharing the store that `upstream`'s pins changed. */
