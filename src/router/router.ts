@@ -238,6 +238,17 @@ export class Router {
     return target;
   }
 
+  /**
+   * The URI a resource the session may see is exposed under (namespaced), however the client
+   * named it (bare, as its upstream wrote it, or namespaced); undefined when it is unknown.
+   * One spelling per resource: what a subscriptions/listen holds and matches updates by.
+   */
+  async exposedResourceUri(session: DownstreamSession, uri: string, context: RequestContext): Promise<string | undefined> {
+    const call: Call = { session, context, signal: new AbortController().signal, record: { started: performance.now() } };
+    const target = await this.#visibleResource(call, uri).catch(() => undefined);
+    return target && this.#deps.catalog.codec.exposeUri(target.client.name, target.uri);
+  }
+
   /** The upstream and original URI of a resource (or template) the session may see. */
   async #visibleResource(call: Call, uri: string): Promise<{ client: UpstreamClient; uri: string }> {
     const { session } = call;

@@ -57,4 +57,83 @@ describe('SharedHolds', () => {
     expect([...holds.holders('y')]).toEqual(['stays']);
     expect([...holds.keys()]).toEqual(['y']);
   });
+
+  // Per-key ordering: the child must never see a closing after a newer holder's opening.
+  const controllable = () => {
+    const calls: string[] = [];
+    const answers: (() => void)[] = [];
+    const call = (name: string) => () => {
+      calls.push(name);
+      return new Promise<void>((resolve) => answers.push(resolve));
+    };
+    const answerAll = async () => {
+      for (let i = 0; i < 10; i++) {
+        answers.splice(0).forEach((answer) => answer());
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    };
+    return { calls, call, answerAll };
+  };
+
+  it('cancels a close not yet sent when a new holder arrives while the opening is in flight', async () => {
+    const holds = new SharedHolds<string, string>();
+    const { calls, call, answerAll } = controllable();
+    const a = holds.hold('u', 'a', call('subscribe a'));
+    const closed = holds.release('u', 'a', call('unsubscribe a'));
+    const b = holds.hold('u', 'b', call('subscribe b'));
+    await answerAll();
+    await Promise.all([a, b, closed]);
+    // One opening shared, no closing: b holds a live subscription.
+    expect(calls).toEqual(['subscribe a']);
+    expect([...holds.holders('u')]).toEqual(['b']);
+    expect([...holds.keys()]).toEqual(['u']);
+  });
+
+  it('opens again only after a close already sent has answered', async () => {
+    const holds = new SharedHolds<string, string>();
+    const { calls, call, answerAll } = controllable();
+    await Promise.all([holds.hold('u', 'a', call('subscribe a')), answerAll()]);
+    const closed = holds.release('u', 'a', call('unsubscribe a'));
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(calls).toEqual(['subscribe a', 'unsubscribe a']);
+    const b = holds.hold('u', 'b', call('subscribe b'));
+    expect([...holds.holders('u')]).toEqual(['b']);
+    await Promise.resolve();
+    expect(calls).toEqual(['subscribe a', 'unsubscribe a']);
+    await answerAll();
+    await Promise.all([b, closed]);
+    expect(calls).toEqual(['subscribe a', 'unsubscribe a', 'subscribe b']);
+    expect([...holds.holders('u')]).toEqual(['b']);
+    // b's own release still closes it.
+    const last = holds.release('u', 'b', call('unsubscribe b'));
+    await answerAll();
+    await last;
+    expect(calls.at(-1)).toBe('unsubscribe b');
+    expect(holds.size).toBe(0);
+  });
+
+  it('never ends closed while someone holds, whatever the interleaving of hold and release', async () => {
+    const holds = new SharedHolds<string, string>();
+    const { calls, call, answerAll } = controllable();
+    // a: hold, release; b: hold; a again: hold, release; all before any answer.
+    const pending = [holds.hold('u', 'a', call('subscribe')), holds.release('u', 'a', call('unsubscribe'))];
+    pending.push(holds.hold('u', 'b', call('subscribe')));
+    pending.push(holds.hold('u', 'a', call('subscribe')), holds.release('u', 'a', call('unsubscribe')));
+    await answerAll();
+    await Promise.all(pending);
+    expect(calls.at(-1)).toBe('subscribe');
+    expect([...holds.holders('u')]).toEqual(['b']);
+  });
+
+  it('lists no key whose last holder let go while its close is pending', async () => {
+    const holds = new SharedHolds<string, string>();
+    const { call, answerAll } = controllable();
+    await Promise.all([holds.hold('u', 'a', call('subscribe')), answerAll()]);
+    const closed = holds.release('u', 'a', call('unsubscribe'));
+    expect([...holds.keys()]).toEqual([]);
+    expect(holds.size).toBe(0);
+    await answerAll();
+    await closed;
+  });
 });

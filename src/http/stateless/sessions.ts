@@ -67,6 +67,8 @@ interface Listener {
   id: JsonRpcId;
   filter: JsonObject;
   sink: RequestSink;
+  /** The resources it holds, each by the one URI the gateway exposes it under (namespaced), as updates carry it. */
+  readonly resources: Set<string>;
 }
 
 /** What the gateway keeps with one session it holds for 2026-07-28 clients. */
@@ -77,7 +79,7 @@ interface Held {
   readonly running: Set<RoundTrip>;
   /** Its subscriptions/listen streams. */
   readonly listeners: Set<Listener>;
-  /** Resource URIs (as the client sees them) subscribed upstream, held for the listeners that asked. */
+  /** Resources subscribed upstream, by exposed (namespaced) URI, held for the listeners that asked. */
   readonly resources: SharedHolds<string, Listener>;
 }
 
@@ -319,17 +321,25 @@ export class StatelessSessions {
     if (filter.resourcesListChanged === true && announces('resources')) agreed.resourcesListChanged = true;
     const uris = Array.isArray(filter.resourceSubscriptions) ? filter.resourceSubscriptions.filter((u): u is string => typeof u === 'string') : [];
     const held = this.#held.get(session)!;
-    const listener: Listener = { id, filter: agreed, sink };
-    // Held before the upstream answers, so a concurrent listen for the same URI waits for the
-    // same subscription rather than making (and later dropping) its own. A URI that could not
-    // be subscribed is not held by this listener.
+    const listener: Listener = { id, filter: agreed, sink, resources: new Set() };
+    // Each URI is held by the one spelling the gateway exposes it under (a bare one resolved to
+    // the upstream that serves it, as a resources/subscribe resolves it), so two listens naming
+    // it bare and namespaced share one subscription and both hear its updates. Held before the
+    // upstream answers, so a concurrent listen for the same resource waits for the same
+    // subscription rather than making (and later dropping) its own. A URI that could not be
+    // subscribed is not held by this listener.
     const subscribe = async (uri: string): Promise<boolean> => {
+      const exposed = await this.#deps.router.exposedResourceUri(session, uri, this.#internal(session, caller));
+      if (exposed === undefined) return false;
       const refused = new Error('subscription refused');
       const open = async (): Promise<void> => {
-        if (!(await this.#subscription(session, 'resources/subscribe', uri, caller))) throw refused;
+        if (!(await this.#subscription(session, 'resources/subscribe', exposed, caller))) throw refused;
       };
-      return held.resources.hold(uri, listener, open).then(
-        () => true,
+      return held.resources.hold(exposed, listener, open).then(
+        () => {
+          listener.resources.add(exposed);
+          return true;
+        },
         () => false,
       );
     };
@@ -353,7 +363,7 @@ export class StatelessSessions {
       session.end(internalId, signal);
       uncount();
       held.listeners.delete(listener);
-      for (const uri of subscribed) {
+      for (const uri of listener.resources) {
         void held.resources.release(uri, listener, () => (session.closed ? undefined : this.#subscription(session, 'resources/unsubscribe', uri, caller)));
       }
       this.release(session);
@@ -391,12 +401,13 @@ export class StatelessSessions {
     const listeners = this.#held.get(session)?.listeners;
     if (!listeners) return;
     const flag = listChangeOf(message.method)?.listenFlag;
-    const wanted = (filter: JsonObject): boolean => {
+    const wanted = (filter: JsonObject, resources: ReadonlySet<string>): boolean => {
       if (flag !== undefined) return filter[flag] === true;
-      return message.method === 'notifications/resources/updated' && Array.isArray(filter.resourceSubscriptions) && filter.resourceSubscriptions.includes(message.params?.uri ?? null);
+      // Updates carry the exposed URI, the one the listen holds the resource by (any spelling it named).
+      return message.method === 'notifications/resources/updated' && typeof message.params?.uri === 'string' && resources.has(message.params.uri);
     };
     for (const listener of listeners) {
-      if (!wanted(listener.filter)) continue;
+      if (!wanted(listener.filter, listener.resources)) continue;
       listener.sink.notify(notification(message.method, { ...message.params, _meta: { ...metaOf(message.params), [META.subscriptionId]: listener.id } }));
     }
   }
