@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { decodeJwt } from 'jose';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
-import { TOKEN_EXCHANGE_GRANT } from '../helpers/oidc-exchange.js';
+import { EXCHANGE_LOGIN, exchangeClients } from '../helpers/oidc-exchange.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startWikiUpstream, type WikiUpstream } from '../helpers/wiki-upstream.js';
 import { connectClient, startGateway, textOf, type TestGateway } from '../helpers/gateway.js';
@@ -26,14 +26,13 @@ let h: Harness;
 beforeAll(async () => {
   const idp = await startIdp({
     clients: [
-      { client_id: 'host', token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], redirect_uris: ['http://127.0.0.1/callback'] },
-      { client_id: 'switchyard', client_secret: 'switchyard-secret-of-the-login', token_endpoint_auth_method: 'client_secret_basic', grant_types: [TOKEN_EXCHANGE_GRANT], response_types: [], redirect_uris: [] },
+      ...exchangeClients(),
     ],
     exchange: { subjectAudiences: [GATEWAY], targets: { 'api://wiki': { scope: 'wiki.read' }, 'api://intranet': { scope: 'intranet.read' } } },
   });
   const [wiki, intranet, redis] = await Promise.all([startWikiUpstream(idp.issuer, 'api://wiki'), startWikiUpstream(idp.issuer, 'api://intranet'), startRedis()]);
   const config = {
-    auth: { oauth: { issuer: idp.issuer, jwksUri: `${idp.issuer}/jwks`, resource: GATEWAY, algorithms: ['RS256'], login: { clientId: 'switchyard', clientSecret: 'switchyard-secret-of-the-login' } } },
+    auth: { oauth: { issuer: idp.issuer, jwksUri: `${idp.issuer}/jwks`, resource: GATEWAY, algorithms: ['RS256'], login: EXCHANGE_LOGIN } },
     credentials: { key: KEY, store: { redis: { url: redis.url, prefix: redis.prefix } } },
     upstreams: {
       wiki: { http: { url: wiki.url, tokenExchange: { audience: 'api://wiki', scopes: ['wiki.read'] } } },

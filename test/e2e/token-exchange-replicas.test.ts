@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
-import { TOKEN_EXCHANGE_GRANT } from '../helpers/oidc-exchange.js';
+import { EXCHANGE_LOGIN, exchangeClients } from '../helpers/oidc-exchange.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startWikiUpstream, type WikiUpstream } from '../helpers/wiki-upstream.js';
 import { connectClient, startGateway, type TestGateway } from '../helpers/gateway.js';
@@ -24,14 +24,13 @@ let h: Harness;
 beforeAll(async () => {
   const idp = await startIdp({
     clients: [
-      { client_id: 'host', token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], redirect_uris: ['http://127.0.0.1/callback'] },
-      { client_id: 'switchyard', client_secret: 'switchyard-secret-of-the-login', token_endpoint_auth_method: 'client_secret_basic', grant_types: [TOKEN_EXCHANGE_GRANT], response_types: [], redirect_uris: [] },
+      ...exchangeClients(),
     ],
     exchange: { subjectAudiences: [GATEWAY], targets: { 'api://wiki': { scope: 'wiki.read' } } },
   });
   const [wiki, redis] = await Promise.all([startWikiUpstream(idp.issuer, 'api://wiki'), startRedis()]);
   const config = {
-    auth: { oauth: { issuer: idp.issuer, jwksUri: `${idp.issuer}/jwks`, resource: GATEWAY, algorithms: ['RS256'], login: { clientId: 'switchyard', clientSecret: 'switchyard-secret-of-the-login' } } },
+    auth: { oauth: { issuer: idp.issuer, jwksUri: `${idp.issuer}/jwks`, resource: GATEWAY, algorithms: ['RS256'], login: EXCHANGE_LOGIN } },
     credentials: { key: KEY, store: { redis: { url: redis.url, prefix: redis.prefix } } },
     upstreams: { wiki: { http: { url: wiki.url, tokenExchange: { audience: 'api://wiki', scopes: ['wiki.read'] } } } },
   };

@@ -11,12 +11,11 @@ import { Authenticator, type Credentials } from '../../src/auth/authenticator.js
 import { AuthError } from '../../src/auth/principal.js';
 import { configFromObject } from '../../src/config/load.js';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
-import { TOKEN_EXCHANGE_GRANT } from '../helpers/oidc-exchange.js';
+import { EXCHANGE_LOGIN, exchangeClients } from '../helpers/oidc-exchange.js';
 import { startWikiUpstream, type WikiUpstream } from '../helpers/wiki-upstream.js';
 import { connectClient, startGateway, textOf, type TestGateway } from '../helpers/gateway.js';
 
 const GATEWAY = 'https://mcp.example.test/mcp';
-const SECRET = 'switchyard-secret-of-the-login';
 
 interface Harness {
   idp: TestIdp;
@@ -32,8 +31,7 @@ let h: Harness;
 beforeAll(async () => {
   const idp = await startIdp({
     clients: [
-      { client_id: 'host', token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], redirect_uris: ['http://127.0.0.1/callback'] },
-      { client_id: 'switchyard', client_secret: SECRET, token_endpoint_auth_method: 'client_secret_basic', grant_types: [TOKEN_EXCHANGE_GRANT], response_types: [], redirect_uris: [] },
+      ...exchangeClients(),
     ],
     exchange: { subjectAudiences: [GATEWAY], targets: { 'api://wiki': { scope: 'wiki.read' }, 'api://intranet': { scope: 'intranet.read' } } },
   });
@@ -45,7 +43,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => notFound.listen(0, '127.0.0.1', resolve));
   const notFoundUrl = `http://127.0.0.1:${(notFound.address() as AddressInfo).port}/token`;
   const gateway = await startGateway({
-    auth: { oauth: { issuer: idp.issuer, jwksUri: `${idp.issuer}/jwks`, resource: GATEWAY, algorithms: ['RS256'], login: { clientId: 'switchyard', clientSecret: SECRET } } },
+    auth: { oauth: { issuer: idp.issuer, jwksUri: `${idp.issuer}/jwks`, resource: GATEWAY, algorithms: ['RS256'], login: EXCHANGE_LOGIN } },
     upstreams: {
       wiki: { http: { url: wiki.url, tokenExchange: { audience: 'api://wiki', scopes: ['wiki.read'] } } },
       intranet: { http: { url: intranet.url, tokenExchange: { audience: 'api://intranet', scopes: ['intranet.read'] } } },

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { decodeJwt } from 'jose';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
-import { JWT_BEARER_GRANT, TOKEN_EXCHANGE_GRANT } from '../helpers/oidc-exchange.js';
+import { EXCHANGE_LOGIN, exchangeClients, JWT_BEARER_GRANT } from '../helpers/oidc-exchange.js';
 import { startWikiUpstream, type WikiUpstream } from '../helpers/wiki-upstream.js';
 import { connectClient, startGateway, upstream, type TestGateway } from '../helpers/gateway.js';
 import { messagesOf, postRpc } from '../helpers/raw-http.js';
@@ -35,8 +35,7 @@ let h: Harness;
 beforeAll(async () => {
   const idp = await startIdp({
     clients: [
-      { client_id: 'host', token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], redirect_uris: ['http://127.0.0.1/callback'] },
-      { client_id: 'switchyard', client_secret: 'switchyard-secret-of-the-login', token_endpoint_auth_method: 'client_secret_basic', grant_types: [TOKEN_EXCHANGE_GRANT], response_types: [], redirect_uris: [] },
+      ...exchangeClients(),
       { client_id: 'switchyard-obo', client_secret: 'switchyard-obo-secret', token_endpoint_auth_method: 'client_secret_post', grant_types: [JWT_BEARER_GRANT], response_types: [], redirect_uris: [] },
     ],
     exchange: {
@@ -52,7 +51,7 @@ beforeAll(async () => {
   const auditFile = join(dir, 'audit.jsonl');
   const gateway = await startGateway({
     audit: { sink: { file: { path: auditFile } } },
-    auth: { oauth: { issuer: idp.issuer, jwksUri: `${idp.issuer}/jwks`, resource: GATEWAY, algorithms: ['RS256'], login: { clientId: 'switchyard', clientSecret: 'switchyard-secret-of-the-login' } } },
+    auth: { oauth: { issuer: idp.issuer, jwksUri: `${idp.issuer}/jwks`, resource: GATEWAY, algorithms: ['RS256'], login: EXCHANGE_LOGIN } },
     upstreams: {
       // One failure opens its circuit: the IdP's unavailability counts there, a user's ended session does not.
       wiki: { http: { url: wiki.url, tokenExchange: { audience: 'api://wiki', resource: 'https://wiki.internal/mcp', scopes: ['wiki.read'] } }, circuit: { failures: 1 } },

@@ -8,6 +8,17 @@ export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exch
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 
+/** The gateway's client at the test IdP for token exchange (auth.oauth.login), and its secret. */
+export const EXCHANGE_LOGIN = { clientId: 'switchyard', clientSecret: 'switchyard-secret-of-the-login' };
+
+/** The IdP's clients of a token exchange test: a host signing users in, and the gateway exchanging their tokens. */
+export function exchangeClients(): Record<string, unknown>[] {
+  return [
+    { client_id: 'host', token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], redirect_uris: ['http://127.0.0.1/callback'] },
+    { client_id: EXCHANGE_LOGIN.clientId, client_secret: EXCHANGE_LOGIN.clientSecret, token_endpoint_auth_method: 'client_secret_basic', grant_types: [TOKEN_EXCHANGE_GRANT], response_types: [], redirect_uris: [] },
+  ];
+}
+
 export interface ExchangeOptions {
   /** Audiences a subject token must be for (the gateway's resource). */
   subjectAudiences: string[];
