@@ -12,7 +12,8 @@ import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter, type SpanLi
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { redactCut } from '../util/redact.js';
 import { parseTraceparent, parseTracestate } from '../util/trace.js';
-import { CLOSE_TIMEOUT_MS, cut, PAYLOAD_LIMIT, TEXT_LIMIT } from './limits.js';
+import { cut } from '../util/cut.js';
+import { CLOSE_TIMEOUT_MS, PAYLOAD_LIMIT, TEXT_LIMIT } from './limits.js';
 import { RequestTrace, type TraceHost, type UpstreamAddress } from './request-trace.js';
 import { GatewaySampler, trustingCaller } from './sampler.js';
 
