@@ -35,10 +35,10 @@ export function outcomeOf(record: CallRecord): Outcome {
   return 'error';
 }
 
-/** The fields of a call's log line. */
+/** The fields of a call's log line (`session` undefined: one the edge answered without a session). */
 export function describeCall(
   request: JsonRpcRequest,
-  session: DownstreamSession,
+  session: DownstreamSession | undefined,
   context: Caller,
   record: CallRecord,
   outcome: Outcome,
@@ -47,7 +47,7 @@ export function describeCall(
 ): LogFields {
   const fields: LogFields = {
     requestId: context.requestId,
-    session: session.id.slice(0, 8),
+    ...(session ? { session: session.id.slice(0, 8) } : {}),
     method: request.method,
     outcome,
     durationMs: Math.round(seconds * 1_000_000) / 1_000,

@@ -29,8 +29,9 @@ import { controlOf, outlivesClient, serveTaskMethod, taskIdsOf, watchFor, withTa
 import type { Metrics } from '../../metrics/metrics.js';
 import type { Tracing } from '../../telemetry/tracing.js';
 import { MCP_PROTOCOL_VERSION } from '../../telemetry/request-trace.js';
-import type { LogFields, Logger } from '../../util/log.js';
+import type { Logger } from '../../util/log.js';
 import { traceInitialize } from '../../router/call-observer.js';
+import { describeCall } from '../../router/call-log.js';
 
 /** How long a client may reuse a list or discovery result (server/utilities/caching.mdx). */
 export const LIST_TTL_MS = 30_000;
@@ -183,11 +184,9 @@ function account(accounting: EdgeAccounting | undefined, request: StatelessReque
     for (const team of teams?.(caller) ?? []) metrics.countTeam(team, method, outcome);
     trace?.end(failed ? { error: response.error } : { result: response.result });
     if (!logger.isEnabled('info')) return;
-    // The fields of the router's call line (call-log.ts describeCall), with no upstream.
-    const fields: LogFields = { requestId: caller.requestId, ...(session ? { session: session.id.slice(0, 8) } : {}), method: request.method, outcome, durationMs: Math.round(seconds * 1_000_000) / 1_000 };
-    if (caller.principal !== undefined) fields.principal = caller.principal.id;
-    if (failed) fields.error = response.error.message;
-    logger.info('call', fields);
+    // The router's call line, with no upstream.
+    const record = { started, ...(failed ? { error: new Error(response.error.message) } : {}) };
+    logger.info('call', describeCall({ jsonrpc: '2.0', id: request.id, method: request.method, params: request.params }, session, caller, record, outcome, seconds, 'shape'));
   };
 }
 
