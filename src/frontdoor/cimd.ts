@@ -6,7 +6,7 @@
 // fetched wait for that fetch, so a hostile client cannot make the gateway fetch much or hold much.
 import { LRUCache } from 'lru-cache';
 import { Agent, request } from 'undici';
-import { AddressGuard } from './address-guard.js';
+import { AddressGuard } from '../util/address-guard.js';
 import { cimdUrlRefusal, hostAllowed, redirectRefusal } from './rules.js';
 
 /** A client as the front door knows it, from its metadata document or its registration. */

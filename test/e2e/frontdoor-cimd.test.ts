@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AddressGuard } from '../../src/frontdoor/address-guard.js';
+import { AddressGuard } from '../../src/util/address-guard.js';
 import { ClientDocuments, FAILURE_TTL_MS, freshnessOf } from '../../src/frontdoor/cimd.js';
 import { startDocumentServer } from '../helpers/front-door.js';
 import { selfSigned, type Certificate } from '../helpers/tls.js';
