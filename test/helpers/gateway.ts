@@ -29,7 +29,9 @@ export interface StartOptions {
 
 export async function startGateway(raw: Record<string, unknown>, options: StartOptions = {}): Promise<TestGateway> {
   // Probing off unless a test asks: probes spawn extra upstream sessions at unpredictable times.
-  const config = configFromObject({ listen: { port: 0 }, health: { probeInterval: 0 }, ...raw }, { file: join(ROOT, 'gateway.test.yaml'), env: options.env ?? {} });
+  // Port 0 unless the test names one, whatever else of `listen` it sets (else 8080, shared by every file).
+  const listen = { port: 0, ...(raw.listen as Record<string, unknown> | undefined) };
+  const config = configFromObject({ health: { probeInterval: 0 }, ...raw, listen }, { file: join(ROOT, 'gateway.test.yaml'), env: options.env ?? {} });
   const logs: string[] = [];
   // As main.ts does: the redactor learns the config's secrets from the gateway.
   const redactor = new Redactor();
