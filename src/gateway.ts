@@ -155,7 +155,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     stdout: options.stdout,
     upstream: (name) => pool.config(name),
     resolvePath: (path) => resolvePath(options.configDir ?? '.', path),
-    redact: options.redactor && ((text: string) => options.redactor!.redact(text)),
+    redact: options.redactor?.asFunction(),
     onerror: (err) => logger.warn('audit sink failed', { err }),
     ontracingerror: (err) => logger.warn('tracing shutdown failed', { err }),
     auditQueueLimit: options.auditQueueLimit,

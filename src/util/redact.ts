@@ -26,6 +26,12 @@ const MAX_LEARNED = 256;
  */
 export type Secret = string | { value: string; fromEnv: true };
 
+/**
+ * A redacting function as spans and audit records take it; `reach`, when known, is the length of
+ * the longest secret it replaces, so redactCut reads at least that far past a cut.
+ */
+export type Redact = ((text: string) => string) & { readonly reach?: number };
+
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
@@ -40,6 +46,19 @@ export class Redactor {
 
   constructor(secrets: Iterable<Secret> = []) {
     this.update(secrets);
+  }
+
+  /** The longest secret in any form it is replaced in (0 when there is none). */
+  get longest(): number {
+    let longest = 0;
+    for (const { value, escaped } of this.#secrets) longest = Math.max(longest, value.length, escaped?.length ?? 0);
+    return longest;
+  }
+
+  /** redact() as a function that knows its reach (redactCut), current across update() and add(). */
+  asFunction(): Redact {
+    const fn = (text: string): string => this.redact(text);
+    return Object.defineProperty(fn, 'reach', { get: () => this.longest });
   }
 
   /** Replaces the configured secret values (config reload); learned ones stay. */
@@ -92,9 +111,9 @@ export class Redactor {
 }
 
 /**
- * How far past its cut a client's string is still read for redaction (redactCut): a configured
- * secret or a token that begins before the cut is found whole when it ends within this many
- * characters after it.
+ * How far past its cut a client's string is still read for redaction (redactCut): a token that
+ * begins before the cut is found whole when it ends within this many characters after it, and a
+ * configured secret always (the read reaches as far as the longest, Redact's `reach`, when longer).
  */
 export const REDACT_LOOKAHEAD = 8192;
 
@@ -112,8 +131,8 @@ function isTokenChar(code: number): boolean {
  * `limit` + REDACT_LOOKAHEAD characters are read, so a name of megabytes costs what a long one
  * does; a JWT still open where that window ends is redacted from where it begins.
  */
-export function redactCut(text: string, limit: number, redact: (text: string) => string): { text: string; cut: boolean } {
-  const read = limit + REDACT_LOOKAHEAD;
+export function redactCut(text: string, limit: number, redact: Redact): { text: string; cut: boolean } {
+  const read = limit + Math.max(REDACT_LOOKAHEAD, redact.reach ?? 0);
   if (text.length <= read) {
     const clean = redact(text);
     return clean.length <= limit ? { text: clean, cut: false } : { text: cut(clean, limit), cut: true };

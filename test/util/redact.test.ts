@@ -89,6 +89,19 @@ describe('redactCut: a client string redacted and cut at bounded cost', () => {
     expect(cut).toBe(true);
   });
 
+  it('a configured secret longer than the lookahead that begins before the cut is never left half', () => {
+    const long = `pem-${'k'.repeat(20_000)}`;
+    const withLong = new Redactor([long]);
+    const { text, cut } = redactCut(`${'a'.repeat(1000)}${long}${'b'.repeat(100)}`, 1024, withLong.asFunction());
+    expect(text).toBe(`${'a'.repeat(1000)}[redacted]${'b'.repeat(14)}`);
+    expect(cut).toBe(true);
+    // A secret learned later widens the reach of the same function.
+    const learned = new Redactor();
+    const fn = learned.asFunction();
+    learned.add(long);
+    expect(redactCut(`${'a'.repeat(1000)}${long}`, 1024, fn).text).toBe(`${'a'.repeat(1000)}[redacted]`);
+  });
+
   it('a long string without secrets is cut to the limit, as a copy', () => {
     const { text, cut } = redactCut('z'.repeat(100_000), 1024, redact);
     expect(text).toBe('z'.repeat(1024));
