@@ -9,6 +9,7 @@ import type { Config } from './config/schema.js';
 import { keepParts } from './config/load.js';
 import { createApp, type AppEnv, type Readiness } from './http/app.js';
 import { startListener, type Listener } from './http/listener.js';
+import { metricsHostsOf } from './http/guards.js';
 import { createMetricsApp } from './http/metrics.js';
 import { KeepAlives } from './http/keep-alives.js';
 import { queueBounds } from './http/responder.js';
@@ -373,7 +374,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       });
       if (config.metrics.enabled && config.metrics.port !== undefined) {
         const { host: adminHost, port: adminPort, path: metricsPath } = config.metrics;
-        admin = await startListener({ fetch: createMetricsApp(metricsPath, metrics.registry).fetch, host: adminHost, port: adminPort, path: metricsPath, logger }).catch((err: unknown) => {
+        admin = await startListener({ fetch: createMetricsApp(metricsPath, metrics.registry, metricsHostsOf(config.listen, adminHost)).fetch, host: adminHost, port: adminPort, path: metricsPath, logger }).catch((err: unknown) => {
           throw new ListenError(adminHost, adminPort, err);
         });
       }

@@ -217,8 +217,8 @@ const listen = z.strictObject({
    * closing) and than a model's pause between calls (Node's own default is 5 s).
    */
   keepAliveTimeout: duration.default(65_000).describe("How long an idle client connection stays open for its next request; keep it above your load balancer's idle timeout (often 60 s)."),
-  /** Host header values accepted besides loopback names, publicUrl's host and a concrete listen.host. */
-  allowedHosts: z.array(z.string().min(1)).default([]).describe("Host header values accepted besides loopback names, publicUrl's host and a concrete listen.host; any other Host gets 403."),
+  /** Host header values accepted besides loopback names, publicUrl's host and a concrete listen.host (also on metrics.port). */
+  allowedHosts: z.array(z.string().min(1)).default([]).describe("Host header values accepted besides loopback names, publicUrl's host and a concrete listen.host; any other Host gets 403, but on /healthz, /readyz and the metrics path (there and on metrics.port) an IP literal (a probe's pod address) is accepted too."),
   /** Serve HTTPS. */
   tls: tls.optional().describe('Serve HTTPS.'),
   /** Listening on a non-loopback address without auth is refused unless this is true. */

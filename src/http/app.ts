@@ -26,7 +26,7 @@ import type { SessionStore } from '../links/session.js';
 import type { Logger } from '../util/log.js';
 import { RequestIds } from '../util/request-ids.js';
 import { parseTraceparent } from '../util/trace.js';
-import { allowedHostsOf, checkHost, checkOrigin, corsHeaders } from './guards.js';
+import { allowedHostsOf, checkHost, checkOperationalHost, checkOrigin, corsHeaders } from './guards.js';
 import { refuse, refuseAuthentication, refusals } from './refusals.js';
 import { createMcpEndpoint } from './mcp-endpoint.js';
 import { metricsHandler } from './metrics.js';
@@ -161,7 +161,7 @@ export function createApp(deps: AppDeps): HttpApp {
   // Every MCP endpoint's path → the endpoint it is (undefined: the main one).
   const endpoints = new Map<string, string | undefined>([[path, undefined], ...config.endpoints.map((e) => [e.path, e.path] as const)]);
   const requestIds = new RequestIds();
-  // Probes and scrapers reach these by pod address; they serve no MCP and no data.
+  // Probes and scrapers reach these by pod address (an IP literal as Host); they serve no MCP.
   const operational = new Set(['/healthz', '/readyz', ...(deps.metricsRegistry ? [config.metrics.path] : [])]);
 
   // The front door's documents and back channel serve browser-based hosts of any origin: nothing
@@ -177,10 +177,9 @@ export function createApp(deps: AppDeps): HttpApp {
     if (origin !== undefined && input.method === 'OPTIONS') return new Response(null, { status: 204, headers: open ? OPEN_PREFLIGHT : corsHeaders(origin, true, input.header('access-control-request-headers')) });
     // Before anything decodes the target (the query's access_token check, Hono's routing).
     if (!input.wellEncoded) return refuse(refusals.malformedTarget);
-    if (!operational.has(input.path)) {
-      const refused = checkHost(input, allowedHosts);
-      if (refused) return refused;
-    }
+    // DNS rebinding: a rebinding page's Host is its own DNS name, never an IP literal.
+    const refusedHost = operational.has(input.path) ? checkOperationalHost(input, allowedHosts) : checkHost(input, allowedHosts);
+    if (refusedHost) return refusedHost;
     const given = input.header('x-request-id');
     const requestId = given !== undefined && REQUEST_ID.test(given) ? given : requestIds.next();
     if (open) return { requestId, headers: { 'access-control-allow-origin': '*', 'x-request-id': requestId } };

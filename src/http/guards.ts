@@ -1,5 +1,6 @@
 // Request validators for the MCP endpoint. Each returns a Response when the request must be
 // refused, else undefined, so a handler reads as a flat list of guards (after the MCP SDK).
+import { isIPv6 } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import { isLoopback, type ListenConfig } from '../config/schema.js';
 import { isSupportedVersion } from '../mcp/versions.js';
@@ -43,13 +44,25 @@ function ownOrLoopback(origin: string, input: HttpInput, rules: OriginRules): bo
   return host !== undefined && host === url.host && (rules.hosts.has(name) || isLoopback(name));
 }
 
+/** A concrete bind address (not a wildcard) is a name clients may use: added to `hosts`. */
+function addBindAddress(hosts: Set<string>, bind: string): void {
+  if (!['0.0.0.0', '::', '[::]'].includes(bind)) hosts.add(bind.replace(/^\[|\]$/g, '').toLowerCase());
+}
+
 /** Host names (lowercase, without port) a request may name: never derived from the request itself. */
 export function allowedHostsOf(listen: ListenConfig): ReadonlySet<string> {
   const hosts = new Set(['localhost', '127.0.0.1', '::1']);
   if (listen.publicUrl) hosts.add(new URL(listen.publicUrl).hostname.replace(/^\[|\]$/g, '').toLowerCase());
   for (const host of listen.allowedHosts) hosts.add(host.toLowerCase());
-  // A concrete listen address (not a wildcard) is a name clients may use.
-  if (!['0.0.0.0', '::', '[::]'].includes(listen.host)) hosts.add(listen.host.replace(/^\[|\]$/g, '').toLowerCase());
+  addBindAddress(hosts, listen.host);
+  return hosts;
+}
+
+/** Host names the separate metrics listener (metrics.port) answers to: loopback names, listen.allowedHosts, its own concrete address. */
+export function metricsHostsOf(listen: ListenConfig, metricsHost: string): ReadonlySet<string> {
+  const hosts = new Set(['localhost', '127.0.0.1', '::1']);
+  for (const host of listen.allowedHosts) hosts.add(host.toLowerCase());
+  addBindAddress(hosts, metricsHost);
   return hosts;
 }
 
@@ -58,6 +71,32 @@ export function checkHost(input: HttpInput, allowed: ReadonlySet<string>): Respo
   const name = input.hostname();
   if (allowed.has(name) || isLoopback(name)) return undefined;
   return refuse(refusals.hostForbidden);
+}
+
+const IPV4_HOST = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?::\d*)?$/;
+const IPV6_HOST = /^\[([0-9A-Fa-f:.]+)\](?::\d*)?$/;
+
+/**
+ * Whether a Host header value is an IP literal, with or without port: an IPv4 address in dotted
+ * decimal (each part at most 255) or a bracketed IPv6 address. Never a DNS name.
+ */
+export function isIpLiteralHost(host: string): boolean {
+  const v6 = IPV6_HOST.exec(host);
+  if (v6) return isIPv6(v6[1]!);
+  const v4 = IPV4_HOST.exec(host);
+  return v4 !== null && v4.slice(1, 5).every((part) => Number(part) <= 255);
+}
+
+/**
+ * The Host check of the paths probes and scrapers reach (/healthz, /readyz, metrics): a Host
+ * checkHost accepts, or an IP literal (a kubelet's or Prometheus's `<podIP>:<port>`). A page on a
+ * rebinding domain always sends its own DNS name as Host, never an address. No Host (HTTP/1.0):
+ * as checkHost.
+ */
+export function checkOperationalHost(input: HttpInput, allowed: ReadonlySet<string>): Response | undefined {
+  const host = input.header('host');
+  if (host !== undefined && isIpLiteralHost(host)) return undefined;
+  return checkHost(input, allowed);
 }
 
 const ALLOWED_HEADERS = 'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, last-event-id, x-api-key, x-request-id, traceparent, tracestate';

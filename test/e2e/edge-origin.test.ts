@@ -161,12 +161,15 @@ describe('Host validation', () => {
     }
   });
 
-  it('answers /healthz and /readyz under a foreign Host (probes use pod addresses)', async () => {
+  // Under an IP literal only: a rebinding page's Host is its own DNS name (operational-host.test.ts).
+  it('answers /healthz and /readyz under a pod address as Host (probes), not under a foreign name', async () => {
     const health = await exchange(gw.url, { method: 'GET', path: '/healthz', headers: { host: '10.1.2.3:8080' } });
     expect(health.status).toBe(200);
     expect(health.json).toMatchObject({ status: 'ok' });
-    const ready = await exchange(gw.url, { method: 'GET', path: '/readyz', headers: { host: 'evil.example' } });
+    const ready = await exchange(gw.url, { method: 'GET', path: '/readyz', headers: { host: '10.1.2.3:8080' } });
     expect(ready.status).not.toBe(403);
+    const foreign = await exchange(gw.url, { method: 'GET', path: '/readyz', headers: { host: 'evil.example' } });
+    expect(foreign.status).toBe(403);
   });
 });
 
