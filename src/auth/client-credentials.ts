@@ -1,8 +1,9 @@
 // The gateway's own credential towards an upstream (never the client's token): an access token
 // from the upstream's authorization server by the OAuth client-credentials grant (RFC 6749
 // §4.4), cached until shortly before it expires, refreshed ahead of time, fetched once for all
-// concurrent callers.
+// concurrent callers. Its answer is read within MAX_TOKEN_ANSWER_BYTES, whatever it says.
 import { request, type Dispatcher } from 'undici';
+import { BodyTooLarge } from '../util/bounded-read.js';
 
 export interface ClientCredentialsOptions {
   tokenUrl: string;
@@ -21,6 +22,8 @@ export interface ClientCredentialsOptions {
 const REFRESH_MARGIN_MS = 60_000;
 const DEFAULT_LIFETIME_S = 300;
 const FAILURE_BACKOFF_MS = 2_000;
+/** A token endpoint's answer is a few KiB: past this it is dropped unread (the connection with it) and the fetch fails. */
+export const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
 
 export class ClientCredentials {
   readonly #options: ClientCredentialsOptions;
@@ -78,14 +81,14 @@ export class ClientCredentials {
     if (audience) form.set('audience', audience);
     const basic = Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64');
     const started = this.#now();
-    const { statusCode, body } = await request(tokenUrl, {
+    const { statusCode, headers, body } = await request(tokenUrl, {
       method: 'POST',
       dispatcher,
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', authorization: `Basic ${basic}` },
       body: form.toString(),
       signal: AbortSignal.timeout(10_000),
     });
-    const text = await body.text();
+    const text = await readBounded(body, headers, MAX_TOKEN_ANSWER_BYTES);
     if (statusCode !== 200) throw new Error(`token endpoint answered HTTP ${statusCode}`);
     const parsed = JSON.parse(text) as { access_token?: unknown; token_type?: unknown; expires_in?: unknown };
     if (typeof parsed.access_token !== 'string' || (typeof parsed.token_type === 'string' && parsed.token_type.toLowerCase() !== 'bearer')) {
@@ -97,4 +100,23 @@ export class ClientCredentials {
     this.#options.onToken?.(parsed.access_token);
     return parsed.access_token;
   }
+}
+
+/** The body as text, at most `maxBytes` (declared or streamed); past that it is destroyed, which drops the connection, and BodyTooLarge thrown. */
+async function readBounded(body: Dispatcher.ResponseData['body'], headers: Dispatcher.ResponseData['headers'], maxBytes: number): Promise<string> {
+  if (Number(headers['content-length'] ?? 0) > maxBytes) {
+    body.destroy();
+    throw new BodyTooLarge(maxBytes, true);
+  }
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    length += chunk.length;
+    if (length > maxBytes) {
+      body.destroy();
+      throw new BodyTooLarge(maxBytes, false);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }

@@ -4,6 +4,7 @@
 // is the principal it was made for (elicitation.mdx "Phishing").
 import * as oauth from 'oauth4webapi';
 import type { LoginConfig } from '../config/schema.js';
+import { idpFetch, MAX_IDP_METADATA_BYTES, MAX_IDP_TOKEN_BYTES } from './idp-fetch.js';
 import { registerClient, type RegisteredClient } from './oauth-client.js';
 import type { CredentialStore } from './store.js';
 
@@ -79,7 +80,7 @@ export class IdpLogin {
     const oclient: oauth.Client = { client_id: client.clientId, token_endpoint_auth_method: client.tokenEndpointAuthMethod };
     const params = oauth.validateAuthResponse(server, oclient, callback, pending.state);
     const auth = client.clientSecret ? oauth.ClientSecretBasic(client.clientSecret) : oauth.None();
-    const response = await oauth.authorizationCodeGrantRequest(server, oclient, auth, params, this.#options.redirectUri(), pending.codeVerifier, requestOptions(server.token_endpoint));
+    const response = await oauth.authorizationCodeGrantRequest(server, oclient, auth, params, this.#options.redirectUri(), pending.codeVerifier, requestOptions(server.token_endpoint, MAX_IDP_TOKEN_BYTES));
     const result = await oauth.processAuthorizationCodeResponse(server, oclient, response, { expectedNonce: pending.nonce, requireIdToken: true });
     const claims = oauth.getValidatedIdTokenClaims(result);
     const name = claims?.[this.#options.principalClaim] ?? claims?.sub;
@@ -97,7 +98,7 @@ export class IdpLogin {
     const { server, client } = await this.#setup();
     const oclient: oauth.Client = { client_id: client.clientId, token_endpoint_auth_method: client.tokenEndpointAuthMethod };
     const auth = client.clientSecret ? oauth.ClientSecretBasic(client.clientSecret) : oauth.None();
-    const response = await oauth.refreshTokenGrantRequest(server, oclient, auth, refreshToken, requestOptions(server.token_endpoint));
+    const response = await oauth.refreshTokenGrantRequest(server, oclient, auth, refreshToken, requestOptions(server.token_endpoint, MAX_IDP_TOKEN_BYTES));
     try {
       const result = await oauth.processRefreshTokenResponse(server, oclient, response);
       return { accessToken: result.access_token, expiresIn: result.expires_in, refreshToken: result.refresh_token };
@@ -118,7 +119,7 @@ export class IdpLogin {
   async #discover(): Promise<{ server: oauth.AuthorizationServer; client: RegisteredClient }> {
     const { issuer, config, store, redirectUri } = this.#options;
     const issuerUrl = new URL(issuer);
-    const response = await oauth.discoveryRequest(issuerUrl, { algorithm: 'oidc', ...requestOptions(issuerUrl) });
+    const response = await oauth.discoveryRequest(issuerUrl, { algorithm: 'oidc', ...requestOptions(issuerUrl, MAX_IDP_METADATA_BYTES) });
     const server = await oauth.processDiscoveryResponse(issuerUrl, response);
     const key = this.#options.storeKey ?? 'client:login';
     const kept = await store.get(key);
@@ -137,8 +138,9 @@ export class IdpLogin {
   }
 }
 
-function requestOptions(endpoint: string | URL | undefined) {
+/** oauth4webapi options for a request to `endpoint`: plain http only to a loopback address; the answer read within `maxBytes`. */
+function requestOptions(endpoint: string | URL | undefined, maxBytes: number) {
   const url = endpoint === undefined ? undefined : new URL(endpoint);
   const loopback = url !== undefined && url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(url.hostname));
-  return { [oauth.allowInsecureRequests]: loopback, signal: () => AbortSignal.timeout(TIMEOUT_MS) };
+  return { [oauth.allowInsecureRequests]: loopback, [oauth.customFetch]: idpFetch(maxBytes), signal: () => AbortSignal.timeout(TIMEOUT_MS) };
 }

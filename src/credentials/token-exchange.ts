@@ -9,6 +9,7 @@ import { LRUCache } from 'lru-cache';
 import * as oauth from 'oauth4webapi';
 import type { TokenExchangeConfig } from '../config/token-exchange-schema.js';
 import type { Logger } from '../util/log.js';
+import { idpFetch, MAX_IDP_METADATA_BYTES, MAX_IDP_TOKEN_BYTES } from './idp-fetch.js';
 import type { CredentialStore } from './store.js';
 
 /** RFC 8693 §2.1 and the Entra on-behalf-of request (jwt-bearer, RFC 7523 §2.1). */
@@ -260,7 +261,7 @@ export class TokenExchanger {
     const server = await this.#tokenEndpoint(config);
     const { clientId, clientSecret } = config.client === 'login' ? { clientId: this.#deps.login?.clientId ?? '', clientSecret: this.#deps.login?.clientSecret ?? '' } : config.client;
     const client: oauth.Client = { client_id: clientId };
-    const options = requestOptions(server.token_endpoint!, this.#deps.fetch);
+    const options = requestOptions(server.token_endpoint!, this.#deps.fetch, MAX_IDP_TOKEN_BYTES);
     let response: Response;
     if (config.variant === 'entra-obo') {
       // Entra's on-behalf-of: the client's secret in the form, the scope `<audience>/.default`.
@@ -293,7 +294,7 @@ export class TokenExchanger {
     if (config.tokenUrl) return Promise.resolve({ issuer: this.#deps.issuer, token_endpoint: config.tokenUrl });
     this.#server ??= (async () => {
       const issuer = new URL(this.#deps.issuer);
-      const response = await oauth.discoveryRequest(issuer, { ...requestOptions(issuer, this.#deps.fetch), algorithm: 'oidc' });
+      const response = await oauth.discoveryRequest(issuer, { ...requestOptions(issuer, this.#deps.fetch, MAX_IDP_METADATA_BYTES), algorithm: 'oidc' });
       if (response.status >= 500) throw new IdpStatusError(response.status);
       const server = await oauth.processDiscoveryResponse(issuer, response);
       if (!server.token_endpoint) throw new Error('the IdP names no token_endpoint');
@@ -373,11 +374,14 @@ function isExchanged(value: unknown): value is Exchanged {
   return typeof v.token === 'string' && typeof v.renewAt === 'number' && typeof v.expiresAt === 'number' && (v.obtainedAt === undefined || typeof v.obtainedAt === 'number');
 }
 
-/** oauth4webapi options for a request to `endpoint`: plain http only to a loopback address. */
-function requestOptions(endpoint: URL | string, fetcher: typeof fetch | undefined) {
+/**
+ * oauth4webapi options for a request to `endpoint`: plain http only to a loopback address; the
+ * answer read within `maxBytes` (past it the IdP counts as unavailable, as for a 5xx).
+ */
+function requestOptions(endpoint: URL | string, fetcher: typeof fetch | undefined, maxBytes: number) {
   const url = new URL(endpoint);
   const loopback = url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(url.hostname));
-  return { [oauth.allowInsecureRequests]: loopback, ...(fetcher && { [oauth.customFetch]: fetcher }), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) };
+  return { [oauth.allowInsecureRequests]: loopback, [oauth.customFetch]: idpFetch(maxBytes, fetcher), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) };
 }
 
 /** A server-given word (an RFC 6749 §5.2 error code) kept short and printable. */

@@ -41,13 +41,14 @@ const NULL_BODY = new Set([204, 205, 304]);
  * `response` held in memory: the same status and headers, the body read within `maxBytes`. A
  * success (2xx) past the bound throws BodyTooLarge; any other status keeps its status and headers
  * (a challenge, a redirect's Location) and loses the body, which is then only an error page.
+ * `anyStatus`: every status past the bound throws (where an oversized error is no answer either).
  */
-export async function bufferedResponse(response: Response, maxBytes: number): Promise<Response> {
+export async function bufferedResponse(response: Response, maxBytes: number, options: { anyStatus?: boolean } = {}): Promise<Response> {
   let body: Buffer | null;
   try {
     body = await readLimited(response, maxBytes);
   } catch (err) {
-    if (!(err instanceof BodyTooLarge) || (response.status >= 200 && response.status < 300)) throw err;
+    if (!(err instanceof BodyTooLarge) || options.anyStatus === true || (response.status >= 200 && response.status < 300)) throw err;
     body = null;
   }
   const headers = new Headers(response.headers);
