@@ -42,6 +42,7 @@ import { connect, respond, type Answers, type StreamSettings } from './responder
 import type { SseConnection } from './sse-connection.js';
 import { resumeFromSharedLog } from './shared-resume.js';
 import { isStatelessRequest, serveStateless, validateStateless } from './stateless/endpoint.js';
+import { EdgeCall, type EdgeAccounting } from './stateless/accounting.js';
 import { StatelessSessions, TooManyListens } from './stateless/sessions.js';
 import { isWebResponse, JsonReply, ReplySink, type Reply } from './reply.js';
 import { after, guarded } from '../util/callbacks.js';
@@ -93,8 +94,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
   const { router, links, sessions, logger } = deps;
   // A principal's listens are bounded as its standalone streams of the sessions era are: one per session.
   const stateless = new StatelessSessions({ router, links, sessions, logger, inputTimeoutMs: deps.inputTimeoutMs, maxListensPerPrincipal: deps.maxSessionsPerPrincipal });
-  // What the router would account of a request it does not see (stateless/endpoint.ts).
-  const accounting = { metrics: deps.metrics, logger, tracing: deps.tracing, teams: deps.teams };
+  // What the router would account of a request it does not see (stateless/accounting.ts).
+  const accounting: EdgeAccounting = { metrics: deps.metrics, logger, tracing: deps.tracing, teams: deps.teams };
 
   /** What each POST's Accept header came to, remembered for this endpoint. */
   const postAccepts = new PostAccepts();
@@ -227,25 +228,30 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     // No client notification is defined over HTTP in this era (cancelling is closing the stream).
     if ('method' in message && !isRequest(message)) return new Response(null, { status: 202 });
     const validated = validateStateless(request, message);
-    if (isWebResponse(validated)) return validated;
+    if (!isRequest(message)) return isWebResponse(validated) ? validated : refuse(refusals.notARequest);
+    // What the edge answers of a request, its refusals first, is accounted as the router accounts the rest.
+    const edge = new EdgeCall(accounting, message, context, request.header('mcp-protocol-version'));
+    if (isWebResponse(validated)) return edge.refused(validated);
     const meta = metaOf(validated.params);
     const limited = await limit(context, isRateFree(validated.method) ? 0 : 1, validated.id, meta);
-    if (limited) return limited;
+    if (limited) return edge.refused(limited);
     // From here to the session's creation nothing waits, so concurrent requests cannot all pass
     // the caps before any of them has counted, and none starts once the drain has begun.
     // Draining, only the retry of a call parked here is let through (gateway.ts): only this
     // replica can take it. Any other request starts nothing, whether or not its principal's
     // session is open here, and gets the drain's 503 (another replica may serve it).
-    if (deps.draining() && !stateless.resumes(validated)) return refuse(refusals.shuttingDown, { id: validated.id });
+    if (deps.draining() && !stateless.resumes(validated)) return edge.refused(refuse(refusals.shuttingDown, { id: validated.id }));
     if (!stateless.has(validated, context)) {
-      if (sessions.size >= deps.maxSessions) return refused(context, 'sessions', refuse(refusals.tooManySessions, { id: validated.id }), meta);
+      if (sessions.size >= deps.maxSessions) return edge.refused(refused(context, 'sessions', refuse(refusals.tooManySessions, { id: validated.id }), meta));
       if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) {
-        return refused(context, 'sessions', refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: validated.id }), meta);
+        return edge.refused(refused(context, 'sessions', refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: validated.id }), meta));
       }
     }
-    const endpoint = { stateless, keepAlive: deps.streams.keepAlives ?? deps.streams.keepAliveMs, bounds: (kind: 'request' | 'standalone') => deps.streams.bounds?.[kind], ...(deps.tasks ? { tasks: deps.tasks } : {}), accounting };
-    return serveStateless(endpoint, request, validated, context).catch((err: unknown) => {
-      if (err instanceof TooManyListens) return refused(context, 'listens', refuse(listensPerPrincipal, err.max, { id: validated.id }), meta);
+    const endpoint = { stateless, keepAlive: deps.streams.keepAlives ?? deps.streams.keepAliveMs, bounds: (kind: 'request' | 'standalone') => deps.streams.bounds?.[kind], ...(deps.tasks ? { tasks: deps.tasks } : {}) };
+    return serveStateless(endpoint, request, validated, context, edge).catch((err: unknown) => {
+      if (err instanceof TooManyListens) return edge.refused(refused(context, 'listens', refuse(listensPerPrincipal, err.max, { id: validated.id }), meta));
+      // A listen that failed opening (its span begun) ends with the error; the route answers 500.
+      edge.failed(err);
       throw err;
     });
   }

@@ -173,3 +173,94 @@ describe('requests refused at the session and listen caps', () => {
     ]);
   });
 });
+
+// A subscriptions/listen is accounted from its request to its acknowledgement (the stream's
+// open; tracing.md), or to its refusal; so is every refusal of a 2026-07-28 request the edge
+// answers before a session or the router sees it (validation, the caps).
+describe('subscriptions/listen and the refusals of the 2026-07-28 edge', () => {
+  let otlp: OtlpReceiver;
+  let gw: Started;
+  const streams: AbortController[] = [];
+
+  beforeAll(async () => {
+    otlp = await startOtlpReceiver();
+    gw = await start({
+      metrics: { enabled: true },
+      auth: { apiKeys },
+      teams: [{ name: 'crew', default: true }],
+      sessions: { maxPerPrincipal: 1 },
+      upstreams: { probe },
+      tracing: { otlp: { endpoint: otlp.url }, sampleRatio: 1 },
+    });
+  });
+
+  afterAll(async () => {
+    for (const controller of streams.splice(0)) controller.abort();
+    await gw?.gateway.close();
+    await otlp?.close();
+  });
+
+  it('a listen when it opens, and each refusal: a SERVER span, a call line and a count', async () => {
+    const { url } = gw;
+    const listen = (who: keyof typeof KEYS, id: number, requestId: string, params: Record<string, unknown> = { notifications: { toolsListChanged: true } }): Promise<Response> => {
+      const controller = new AbortController();
+      streams.push(controller);
+      const message = statelessRequest(id, 'subscriptions/listen', params, statelessMeta({}, 'client-one'));
+      return postRaw(url, message, { protocolVersion: V, headers: { ...as(who, requestId, traceIdOf(id)), 'mcp-method': 'subscriptions/listen' }, signal: controller.signal });
+    };
+    const open = await listen('alice', 11, 'edge-listen');
+    expect(open.status).toBe(200);
+    await new SseReader(open).nextMessage(10_000, 'the acknowledgement');
+    // alice's second listen: past her open streams (sessions.maxPerPrincipal).
+    expect((await listen('alice', 12, 'edge-listen-cap')).status).toBe(429);
+    // A listen without its notifications filter.
+    expect((await listen('bob', 13, 'edge-listen-params', {})).status).toBe(400);
+    // A method this revision does not have.
+    const unknown = await sendStateless(url, statelessRequest(14, 'frobnicate/now', {}, statelessMeta({})), as('bob', 'edge-unknown', traceIdOf(14)));
+    expect(unknown.status).toBe(404);
+    // An Mcp-Name header naming another tool than the body does.
+    const mismatch = await callStateless(url, 15, 'probe__pid', {}, {}, { ...as('bob', 'edge-mismatch', traceIdOf(15)), 'mcp-name': 'probe__other' }, statelessMeta({}));
+    expect(mismatch.status).toBe(400);
+    // alice's second client would be a second session of hers: past sessions.maxPerPrincipal.
+    const second = await sendStateless(url, statelessRequest(16, 'tools/list', {}, statelessMeta({}, 'client-two')), as('alice', 'edge-session-cap', traceIdOf(16)));
+    expect(second.status).toBe(429);
+
+    const expected = [
+      { trace: 11, name: 'subscriptions/listen', requestId: 'edge-listen', method: 'subscriptions/listen', outcome: 'ok', principal: 'apikey:alice' },
+      { trace: 12, name: 'subscriptions/listen', requestId: 'edge-listen-cap', method: 'subscriptions/listen', outcome: 'error', principal: 'apikey:alice' },
+      { trace: 13, name: 'subscriptions/listen', requestId: 'edge-listen-params', method: 'subscriptions/listen', outcome: 'error', principal: 'apikey:bob' },
+      { trace: 14, name: 'frobnicate/now', requestId: 'edge-unknown', method: 'frobnicate/now', outcome: 'error', principal: 'apikey:bob' },
+      { trace: 15, name: 'tools/call probe__pid', requestId: 'edge-mismatch', method: 'tools/call', outcome: 'error', principal: 'apikey:bob' },
+      { trace: 16, name: 'tools/list', requestId: 'edge-session-cap', method: 'tools/list', outcome: 'error', principal: 'apikey:alice' },
+    ];
+    const serverSpan = (trace: number) => otlp.spans.find((s) => s.kind === SERVER && s.traceId === traceIdOf(trace));
+    // The listen's span ends with its acknowledgement, while its stream stays open.
+    await otlp.waitFor(() => expected.every((e) => serverSpan(e.trace) !== undefined), 'a SERVER span of each', 10_000);
+    for (const e of expected) {
+      const span = serverSpan(e.trace)!;
+      expect(span.name).toBe(e.name);
+      expect(span.parentSpanId).toBe('00f067aa0ba902b7');
+      expect(span.attributes).toMatchObject({ 'mcp.method.name': e.method, 'mcp.protocol.version': V });
+      expect(span.status.code, e.requestId).toBe(e.outcome === 'ok' ? 0 : 2);
+    }
+    expect(otlp.spans.filter((s) => s.kind === SERVER && s.traceId === traceIdOf(11))).toHaveLength(1);
+
+    const lines = callLines(gw.logs);
+    for (const e of expected) {
+      expect(lines.filter((l) => l.requestId === e.requestId), e.requestId).toEqual([
+        expect.objectContaining({ method: e.method, outcome: e.outcome, principal: e.principal, durationMs: expect.any(Number) }),
+      ]);
+    }
+    expect(lines.find((l) => l.requestId === 'edge-listen-cap')?.error).toMatch(/subscriptions\/listen streams/);
+
+    const series = await scrape(new URL('/metrics', url));
+    expect(series.get('switchyard_requests_total{method="subscriptions/listen",upstream="none",outcome="ok"}')).toBe(1);
+    expect(series.get('switchyard_requests_total{method="subscriptions/listen",upstream="none",outcome="error"}')).toBe(2);
+    expect(series.get('switchyard_requests_total{method="other",upstream="none",outcome="error"}')).toBe(1);
+    expect(series.get('switchyard_requests_total{method="tools/call",upstream="none",outcome="error"}')).toBe(1);
+    expect(series.get('switchyard_requests_total{method="tools/list",upstream="none",outcome="error"}')).toBe(1);
+    expect(series.get('switchyard_endpoint_requests_total{endpoint="/mcp",method="subscriptions/listen",outcome="ok"}')).toBe(1);
+    expect(series.get('switchyard_team_requests_total{team="crew",method="subscriptions/listen",outcome="ok"}')).toBe(1);
+    expect(series.get('switchyard_team_requests_total{team="crew",method="subscriptions/listen",outcome="error"}')).toBe(2);
+  });
+});

@@ -11,7 +11,7 @@
 import { ALL_VERSIONS, META, StatelessErrorCode, decodeHeaderValue, isStatelessVersion, requestMetaOf } from '../../mcp/era.js';
 import { ErrorCode, statelessError, toJsonRpcError } from '../../mcp/errors.js';
 import { existsIn, hasMcpName, isCacheable, mirroredName } from '../../mcp/methods.js';
-import { failure, isFailure, isObject, isRequest, metaOf, type JsonObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
+import { failure, isObject, isRequest, metaOf, type JsonObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
 import { isSupportedVersion } from '../../mcp/versions.js';
 import type { RequestSink } from '../../mcp/pending.js';
 import type { Caller } from '../../session/context.js';
@@ -26,12 +26,7 @@ import { droppableMethod, SseConnection, type QueueBounds } from '../sse-connect
 import type { KeepAlives } from '../keep-alives.js';
 import type { GatewayTasks } from '../../tasks/gateway-tasks.js';
 import { controlOf, outlivesClient, serveTaskMethod, taskIdsOf, watchFor, withTasksExtension } from './tasks.js';
-import type { Metrics } from '../../metrics/metrics.js';
-import type { Tracing } from '../../telemetry/tracing.js';
-import { MCP_PROTOCOL_VERSION } from '../../telemetry/request-trace.js';
-import type { Logger } from '../../util/log.js';
-import { traceInitialize } from '../../router/call-observer.js';
-import { describeCall } from '../../router/call-log.js';
+import type { EdgeCall } from './accounting.js';
 
 /** How long a client may reuse a list or discovery result (server/utilities/caching.mdx). */
 export const LIST_TTL_MS = 30_000;
@@ -151,45 +146,6 @@ export function discover(session: DownstreamSession, tasks = false): JsonObject 
   return result;
 }
 
-/**
- * What a request answered here, without the router, is accounted with, as the router accounts
- * every other one (router.ts): its SERVER span (tracing.md), its counts in
- * switchyard_requests_total and switchyard_team_requests_total, its `call` log line (operations.md).
- */
-export interface EdgeAccounting {
-  metrics: Metrics;
-  logger: Logger;
-  tracing?: Tracing | undefined;
-  /** The teams of the caller's principal, as policy gives them (read at each request). */
-  teams?: ((caller: Caller) => readonly string[]) | undefined;
-}
-
-/**
- * Begins the accounting of a request the edge answers itself; the function returned ends it
- * with the answer (as the router would have answered it, before it is shaped for the client).
- */
-function account(accounting: EdgeAccounting | undefined, request: StatelessRequest, caller: Caller, session?: DownstreamSession): (response: JsonRpcResponse) => void {
-  if (!accounting) return () => {};
-  const { metrics, logger, tracing, teams } = accounting;
-  const started = performance.now();
-  // The router's SERVER span of a request that has no session to name (as an initialize's).
-  const trace = tracing && traceInitialize(tracing, { jsonrpc: '2.0', id: request.id, method: request.method, params: request.params }, caller);
-  trace?.span.setAttribute(MCP_PROTOCOL_VERSION, request.protocolVersion);
-  return (response) => {
-    const seconds = (performance.now() - started) / 1_000;
-    const failed = isFailure(response);
-    const outcome = failed ? 'error' : 'ok';
-    const method = metrics.method(request.method);
-    metrics.countRequest(method, 'none', outcome, caller.endpoint);
-    for (const team of teams?.(caller) ?? []) metrics.countTeam(team, method, outcome);
-    trace?.end(failed ? { error: response.error } : { result: response.result });
-    if (!logger.isEnabled('info')) return;
-    // The router's call line, with no upstream.
-    const record = { started, ...(failed ? { error: new Error(response.error.message) } : {}) };
-    logger.info('call', describeCall({ jsonrpc: '2.0', id: request.id, method: request.method, params: request.params }, session, caller, record, outcome, seconds, 'shape'));
-  };
-}
-
 export interface StatelessEndpointDeps {
   stateless: StatelessSessions;
   /** The gateway's one keep-alive timer for every SSE connection (or an interval for one of each's own). */
@@ -198,25 +154,30 @@ export interface StatelessEndpointDeps {
   bounds?: (kind: 'request' | 'standalone') => QueueBounds | undefined;
   /** Tasks the gateway makes of long calls, and serves from its task store. */
   tasks?: GatewayTasks;
-  /** Spans, counts and call lines of the requests answered here (the router's own are its). */
-  accounting?: EdgeAccounting;
 }
 
-/** Runs a validated request and answers it as JSON, or as SSE once a notification must go first. */
-export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInput, request: StatelessRequest, caller: Caller): Promise<Response> {
+/**
+ * Runs a validated request and answers it as JSON, or as SSE once a notification must go first.
+ * What is answered here, not by the router, is accounted on `edge` (accounting.ts); a request
+ * that fails here (a rejection) is the caller's to refuse and account.
+ */
+export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInput, request: StatelessRequest, caller: Caller, edge: EdgeCall): Promise<Response> {
   const { stateless } = deps;
   const requestState = request.params.requestState;
   // A retry of a call the gateway parked goes on in that call's session.
   const parked = typeof requestState === 'string' && stateless.issued(requestState);
+  // A listen is the edge's from its request to its acknowledgement: the stream's open, its session's too.
+  const listening = !parked && request.method === 'subscriptions/listen';
+  if (listening) edge.begin();
   // A task the gateway made is answered from the task store, on any replica, without a session.
   const own = deps.tasks && serveTaskMethod(deps.tasks, request, caller);
   // One that became the upstream's own task is asked of the upstream, and answered under the client's handle.
   let handle: string | undefined;
   if (own) {
-    const answered = account(deps.accounting, request, caller);
+    edge.begin();
     const outcome = await own;
     if (!('forward' in outcome)) {
-      answered(outcome);
+      edge.end(outcome);
       const shaped = shapeAnswer(request.method, outcome);
       return Response.json(shaped, { status: statusOf(shaped) });
     }
@@ -229,13 +190,13 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
   const shape = (response: JsonRpcResponse): JsonRpcResponse =>
     shapeAnswer(asked.method, handle !== undefined && 'result' in response && typeof response.result.taskId === 'string' ? { ...response, result: { ...response.result, taskId: handle } } : response);
   if (session && request.method === 'server/discover') {
-    const answered = account(deps.accounting, request, caller, session);
+    edge.begin();
     stateless.release(session);
     const result = discover(session, deps.tasks !== undefined);
-    answered({ jsonrpc: '2.0', id: request.id, result });
+    edge.end({ jsonrpc: '2.0', id: request.id, result }, session);
     return Response.json({ jsonrpc: '2.0', id: request.id, result: shapeResult(request.method, result) });
   }
-  if (session && request.method === 'subscriptions/listen') return listen(deps, input, session, request, caller);
+  if (session && listening) return listen(deps, input, session, request, caller, edge);
 
   return new Promise<Response>((resolve) => {
     let connection: SseConnection | undefined;
@@ -265,7 +226,10 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
       const resumed = stateless.resume(requestState as string, request, sink, caller);
       if (!(resumed instanceof Error)) roundTrip = resumed;
       else {
-        const refused = failure(request.id, statelessError(toJsonRpcError(resumed)));
+        // Refused here (unknown or expired, another request's): the router never sees it.
+        const answer = failure(request.id, toJsonRpcError(resumed));
+        edge.end(answer);
+        const refused = failure(request.id, statelessError(answer.error));
         resolve(Response.json(refused, { status: statusOf(refused) }));
         return;
       }
@@ -280,17 +244,21 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
   });
 }
 
-/** subscriptions/listen: an SSE stream, acknowledged first, open until the client closes it. */
-async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: DownstreamSession, request: StatelessRequest, caller: Caller): Promise<Response> {
+/**
+ * subscriptions/listen: an SSE stream, acknowledged first, open until the client closes it.
+ * Accounted on `edge` when acknowledged, or refused (a rejection is the caller's to account).
+ */
+async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: DownstreamSession, request: StatelessRequest, caller: Caller, edge: EdgeCall): Promise<Response> {
   const filter = isObject(request.params.notifications) ? request.params.notifications : undefined;
   if (!filter) {
     deps.stateless.release(session);
-    return refuse(refusals.notificationsRequired, { id: request.id });
+    return edge.refused(refuse(refusals.notificationsRequired, { id: request.id }), session);
   }
   // Task ids are the gateway's (tasks.ts); the rest of the filter is the session's.
   const asked = taskIdsOf(request, filter);
   if ('refused' in asked) {
     deps.stateless.release(session);
+    edge.end(asked.refused, session);
     return Response.json(asked.refused, { status: statusOf(asked.refused) });
   }
   const connection = new SseConnection({}, deps.keepAlive, deps.bounds?.('standalone'));
@@ -326,6 +294,8 @@ async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: Do
   connection.onclose = close;
   input.onGone(close);
   sink.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META.subscriptionId]: request.id }, notifications: agreed } });
+  // Open: its span and call line end here, while the stream lives on (tracing.md).
+  edge.end({ jsonrpc: '2.0', id: request.id, result: { notifications: agreed } }, session);
   const waiting = early;
   early = undefined;
   for (const message of waiting) sink.notify(message);
