@@ -302,8 +302,8 @@ const rateLimits = z.strictObject({
   store: memoryOrRedis({ prefix: 'switchyard:', prefixIs: "Prefix of the gateway's Redis keys.", redisIs: 'Buckets in Redis, shared by every replica; while it is unreachable, local buckets (logged once, shown on /healthz).' }).describe(
     'Where buckets live: `memory` (this replica), or `{ redis: { url, prefix } }`, shared by every replica (a change needs a restart).',
   ),
-  /** Buckets kept in memory; while all hold recent activity, new principals wait (never a fresh burst). */
-  maxPrincipals: z.number().int().min(100).default(100_000).describe('Buckets kept in memory; while all hold recent activity, new principals wait (never a fresh burst). A change needs a restart.'),
+  /** Buckets kept in memory: each principal's, and each (principal, tool) one under perTool. */
+  maxPrincipals: z.number().int().min(100).default(100_000).describe("Buckets kept in memory (the memory store, or while Redis is unreachable): one per principal, and one per (principal, tool) under a `perTool` limit, so a principal may hold several. A bucket is kept until it would be full again given what it holds. While every one is still refilling, a request needing a new bucket is refused (no room, not its own limit) with Retry-After until the soonest is full again; no bucket is ever reset to make room. A change needs a restart."),
 });
 
 const namespacing = z.strictObject({

@@ -4,8 +4,9 @@
 // when known, JSON-RPC 2.0 §5) and Content-Type application/json.
 import type { AuthRefusal } from '../auth/authenticator.js';
 import { StatelessErrorCode } from '../mcp/era.js';
-import { ErrorCode } from '../mcp/errors.js';
+import { ErrorCode, statelessError } from '../mcp/errors.js';
 import { failure, type JsonRpcErrorObject, type JsonRpcId } from '../mcp/jsonrpc.js';
+import { TABLE_FULL_REASON } from '../ratelimit/limiter.js';
 import { quote } from '../util/cut.js';
 
 interface RefusalBase {
@@ -35,6 +36,12 @@ export interface RefusalOptions {
   data?: unknown;
   /** The values of the headers the refusal `carries`. */
   headers?: Readonly<Record<string, string>>;
+  /**
+   * Answered to a 2026-07-28 client, which never gets a code of the legacy range
+   * -32000..-32019 (mcp/errors.ts statelessError: the gateway's -32003 is -32603 with
+   * data.reason `rate_limited`). The status and headers stay.
+   */
+  stateless?: boolean;
 }
 
 const fixed = (status: number, code: number, message: string, more: Omit<RefusalBase, 'status' | 'code'> = {}): FixedRefusal => ({ status, code, message, ...more });
@@ -110,6 +117,10 @@ export const refusals = {
       `Too Many Requests: the rate limit is ${burst} requests, refilled at ${refill}; retry in ${retryAfter} s`,
     { carries: ['retry-after', 'ratelimit', 'ratelimit-policy'] },
   ),
+  /** No room in the store for the principal's bucket (ratelimit/memory-store.ts: Decision.tableFull); its own limit is untouched. */
+  rateLimitTableFull: detailed(503, RateLimited, (retryAfter: string | undefined) => `Service Unavailable: ${TABLE_FULL_REASON}; retry in ${retryAfter} s`, {
+    carries: ['retry-after'],
+  }),
   batchOverBurst: detailed(
     400,
     InvalidRequest,
@@ -160,7 +171,7 @@ export function refuseAuthentication(refused: AuthRefusal): Response {
 function respond(refusal: RefusalBase, message: string, options: RefusalOptions): Response {
   const error: JsonRpcErrorObject = { code: refusal.code, message };
   if (options.data !== undefined) error.data = options.data;
-  return new Response(JSON.stringify(failure(options.id ?? null, error)), {
+  return new Response(JSON.stringify(failure(options.id ?? null, options.stateless ? statelessError(error) : error)), {
     status: refusal.status,
     headers: { 'content-type': 'application/json', ...refusal.headers, ...options.headers },
   });

@@ -20,6 +20,11 @@ export interface Decision {
   retryAfterMs: number;
   /** When the bucket would be full again. */
   resetMs: number;
+  /**
+   * Refused for want of room, not by this bucket's limit: the store (memory-store.ts) holds as
+   * many buckets as it may, every one still refilling. retryAfterMs is when the soonest is full.
+   */
+  tableFull?: true;
 }
 
 export function refillPerMs(limit: BucketLimit): number {

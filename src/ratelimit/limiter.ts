@@ -1,5 +1,6 @@
 // MCP-aware limits: a token bucket per principal over the requests it makes, and one per
-// (principal, tool) where configured. The buckets live in a store (memory or Redis). An
+// (principal, tool) where configured. The buckets live in a store (memory or Redis; in memory
+// both kinds take slots of the one table, rateLimits.maxPrincipals). An
 // upstream's maxConcurrent is counted in its pool record (upstream/concurrency.ts), so a reload
 // of these limits never resets it.
 import type { LimitConfig, RateLimitsConfig } from '../config/schema.js';
@@ -59,9 +60,20 @@ export class RateLimiter {
   }
 }
 
-/** RateLimit-Policy and RateLimit headers (draft-ietf-httpapi-ratelimit-headers), plus Retry-After. */
+/**
+ * Why a request refused with Decision.tableFull was refused, for its message: not its own limit
+ * (its bucket would be full) but no room to keep one, until a bucket kept is full again.
+ */
+export const TABLE_FULL_REASON = 'no room for another rate-limit bucket right now (every one kept is still refilling)';
+
+/**
+ * RateLimit-Policy and RateLimit headers (draft-ietf-httpapi-ratelimit-headers), plus Retry-After.
+ * A refusal for want of room (Decision.tableFull) has Retry-After alone: the RateLimit fields
+ * would describe the principal's own quota, which it has not used.
+ */
 export function rateLimitHeaders(outcome: LimitOutcome): Record<string, string> {
   const { decision, limit, policy } = outcome;
+  if (decision.tableFull) return { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1_000))) };
   const headers: Record<string, string> = {
     'ratelimit-policy': `"${policy}";q=${limit.burst};w=${Math.max(1, Math.round(limit.perMs / 1_000))}`,
     ratelimit: `"${policy}";r=${decision.remaining};t=${Math.ceil((decision.allowed ? decision.resetMs : decision.retryAfterMs) / 1_000)}`,

@@ -1,9 +1,11 @@
 // Buckets in Redis, shared by every replica: one atomic Lua script per bucket update, on the
-// Redis clock. When Redis cannot be reached the store falls back to local buckets (logged
-// once, visible on /healthz) and returns to Redis when it is back.
+// Redis clock. A key expires when its bucket would be full again given what it holds, renewed by
+// every take (on the same clock, so with no margin); a bucket left full is deleted, the same as
+// none. When Redis cannot be reached the store falls back to local buckets (logged once,
+// visible on /healthz) and returns to Redis when it is back.
 import { Redis } from 'ioredis';
 import type { Logger } from '../util/log.js';
-import { fullAfterMs, refillPerMs, type BucketLimit, type Decision } from './bucket.js';
+import { refillPerMs, type BucketLimit, type Decision } from './bucket.js';
 import { MemoryBucketStore, type BucketStore } from './memory-store.js';
 
 const TAKE = `
@@ -22,11 +24,16 @@ if tokens + 1e-9 >= cost then
   tokens = math.max(0, tokens - cost)
   allowed = 1
 end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
+local reset = math.ceil((burst - tokens) / perMs)
+if reset > 0 then
+  redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+  redis.call('PEXPIRE', KEYS[1], reset)
+else
+  redis.call('DEL', KEYS[1])
+end
 local retry = 0
 if allowed == 0 then retry = math.ceil((cost - tokens) / perMs) end
-return {allowed, math.floor(tokens), retry, math.ceil((burst - tokens) / perMs)}
+return {allowed, math.floor(tokens), retry, reset}
 `;
 
 export interface RedisStoreState {
@@ -42,7 +49,7 @@ export interface RedisStoreState {
 /** While falling back, Redis is tried again at most this often (a failed command, not a lost connection). */
 const RETRY_REDIS_MS = 1_000;
 
-type RedisWithTake = Redis & { switchyardTake(key: string, perMs: string, burst: string, cost: string, ttl: string): Promise<[number, number, number, number]> };
+type RedisWithTake = Redis & { switchyardTake(key: string, perMs: string, burst: string, cost: string): Promise<[number, number, number, number]> };
 
 export class RedisBucketStore implements BucketStore {
   readonly #redis: RedisWithTake;
@@ -85,7 +92,6 @@ export class RedisBucketStore implements BucketStore {
           String(refillPerMs(limit)),
           String(limit.burst),
           String(cost),
-          String(fullAfterMs(limit) + 1_000),
         );
         this.#set('connected');
         return { allowed: allowed === 1, remaining, retryAfterMs, resetMs };

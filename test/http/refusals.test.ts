@@ -75,6 +75,13 @@ const EXPECTED: Record<RefusalName, { status: number; code: number; detail?: unk
     message: 'Too Many Requests: the rate limit is 5 requests, refilled at 1 per 1s; retry in 2 s',
     carries: ['retry-after', 'ratelimit', 'ratelimit-policy'],
   },
+  rateLimitTableFull: {
+    status: 503,
+    code: -32003,
+    detail: '17',
+    message: 'Service Unavailable: no room for another rate-limit bucket right now (every one kept is still refilling); retry in 17 s',
+    carries: ['retry-after'],
+  },
   batchOverBurst: { status: 400, code: -32600, detail: { cost: 9, burst: 5 }, message: 'Bad Request: the batch holds 9 counted requests; the rate limit allows 5 at once' },
   unknownLastEventId: { status: 400, code: -32600, message: 'Bad Request: unknown Last-Event-ID' },
   lastEventIdTooOld: { status: 400, code: -32600, message: 'Bad Request: Last-Event-ID is too old; later events were dropped' },
