@@ -5,7 +5,8 @@
 // requests sent during the restart wait for it. A forgotten session is reported renewed
 // (onrenew): its requests in flight fail or are sent again on their own, but what it asked of
 // the gateway is over. A crash loop gives up and closes for good; so does a loop of forgotten
-// sessions (both count alike), so no upstream answer makes a tight loop.
+// sessions (both count alike), so no upstream answer makes a tight loop. A connection lost
+// before its first handshake completed is not restarted: it closes, and the handshake fails.
 // Restart is this wrapper's whole job; the client and router never see a flag for it.
 import { isRequest, isResponse, type JsonObject, type JsonRpcMessage, type JsonRpcRequest } from '../mcp/jsonrpc.js';
 import { isRetrySafe } from '../mcp/methods.js';
@@ -44,6 +45,8 @@ export class ReconnectingTransport implements Transport {
   #reinit: { id: string; resolve: (result: JsonObject) => void; reject: (err: Error) => void } | undefined;
   readonly #crashes: number[] = [];
   #started: Promise<void> | undefined;
+  /** The owner's handshake completed once: a connection lost before that is not restarted. */
+  #established = false;
   /** What the owner asked of the upstream's stream, applied to every new connection too. */
   #hold: boolean | undefined;
 
@@ -94,6 +97,7 @@ export class ReconnectingTransport implements Transport {
   }
 
   sessionEstablished(protocolVersion: string): void {
+    this.#established = true;
     this.#protocolVersion = protocolVersion;
     this.#inner.sessionEstablished?.(protocolVersion);
   }
@@ -184,6 +188,13 @@ export class ReconnectingTransport implements Transport {
       if (!reason || (!this.#restartOnCrash && !expired)) {
         this.#closed = true;
         this.onclose?.(reason);
+        return;
+      }
+      if (!expired && !this.#established) {
+        // Crashed before its first handshake completed: that handshake fails with it, and its
+        // owner (who would close the restarted child at once) decides what comes next.
+        this.#closed = true;
+        this.onclose?.(new TransportError('closed', `${reason.message}, before its handshake completed`, undefined, { cause: reason }));
         return;
       }
       this.#lost(reason, !expired);

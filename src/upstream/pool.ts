@@ -15,6 +15,7 @@ import { LATEST_VERSION } from '../mcp/versions.js';
 import { ClientCredentials } from '../auth/client-credentials.js';
 import type { CircuitBreaker, CircuitState } from '../transport/circuit.js';
 import { canResume, connectTransport, onlySessions, sharedStateFor, transportKind, type TransportKind } from '../transport/connect.js';
+import type { RestartPolicy } from '../transport/reconnecting.js';
 import type { GetStreamSupport, UpstreamCredential } from '../transport/streamable-http.js';
 import type { Transport } from '../transport/types.js';
 import { ConcurrencySlots } from './concurrency.js';
@@ -100,6 +101,11 @@ export class ProcessLimitError extends GatewayError {
   constructor(name: string, limit: number) {
     super('upstream_unavailable', `Upstream ${name} is at its process limit (maxProcesses ${limit}); try again later`);
   }
+}
+
+/** The upstream's `restart` block as the policy its children follow (as transport/connect.ts reads it). */
+function restartPolicy(restart: UpstreamConfig['restart']): RestartPolicy {
+  return { initialDelayMs: restart.backoff, maxDelayMs: restart.maxBackoff, maxCrashes: restart.maxCrashes, windowMs: restart.window, resetAfterMs: restart.resetAfter };
 }
 
 /** The bounded label for why a request was cancelled upstream. */
@@ -202,6 +208,13 @@ export class UpstreamPool {
           return { client, ready: this.#connect(name, record, client, params).then(opened) };
         },
         room: (ahead) => !this.#closed && this.#warming && this.#records.get(name) === record && this.#running(name) + ahead < (config.maxProcesses ?? Infinity),
+        policy: restartPolicy(config.restart),
+        // Counted as crashes (warm.ts): a crash loop shows the upstream down with its reason.
+        failed: (reason, crashLoop) => {
+          if (this.#records.get(name) !== record) return;
+          this.#mark(health, 'down', reason);
+          if (crashLoop) this.#deps.metrics.upstreamCrashLoops.inc({ upstream: name });
+        },
         logger: this.#logger(name),
       });
       if (this.#warming) queueMicrotask(() => record.warm?.fill());
@@ -444,6 +457,8 @@ export class UpstreamPool {
       client,
       opened: () => {
         this.#mark(health, 'up');
+        // A session started: warm children back off afresh (and come back after a crash loop).
+        record.warm?.started();
         open = true;
         health.sessions++;
       },

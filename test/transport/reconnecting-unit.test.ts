@@ -242,6 +242,31 @@ describe('restart backoff', () => {
   });
 });
 
+describe('a connection lost before its first handshake completed', () => {
+  it('is not restarted: it closes with the reason, and the handshake fails saying so', async () => {
+    const connections: MemoryTransport[] = [];
+    const wrapper = new ReconnectingTransport(
+      () => {
+        const { client: transport, server: end } = linkedTransports(undefined, [`inner-${connections.length}`, `server-${connections.length}`]);
+        new ScriptedServer(end).handle('initialize', () => void transport.drop(crash()));
+        connections.push(transport);
+        return transport;
+      },
+      { policy: POLICY, logger: silentLogger, restartOnCrash: true },
+    );
+    const ends: (Error | undefined)[] = [];
+    const client = new UpstreamClient('up', wrapper, { timeoutMs: 600_000, maxTotalTimeoutMs: 600_000, logger: silentLogger, onEnd: (reason) => ends.push(reason) });
+    const connected = watch(client.connect(INIT_PARAMS, 10_000, SESSIONS_ONLY) as Promise<unknown> as Promise<JsonObject>);
+    await flush();
+    expect(connected.outcome).toBeInstanceOf(GatewayError);
+    expect((connected.outcome as Error).message).toBe('upstream up closed: process exited (code 1), before its handshake completed');
+    expect(ends.map((e) => e?.message)).toEqual(['process exited (code 1), before its handshake completed']);
+    expect(wrapper.closed).toBe(true);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(connections).toHaveLength(1);
+  });
+});
+
 describe('requests in flight when the connection is lost', () => {
   it('a crash fails every request in flight at once, retry-safe or not, and none is sent to the restarted child', async () => {
     const h = await reconnecting({});

@@ -17,31 +17,50 @@ const refill = async (): Promise<void> => {
 };
 
 beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout'] });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'Date'] });
+  // No jitter: each delay is exactly the nominal backoff.
+  vi.spyOn(Math, 'random').mockReturnValue(1);
 });
 
 afterEach(() => {
+  vi.restoreAllMocks();
   vi.useRealTimers();
 });
 
-function setup(want: number, room = 10) {
+const POLICY = { initialDelayMs: 100, maxDelayMs: 400, maxCrashes: 4, windowMs: 60_000, resetAfterMs: 60_000 };
+
+function setup(want: number, room = 10, options: { spawnFails?: () => boolean; primeFails?: () => boolean } = {}) {
   const transports: { closed: boolean; started: boolean; start(): Promise<void>; close(): Promise<void> }[] = [];
   const primed: { params: JsonObject; client: { closed: boolean; close(): Promise<void> } }[] = [];
+  const failures: { reason: string; crashLoop: boolean }[] = [];
   const warm = new WarmChildren(want, {
     spawn: () => {
-      const transport = { closed: false, started: false, start: async () => void (transport.started = true), close: async () => void (transport.closed = true) };
+      const fails = options.spawnFails?.() === true;
+      const transport = {
+        closed: false,
+        started: false,
+        // As spawn's ENOENT: the failure comes before any I/O could run.
+        start: async () => {
+          if (fails) throw new Error('cannot start the upstream command (ENOENT)');
+          transport.started = true;
+        },
+        close: async () => void (transport.closed = true),
+      };
       transports.push(transport);
       return transport as unknown as Transport;
     },
     prime: (_transport, params) => {
       const client = { closed: false, close: async () => void (client.closed = true) };
       primed.push({ params, client });
-      return { client: client as unknown as UpstreamClient, ready: Promise.resolve() };
+      const ready = options.primeFails?.() === true ? Promise.reject(new Error('process exited (code 4)')) : Promise.resolve();
+      return { client: client as unknown as UpstreamClient, ready };
     },
     room: (ahead) => primed.filter((p) => !p.client.closed).length + ahead < room,
+    policy: POLICY,
+    failed: (reason, crashLoop) => failures.push({ reason, crashLoop }),
     logger: silentLogger,
   });
-  return { warm, transports, primed };
+  return { warm, transports, primed, failures };
 }
 
 const P = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'host', version: '1' } };
@@ -101,5 +120,66 @@ describe('WarmChildren', () => {
     warm.fill();
     await settle();
     expect(transports).toHaveLength(spawned);
+  });
+
+  it('spawns again after the restart backoff, doubling per failure, and a crash loop gives the children up', async () => {
+    const { warm, transports, failures } = setup(1, 10, { spawnFails: () => true });
+    warm.fill();
+    await settle();
+    // A spawn that fails at once is not retried from a microtask: only the backoff's timer spawns.
+    expect(transports).toHaveLength(1);
+    for (const delay of [100, 200, 400]) {
+      const before = transports.length;
+      await vi.advanceTimersByTimeAsync(delay - 1);
+      expect(transports, `no spawn before ${delay} ms`).toHaveLength(before);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(transports, `a spawn at ${delay} ms`).toHaveLength(before + 1);
+    }
+    expect(failures.map((f) => f.crashLoop)).toEqual([false, false, false, true]);
+    expect(failures.at(-1)!.reason).toBe('crash loop: 4 failed starts of children spawned ahead within 60000 ms (last: cannot start the upstream command (ENOENT))');
+    expect(warm.givenUp).toBe(true);
+    await vi.advanceTimersByTimeAsync(120_000);
+    warm.fill();
+    warm.take(P);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(transports).toHaveLength(POLICY.maxCrashes);
+  });
+
+  it('counts a child that fails its handshake ahead as a crash, and comes back once a session of the upstream started', async () => {
+    let failing = true;
+    const { warm, transports, primed, failures } = setup(1, 10, { primeFails: () => failing });
+    warm.fill();
+    await settle();
+    expect(warm.take(P)).toEqual({ transport: transports[0] });
+    await refill(); // the replacement, primed with P: it fails
+    expect(primed).toHaveLength(1);
+    expect(failures).toEqual([{ reason: 'process exited (code 4)', crashLoop: false }]);
+    for (const delay of [100, 200, 400]) await vi.advanceTimersByTimeAsync(delay);
+    expect(primed).toHaveLength(POLICY.maxCrashes);
+    expect(warm.givenUp).toBe(true);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(transports).toHaveLength(POLICY.maxCrashes + 1);
+    // The upstream works again: a session started, and the children are spawned again at once (no backoff left).
+    failing = false;
+    warm.started();
+    expect(warm.givenUp).toBe(false);
+    await refill();
+    expect(transports).toHaveLength(POLICY.maxCrashes + 2);
+    expect(warm.take(P)).toMatchObject({ client: primed.at(-1)!.client });
+  });
+
+  it('a handed-over refill never cuts a backoff short', async () => {
+    let failing = true;
+    const { warm, transports } = setup(1, 10, { spawnFails: () => failing });
+    warm.fill();
+    await settle();
+    await vi.advanceTimersByTimeAsync(100); // the second spawn fails: the next waits 200 ms
+    expect(transports).toHaveLength(2);
+    failing = false;
+    warm.take(P); // would refill 100 ms from now
+    await vi.advanceTimersByTimeAsync(199);
+    expect(transports).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(transports).toHaveLength(3);
   });
 });
