@@ -114,7 +114,7 @@ const upstream = z
     /** Check tools/call arguments against the tool's inputSchema before forwarding. */
     validateArguments: z.boolean().default(true).describe("Check tools/call arguments against the tool's inputSchema before forwarding."),
     /** tools/call requests to this upstream in flight at once, across sessions (this replica). */
-    maxConcurrent: z.number().int().positive().optional().describe('tools/call requests to this upstream in flight at once, across sessions (per replica).'),
+    maxConcurrent: z.number().int().positive().optional().describe('tools/call requests to this upstream in flight at once, across sessions (per replica); a call cancelled or timed out counts until the upstream answers it, its connection ends, or 5 s pass.'),
     /**
      * Server-initiated requests (sampling, elicitation, roots) from one upstream session waiting
      * for the client at once; more are refused to the upstream, so an upstream cannot make a
@@ -157,7 +157,7 @@ const upstream = z
       .min(0)
       .max(64)
       .default(0)
-      .describe("stdio children kept spawned ahead, so a session's first request does not wait for a spawn: initialized ahead with the parameters of the upstream's latest session (a session with other parameters gets one initialized at hand-over with its own), and replaced when handed over. They count against maxProcesses."),
+      .describe("stdio children kept spawned ahead, so a session's first request does not wait for a spawn: initialized ahead with the parameters of the upstream's latest session (a session with other parameters gets one initialized at hand-over with its own), and replaced when handed over. They count against maxProcesses. One that fails to start is a crash under `restart` (backoff; a crash loop stops spawning ahead until a session starts the upstream again)."),
     pinning: upstreamPinning.optional().describe("Pinning of this upstream's tool definitions (`mode`, `newTools`), overriding the global `pinning` block key by key."),
     /** Tasks the gateway makes of this upstream's calls: auto, or off (its own tasks still pass through). */
     tasks: z.enum(['auto', 'off']).default('auto').describe("auto: its calls still running after `sessions.taskAfter` become tasks the gateway makes, and a tool of it that runs only as a task is run as one for clients that know no tasks; off: neither (long calls are answered when they end). Either way the upstream's own tasks reach clients under sealed handles, in the form each speaks."),

@@ -220,36 +220,41 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
     respond(session, run, deps.streams, reply, [message.id]);
   }
 
-  /** A 2026-07-28 request (stateless/endpoint.ts): no session of the client's, the era's own validation. */
+  /**
+   * A 2026-07-28 request (stateless/endpoint.ts): no session of the client's, the era's own
+   * validation. Every refusal made here is in that revision's codes (`stateless`): none of the
+   * legacy range -32000..-32019, so the principal's rate limit is -32603 with data.reason.
+   */
   async function postStateless(request: HttpInput, body: unknown, context: Caller): Promise<Response> {
-    if (Array.isArray(body)) return refuse(refusals.statelessBatch);
+    if (Array.isArray(body)) return refuse(refusals.statelessBatch, { stateless: true });
     const message = parseMessage(body);
-    if (!message) return refuse(refusals.invalidMessage, idProblem(body));
+    if (!message) return refuse(refusals.invalidMessage, idProblem(body), { stateless: true });
     // No client notification is defined over HTTP in this era (cancelling is closing the stream).
     if ('method' in message && !isRequest(message)) return new Response(null, { status: 202 });
     const validated = validateStateless(request, message);
-    if (!isRequest(message)) return isWebResponse(validated) ? validated : refuse(refusals.notARequest);
+    if (!isRequest(message)) return isWebResponse(validated) ? validated : refuse(refusals.notARequest, { stateless: true });
     // What the edge answers of a request, its refusals first, is accounted as the router accounts the rest.
     const edge = new EdgeCall(accounting, message, context, request.header('mcp-protocol-version'));
     if (isWebResponse(validated)) return edge.refused(validated);
     const meta = metaOf(validated.params);
-    const limited = await limit(context, isRateFree(validated.method) ? 0 : 1, validated.id, meta);
+    const own = { id: validated.id, stateless: true };
+    const limited = await limit(context, isRateFree(validated.method) ? 0 : 1, validated.id, { meta });
     if (limited) return edge.refused(limited);
     // From here to the session's creation nothing waits, so concurrent requests cannot all pass
     // the caps before any of them has counted, and none starts once the drain has begun.
     // Draining, only the retry of a call parked here is let through (gateway.ts): only this
     // replica can take it. Any other request starts nothing, whether or not its principal's
     // session is open here, and gets the drain's 503 (another replica may serve it).
-    if (deps.draining() && !stateless.resumes(validated)) return edge.refused(refuse(refusals.shuttingDown, { id: validated.id }));
+    if (deps.draining() && !stateless.resumes(validated)) return edge.refused(refuse(refusals.shuttingDown, own));
     if (!stateless.has(validated, context)) {
-      if (sessions.size >= deps.maxSessions) return edge.refused(refused(context, 'sessions', refuse(refusals.tooManySessions, { id: validated.id }), meta));
+      if (sessions.size >= deps.maxSessions) return edge.refused(refused(context, 'sessions', refuse(refusals.tooManySessions, own), meta));
       if (sessions.countFor(context.principal?.id) >= deps.maxSessionsPerPrincipal) {
-        return edge.refused(refused(context, 'sessions', refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, { id: validated.id }), meta));
+        return edge.refused(refused(context, 'sessions', refuse(refusals.statelessSessionsPerPrincipal, deps.maxSessionsPerPrincipal, own), meta));
       }
     }
     const endpoint = { stateless, keepAlive: deps.streams.keepAlives ?? deps.streams.keepAliveMs, bounds: (kind: 'request' | 'standalone') => deps.streams.bounds?.[kind], ...(deps.tasks ? { tasks: deps.tasks } : {}) };
     return serveStateless(endpoint, request, validated, context, edge).catch((err: unknown) => {
-      if (err instanceof TooManyListens) return edge.refused(refused(context, 'listens', refuse(listensPerPrincipal, err.max, { id: validated.id }), meta));
+      if (err instanceof TooManyListens) return edge.refused(refused(context, 'listens', refuse(listensPerPrincipal, err.max, own), meta));
       // A listen that failed opening (its span begun) ends with the error; the route answers 500.
       edge.failed(err);
       throw err;
@@ -298,24 +303,29 @@ export function createMcpEndpoint(deps: McpEndpointDeps) {
   /**
    * The principal's token bucket, taken before anything reaches an upstream: a 429 with
    * Retry-After, RateLimit and RateLimit-Policy headers and the request's id when it is empty.
+   * A 2026-07-28 request's (`stateless`, with its `_meta` for the refusal's trace) is refused in
+   * that revision's codes.
    */
-  function limit(context: Caller, cost: number, id: JsonRpcId | null, meta?: JsonObject): Promise<Response | undefined> | undefined {
+  function limit(context: Caller, cost: number, id: JsonRpcId | null, stateless?: { meta: JsonObject | undefined }): Promise<Response | undefined> | undefined {
     if (cost === 0) return undefined;
     return deps.limiter().client(context.principal?.id ?? 'anonymous', cost)?.then((outcome) => {
-      const answer = refusal(outcome, cost, id);
-      return answer && refused(context, 'rate_limit', answer, meta);
+      const answer = refusal(outcome, cost, { id, stateless: stateless !== undefined });
+      return answer && refused(context, 'rate_limit', answer, stateless?.meta);
     });
   }
 
-  function refusal(outcome: LimitOutcome, cost: number, id: JsonRpcId | null): Response | undefined {
+  /** The refusal of a request the bucket did not allow; every one is made with `options` (the id, the era). */
+  function refusal(outcome: LimitOutcome, cost: number, options: { id: JsonRpcId | null; stateless: boolean }): Response | undefined {
     if (outcome.decision.allowed) return undefined;
     if (cost > outcome.limit.burst) {
       // No wait makes room for it: say so rather than promise a retry.
-      return refuse(refusals.batchOverBurst, { cost, burst: outcome.limit.burst }, { id });
+      return refuse(refusals.batchOverBurst, { cost, burst: outcome.limit.burst }, options);
     }
     deps.metrics.rateLimited.inc({ kind: 'client' });
     const headers = rateLimitHeaders(outcome);
-    return refuse(refusals.rateLimited, { burst: outcome.limit.burst, refill: describeLimit(outcome.limit), retryAfter: headers['retry-after'] }, { id, headers });
+    // No room to keep the principal's bucket: not its own limit, so not described as one.
+    if (outcome.decision.tableFull) return refuse(refusals.rateLimitTableFull, headers['retry-after'], { ...options, headers });
+    return refuse(refusals.rateLimited, { burst: outcome.limit.burst, refill: describeLimit(outcome.limit), retryAfter: headers['retry-after'] }, { ...options, headers });
   }
 
   function accept(session: DownstreamSession, message: JsonRpcMessage): void {

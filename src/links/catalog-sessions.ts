@@ -334,3 +334,10 @@ export class UpstreamCatalogs {
 function leftOut(upstream: string, reason: string): GatewayError {
   return new GatewayError('upstream_unavailable', `Upstream ${upstream} is unavailable: ${reason}`);
 }
+
+/** Why `upstream` could not be opened, as its unavailability error says it after its prefix (so never said twice). */
+export function unavailableReason(upstream: string, err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const prefix = `Upstream ${upstream} is unavailable: `;
+  return message.startsWith(prefix) ? message.slice(prefix.length) : message;
+}

@@ -23,12 +23,12 @@ import { GATEWAY_NAME, GATEWAY_VERSION } from '../version.js';
 import type { Caller } from '../session/context.js';
 import type { Catalog, Listing, ListKind } from '../names/lists.js';
 import { afterRestart } from './recovery.js';
-import { UpstreamCatalogs, type CatalogSession } from './catalog-sessions.js';
+import { unavailableReason, UpstreamCatalogs, type CatalogSession } from './catalog-sessions.js';
 import { logOpened, startIdleSweep } from './idle.js';
 import { instructionsSection, namingNote } from './instructions.js';
 import { screenInstructions, type InstructionPins } from './instructions-screen.js';
 import { wireUpstream } from './relay.js';
-import { forgetNames } from './existence.js';
+import { forgetNames, forgetOnListChange } from './existence.js';
 import { SharedHub } from './shared.js';
 import type { DownstreamSession, SessionStore } from './session.js';
 import type { PersonalUpstreams } from './personal.js';
@@ -198,8 +198,7 @@ export class SessionOpener {
       const name = names[i]!;
       if (outcome.status === 'rejected') {
         logger.warn('upstream left out of session', { upstream: name, session: session.id.slice(0, 8), err: outcome.reason });
-        const reason = outcome.reason instanceof Error ? outcome.reason.message : String(outcome.reason);
-        session.links.leaveOut(name, reason, Date.now());
+        session.links.leaveOut(name, unavailableReason(name, outcome.reason), Date.now());
         return;
       }
       if ('catalog' in outcome.value) {
@@ -288,7 +287,7 @@ export class SessionOpener {
         const change = kind && listChangeOf(listChangedOf(kind) ?? '');
         if (!change || sent.has(change.notification)) continue;
         sent.add(change.notification);
-        if (kind === 'tools' || kind === 'prompts') forgetNames(session, catalog.name, kind);
+        forgetNames(session, catalog.name, kind);
         if (kind === 'tools') session.toolsChanged();
         if (isObject(session.capabilities[change.capability])) session.deliver(notification(change.notification));
       }
@@ -330,7 +329,7 @@ export class SessionOpener {
         throw err;
       });
     } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
+      const reason = unavailableReason(name, err);
       logger.warn('upstream session could not be opened', { upstream: name, session: session.id.slice(0, 8), err });
       if (session.links.get(name) === record) session.links.leaveOut(name, reason, Date.now());
       throw new GatewayError('upstream_unavailable', `Upstream ${name} is unavailable: ${reason}`);
@@ -399,6 +398,7 @@ export class SessionOpener {
       hub = new SharedHub(client, { naming: this.#deps.catalog, metrics: this.#deps.metrics, logger: this.#deps.logger });
       this.#hubs.set(client, hub);
       client.onclose = () => this.#hubs.delete(client);
+      forgetOnListChange(client, this.#deps.catalog, () => [...this.#deps.sessions.all()].filter((s) => s.upstreams.get(name) === client));
     }
     const joined = hub;
     joined.add(session);
@@ -474,13 +474,13 @@ export class SessionOpener {
       clientRequestTimeoutMs: (upstream) => pool.config(upstream)?.maxTotalTimeoutMs ?? 600_000,
       maxClientRequests: (upstream) => pool.config(upstream)?.maxClientRequests ?? 64,
       metrics: this.#deps.metrics,
-      // The next unknown name reads the new list at once.
-      onToolsChanged: (upstream) => {
+      onToolsChanged: () => {
         this.#diverged.add(client);
-        forgetNames(session, upstream, 'tools');
         session.toolsChanged();
       },
     });
+    // The next unknown name, or shortened one, or bare URI, reads the changed list at once.
+    forgetOnListChange(client, catalog, () => [session]);
     client.onreconnect = () => {
       this.#diverged.add(client);
       void afterRestart(session, client, catalog, logger);

@@ -17,7 +17,7 @@ import {
   type JsonRpcRequest,
   type ProgressToken,
 } from '../mcp/jsonrpc.js';
-import { createdTaskId, mapRelatedTask, relatedTaskId } from '../mcp/tasks.js';
+import { createdTaskId, mapRelatedTask, relatedTaskId, withBoundedTimings } from '../mcp/tasks.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { DownstreamSession } from './session.js';
 import type { UpstreamClient } from '../upstream/client.js';
@@ -26,6 +26,7 @@ import type { NamespaceCodec } from '../names/namespace.js';
 import { exposeTaskAnswer } from '../names/content.js';
 import type { RequestContext } from '../session/context.js';
 import { listChangeOf } from '../mcp/methods.js';
+import { hearsLogLine } from './log-lines.js';
 
 
 export interface RelayDeps {
@@ -62,9 +63,11 @@ export function wireUpstream(session: DownstreamSession, client: UpstreamClient,
     if (message.method === 'notifications/elicitation/complete') return completeElicitation(session, message, (out) => send(out, context), metrics);
     if (message.method === 'notifications/tools/list_changed') deps.onToolsChanged?.(client.name);
     let forwarded = rewriteNotification(client.name, message, deps.naming.codec);
-    // Updates about resources the session's teams cannot see never reach it.
+    // Updates about resources the session's teams cannot see, in any spelling (names/uri.ts), never reach it.
     const uri = forwarded?.method === 'notifications/resources/updated' ? forwarded.params?.uri : undefined;
-    if (typeof uri === 'string' && !session.access.canSee('resource', uri, client.name)) forwarded = undefined;
+    if (typeof uri === 'string' && !deps.naming.codec.visibleUri(uri, (spelling) => session.access.canSee('resource', spelling, client.name))) forwarded = undefined;
+    // Nor log lines below the level it set (log-lines.ts, as a shared child's).
+    if (forwarded && !hearsLogLine(session, client.name, forwarded)) forwarded = undefined;
     // A 2025-11-25 task's status, sent unasked, is heard by who follows it here (a listen that named its handle).
     const taskId = forwarded?.method === 'notifications/tasks/status' ? forwarded.params?.taskId : undefined;
     if (typeof taskId === 'string') for (const follower of session.taskFollowers.get(taskId) ?? []) follower(forwarded!);
@@ -243,8 +246,8 @@ export function rewriteNotification(upstream: string, message: JsonRpcNotificati
     case 'notifications/tasks/status':
     case 'notifications/tasks':
       if (typeof params.taskId !== 'string') return undefined;
-      // The extension's notification may carry the task's result, whose URIs are namespaced as a call's.
-      return notification(message.method, exposeTaskAnswer({ ...params, taskId: codec.exposeTaskId(upstream, params.taskId) }, codec, upstream));
+      // The extension's notification may carry the task's result, whose URIs are namespaced as a call's; either carries the task's timings, bounded.
+      return notification(message.method, exposeTaskAnswer(withBoundedTimings({ ...params, taskId: codec.exposeTaskId(upstream, params.taskId) }), codec, upstream));
     case 'notifications/subscriptions/acknowledged': {
       // Only the task ids a listen of the gateway's was agreed to (SEP-2663), as the gateway names them.
       const taskIds = isObject(params.notifications) && Array.isArray(params.notifications.taskIds) ? params.notifications.taskIds.filter((id): id is string => typeof id === 'string') : [];

@@ -19,6 +19,7 @@ import { CatalogSession } from './catalog-sessions.js';
 import { listChangeOf, listChanges } from '../mcp/methods.js';
 import { SharedHolds } from '../util/shared-holds.js';
 import { renewBounded } from './recovery.js';
+import { hearsLogLine } from './log-lines.js';
 
 const MAX_TASKS = 10_000;
 
@@ -119,7 +120,9 @@ export class SharedHub {
     }
     for (const session of targets) {
       const uri = forwarded.params?.uri;
-      if (typeof uri === 'string' && !session.access.canSee('resource', uri, upstream)) continue;
+      if (typeof uri === 'string' && !this.#naming.codec.visibleUri(uri, (spelling) => session.access.canSee('resource', spelling, upstream))) continue;
+      // Its log lines reach every session it serves, each at or above the session's own level.
+      if (!hearsLogLine(session, upstream, forwarded)) continue;
       session.deliver(forwarded);
       this.#metrics.notifications.inc({ method: kind, outcome: 'forwarded' });
     }

@@ -12,6 +12,10 @@ export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
+/** The poll intervals the gateway keeps to, polling an upstream's task itself, and gives clients. */
+export const MIN_POLL_MS = 100;
+export const MAX_POLL_MS = 5_000;
+
 export function isTerminalTaskStatus(status: unknown): boolean {
   return typeof status === 'string' && TERMINAL.has(status);
 }
@@ -41,4 +45,37 @@ export function mapRelatedTask(value: JsonObject, map: (taskId: string) => strin
   const related = meta?.[RELATED_TASK];
   if (!isObject(related) || typeof related.taskId !== 'string') return value;
   return { ...value, _meta: { ...meta, [RELATED_TASK]: { ...related, taskId: map(related.taskId) } } };
+}
+
+/**
+ * A task's timings as a client is given them, whatever its upstream said (either form's names,
+ * and a CreateTaskResult's nested `task`): a ttl a whole number of milliseconds, at least 0 (null,
+ * unlimited, when it is not a number); a poll interval within what the gateway's own polling keeps
+ * to, 100 ms to 5 s (left out when it is not a number). Unchanged when nothing needs bounding.
+ * Every task, task list item and task notification an upstream sends a client passes this.
+ */
+export function withBoundedTimings(task: JsonObject): JsonObject {
+  let out = task;
+  for (const key of ['ttlMs', 'ttl']) {
+    if (!(key in task)) continue;
+    const value = task[key];
+    const bounded = typeof value === 'number' && Number.isFinite(value) ? Math.max(0, Math.round(value)) : null;
+    if (bounded !== value) out = { ...out, [key]: bounded };
+  }
+  for (const key of ['pollIntervalMs', 'pollInterval']) {
+    if (!(key in task)) continue;
+    const value = task[key];
+    if (typeof value === 'number' && Number.isFinite(value)) {
+      const bounded = Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, Math.round(value)));
+      if (bounded !== value) out = { ...out, [key]: bounded };
+    } else {
+      const { [key]: _invalid, ...rest } = out;
+      out = rest;
+    }
+  }
+  if (isObject(task.task)) {
+    const nested = withBoundedTimings(task.task);
+    if (nested !== task.task) out = { ...out, task: nested };
+  }
+  return out;
 }

@@ -63,6 +63,8 @@ export interface ListedPage {
   first: boolean;
   /** The upstream has more pages. */
   more: boolean;
+  /** A tool list's bound (upstreams.<name>.maxTools, maxToolBytes), when it has one. */
+  limit?: ListLimit;
 }
 
 export type PageObserver = (page: ListedPage) => void;
@@ -74,6 +76,13 @@ export function extendFingerprint(previous: string, items: readonly JsonObject[]
 
 /** Pages followed when rebuilding an upstream's aliases; bounds a hostile upstream's cursor loop. */
 const MAX_ALIAS_PAGES = 100;
+
+/**
+ * How long a read of an upstream's whole list for a name not found stands (a shortened name
+ * here; a tool, prompt or bare URI in src/links/existence.ts): another miss within it reads
+ * nothing, unless the upstream said the list changed.
+ */
+export const REREAD_INTERVAL_MS = 10_000;
 
 /**
  * The longest cursor of one upstream a composite cursor carries, in bytes of its JSON string. A
@@ -114,6 +123,12 @@ export interface CatalogOptions {
 /** What of an upstream's list a traversal has listed so far: items and bytes. */
 type Seen = [number, number];
 
+/** A read of an upstream's list for its shortened names: under way (`at` undefined), or when it ended. */
+interface AliasRead {
+  at: number | undefined;
+  done: Promise<void>;
+}
+
 export class Catalog {
   #codec: NamespaceCodec;
   readonly #logger: Logger;
@@ -126,6 +141,8 @@ export class Catalog {
   readonly #warned = new Set<string>();
   /** Upstreams whose cursor was too long to carry, warned about once. */
   readonly #warnedCursor = new Set<string>();
+  /** The last read of each upstream session's lists for shortened names (kept while the session is). */
+  #aliasReads = new WeakMap<Listing, Map<ListKind, AliasRead>>();
 
   constructor(codec: NamespaceCodec, logger: Logger, options: CatalogOptions = {}) {
     this.#codec = codec;
@@ -144,6 +161,12 @@ export class Catalog {
   setCodec(codec: NamespaceCodec): void {
     this.#codec = codec;
     this.#aliases.clear();
+    this.#aliasReads = new WeakMap();
+  }
+
+  /** `client` said its list of `kind` changed: a shortened name not found there is looked for again at once. */
+  listChanged(client: Listing, kind: ListKind): void {
+    this.#aliasReads.get(client)?.delete(kind);
   }
 
   /**
@@ -190,7 +213,7 @@ export class Catalog {
         next[page.name] = page.nextCursor;
         if (page.seen) seen[page.name] = page.seen;
       }
-      observe?.({ upstream: page.name, items: page.items, originals: page.originals, first, more: page.nextCursor !== undefined });
+      observe?.({ upstream: page.name, items: page.items, originals: page.originals, first, more: page.nextCursor !== undefined, ...this.#limitOf(kind, page.name) });
     }
     const result: JsonObject = { [kind]: items };
     if (Object.keys(next).length > 0) result.nextCursor = encodeCursor(kind, next, seen);
@@ -210,9 +233,10 @@ export class Catalog {
     if (!supportsMethod(client.capabilities, LIST_KINDS[kind].method)) return;
     let cursor: string | undefined;
     let seen: Seen | undefined;
+    const limit = this.#limitOf(kind, client.name);
     for (let page = 0; page < MAX_ALIAS_PAGES; page++) {
       const result = await this.#page(kind, client, cursor, undefined, seen);
-      onPage({ upstream: client.name, items: result.items, originals: result.originals, first: page === 0, more: result.nextCursor !== undefined });
+      onPage({ upstream: client.name, items: result.items, originals: result.originals, first: page === 0, more: result.nextCursor !== undefined, ...limit });
       cursor = result.nextCursor;
       seen = result.seen;
       if (cursor === undefined) return;
@@ -315,8 +339,29 @@ export class Catalog {
     return exposed;
   }
 
-  async #refreshAliases(kind: ListKind, client: Listing): Promise<void> {
-    await this.scan(kind, client, () => {});
+  /** A tool list's bound, as a page carries it. */
+  #limitOf(kind: ListKind, upstream: string): { limit?: ListLimit } {
+    const limit = kind === 'tools' ? this.#toolLimit?.(upstream) : undefined;
+    return limit ? { limit } : {};
+  }
+
+  /**
+   * Reads the upstream session's list for the shortened names it holds: concurrent misses wait
+   * for one read, and a read that ended stands for REREAD_INTERVAL_MS (or until `listChanged`),
+   * so a name it did not find stays unknown meanwhile. A read that failed stands for nothing.
+   */
+  #refreshAliases(kind: ListKind, client: Listing): Promise<void> {
+    let reads = this.#aliasReads.get(client);
+    if (!reads) this.#aliasReads.set(client, (reads = new Map()));
+    const last = reads.get(kind);
+    if (last && (last.at === undefined || Date.now() - last.at < REREAD_INTERVAL_MS)) return last.done;
+    const read: AliasRead = { at: undefined, done: this.scan(kind, client, () => {}) };
+    reads.set(kind, read);
+    read.done.then(
+      () => void (read.at = Date.now()),
+      () => void (reads.get(kind) === read && reads.delete(kind)),
+    );
+    return read.done;
   }
 }
 

@@ -3,6 +3,7 @@
 // local part. Names that are too long or use characters outside [A-Za-z0-9_-] get a shortened
 // form ending in "_" and 8 hex digits of a hash of the original; the catalog maps those back.
 import { createHash } from 'node:crypto';
+import { canonicalUri, canonicalUriTemplate } from './uri.js';
 
 export interface NamespaceOptions {
   separator: string;
@@ -13,6 +14,15 @@ export interface UpstreamPrefix {
   upstream: string;
   /** "" exposes names unchanged where they collide with nothing. */
   prefix: string;
+}
+
+/** A client-facing URI with its upstream's part in canonical form (uri.ts), and how clients see that. */
+export interface CanonicalUri {
+  upstream: string;
+  /** What the upstream is sent. */
+  uri: string;
+  /** What team rules decide on: exposeUri of `uri`. */
+  exposed: string;
 }
 
 export interface SplitName {
@@ -114,6 +124,30 @@ export class NamespaceCodec {
   splitUri(exposed: string): { upstream: string; uri: string } | undefined {
     const split = this.#splitUri(exposed);
     return split === undefined || this.exposeUri(split.upstream, split.uri) === exposed ? split : undefined;
+  }
+
+  /**
+   * A client-facing URI (or, with `template`, a URI template) with its upstream's part in
+   * canonical form: split as splitUri splits it, that part canonicalised, and exposed again.
+   * Undefined as for splitUri, or when the part is refused (uri.ts).
+   */
+  canonicalUri(exposed: string, template = false): CanonicalUri | undefined {
+    const split = this.splitUri(exposed);
+    const uri = split && (template ? canonicalUriTemplate(split.uri) : canonicalUri(split.uri));
+    if (split === undefined || uri === undefined) return undefined;
+    const canonical = { upstream: split.upstream, uri, exposed: this.exposeUri(split.upstream, uri) };
+    const back = this.splitUri(canonical.exposed);
+    return back?.upstream === split.upstream && back.uri === uri ? canonical : undefined;
+  }
+
+  /**
+   * The canonical form of a client-facing URI when `canSee` lets through both it as spelled and
+   * that form (a rule written in canonical form holds for every spelling, one in another spelling
+   * for that spelling); else undefined.
+   */
+  visibleUri(exposed: string, canSee: (spelling: string) => boolean, template = false): CanonicalUri | undefined {
+    const canonical = this.canonicalUri(exposed, template);
+    return canonical && canSee(exposed) && (canonical.exposed === exposed || canSee(canonical.exposed)) ? canonical : undefined;
   }
 
   #splitUri(exposed: string): { upstream: string; uri: string } | undefined {

@@ -8,6 +8,7 @@ import type { DownstreamSession } from '../links/session.js';
 import type { RequestOptions, UpstreamClient } from '../upstream/client.js';
 import { promiseOf, type Settled } from '../mcp/pending.js';
 import { later } from '../util/callbacks.js';
+import { upstreamRequestState } from '../ratelimit/continuation.js';
 import { childTraceparent, continuedTraceparent, parseTraceparent, parseTracestate } from '../util/trace.js';
 import type { CallRecord } from './call-log.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
@@ -21,14 +22,16 @@ export interface Call extends ActiveRequest<DownstreamSession> {
   readonly trace?: RequestTrace | undefined;
 }
 
+/** What else a tools/call sends with: `headers` on its HTTP request (Mcp-Param-*), and what its slot does when it is given up on (`onGiveUp`, lingering.ts). */
+export type ForwardOptions = Pick<RequestOptions, 'onGiveUp'> & { headers?: Record<string, string> | undefined };
+
 /**
  * Sends the request to the upstream that owns it; never a method it did not declare. `done`
  * hears the upstream's result or the error (never before this returns); without it, a promise.
- * `headers` go on its HTTP request (a tools/call's Mcp-Param-*).
  */
 export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject): Promise<JsonObject>;
-export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject, done: Settled, headers?: Record<string, string>): void;
-export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject, done?: Settled, headers?: Record<string, string>): Promise<JsonObject> | void {
+export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject, done: Settled, more?: ForwardOptions): void;
+export function forward(call: Call, client: UpstreamClient, method: string, params: JsonObject, done?: Settled, more: ForwardOptions = {}): Promise<JsonObject> | void {
   if (!done) return promiseOf((settled) => forward(call, client, method, params, settled));
   call.record.upstream = client.name;
   if (!supportsMethod(client.capabilities, method)) return later(done, new GatewayError('method_not_found', `Method not found: ${quote(method)}`));
@@ -42,7 +45,8 @@ export function forward(call: Call, client: UpstreamClient, method: string, para
   }
   // A 2026-07-28 client answers a 2026-07-28 upstream's input_required itself (mrtr.mdx).
   if (client.era === 'stateless' && isStatelessVersion(context.protocolVersion)) options.passInput = true;
-  if (headers) options.headers = headers;
+  if (more.headers) options.headers = more.headers;
+  if (more.onGiveUp) options.onGiveUp = more.onGiveUp;
   // Not bound by the upstream's silence, only by its maxTotalTimeoutMs: a call the gateway may
   // make a task of, and tasks/result, which blocks until the task ends (tasks.mdx).
   if (channel.lasting || method === 'tasks/result') options.timeoutMs = Infinity;
@@ -69,12 +73,19 @@ export function openFor(links: Pick<SessionLinks, 'ensure'>, call: Pick<Call, 's
 
 /**
  * The multi round-trip fields a 2026-07-28 client sent back (mrtr.mdx) are the upstream's own
- * when it made them (a 2026-07-28 upstream): they go on unchanged. A sessions-era upstream made
- * none (the gateway's own requestStates never get here): its requestState is unknown, and
- * inputResponses without one answer nothing.
+ * when it made them (a 2026-07-28 upstream): they go on unchanged, but for the gateway's mark
+ * around the requestState of a call under a perTool limit (ratelimit/continuation.ts), which the
+ * upstream never sees: it gets its own state back. A sessions-era upstream made none (the
+ * gateway's own requestStates never get here): its requestState is unknown, and inputResponses
+ * without one answer nothing.
  */
 function inputRound(client: UpstreamClient, params: JsonObject): JsonObject | GatewayError {
-  if (client.era === 'stateless') return params;
+  if (client.era === 'stateless') {
+    const state = upstreamRequestState(params.requestState);
+    if (state === params.requestState) return params;
+    const { requestState: _marked, ...rest } = params;
+    return state === undefined ? rest : { ...rest, requestState: state as string };
+  }
   if (params.requestState !== undefined) return new GatewayError('invalid_params', 'Invalid params: unknown or expired requestState');
   const { inputResponses: _stray, ...rest } = params;
   return rest;

@@ -18,7 +18,7 @@ import {
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from '../mcp/jsonrpc.js';
-import { mapRelatedTask } from '../mcp/tasks.js';
+import { mapRelatedTask, withBoundedTimings } from '../mcp/tasks.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import { withoutEnvelopeFields } from '../upstream/stateless-protocol.js';
@@ -43,9 +43,11 @@ import { asError, guarded, surface } from '../util/callbacks.js';
 import type { ToolFacts } from './tool-facts.js';
 import { CALL_TOOL, callArguments, forwardedCall, SEARCH_TOOL, searchArguments, searchModeTools, searchResult, ToolSearch, type ToolIndex } from './search.js';
 import type { DownstreamSession } from '../links/session.js';
-import { declaringFor, formsOf, taskRequest, withBoundedTimings } from '../tasks/forms.js';
+import { setLogLevel } from '../links/log-lines.js';
+import { declaringFor, formsOf, taskRequest } from '../tasks/forms.js';
 import { followTask, type TaskFollow } from './task-follow.js';
 import { TaskInputs } from './task-input.js';
+import { RawTasks } from './raw-tasks.js';
 import { quote } from '../util/cut.js';
 
 export type { Caller, RequestChannel, RequestContext } from '../session/context.js';
@@ -95,6 +97,8 @@ export class Router {
   readonly #toolCall: ToolCallDeps;
   /** The input 2025-11-25 upstreams' tasks wait for, asked of 2026-07-28 clients. */
   readonly #taskInputs = new TaskInputs();
+  /** The tasks each session may name by their raw `<prefix>:<id>` form, and their tools. */
+  readonly #rawTasks = new RawTasks();
   /** Search mode's indexes (endpoints[].discovery: search). */
   readonly #search = new ToolSearch();
   /** Which upstream's result carried which bare URI, per session (a bare read goes there). */
@@ -103,7 +107,7 @@ export class Router {
   constructor(deps: RouterDeps) {
     this.#deps = deps;
     this.#links = deps.links;
-    this.#toolCall = { ...deps, followTask: (session, handle, context, onTask) => this.followTask(session, handle, context, onTask) };
+    this.#toolCall = { ...deps, rawTasks: this.#rawTasks, followTask: (session, handle, context, onTask) => this.followTask(session, handle, context, onTask) };
   }
 
   /**
@@ -214,8 +218,8 @@ export class Router {
         else if (kind === 'prompts') rememberNames(session, kind, page);
       },
       shape: (upstream, item) => {
-        // A shared child lists every session's tasks: each sees only its own.
-        if (kind === 'tasks') return this.#links.hubOf(session, upstream)?.owns(String(item.taskId).slice(String(item.taskId).indexOf(':') + 1), session) === false ? undefined : item;
+        // Only the tasks the session reaches by their raw ids (#rawTask): a shared child lists every session's.
+        if (kind === 'tasks') return this.#rawTask(session, upstream, String(item.taskId).slice(String(item.taskId).indexOf(':') + 1)) === undefined ? undefined : withBoundedTimings(item);
         return shapeItem(session.access, kind, upstream, item);
       },
     };
@@ -249,35 +253,33 @@ export class Router {
     return target && this.#deps.catalog.codec.exposeUri(target.client.name, target.uri);
   }
 
-  /** The upstream and original URI of a resource (or template) the session may see. */
-  async #visibleResource(call: Call, uri: string): Promise<{ client: UpstreamClient; uri: string }> {
+  /**
+   * The upstream and URI of a resource (or, with `template`, a template) the session may see: the
+   * URI in canonical form (names/uri.ts), which the rules decide on besides the spelling sent.
+   */
+  async #visibleResource(call: Call, uri: string, template = false): Promise<{ client: UpstreamClient; uri: string }> {
     const { session } = call;
     const unknown = new GatewayError('unknown_name', `Unknown resource: ${quote(uri)}`, { data: { uri } });
-    const { catalog } = this.#deps;
-    const owner = catalog.codec.splitUri(uri)?.upstream;
-    if (owner === undefined) return this.#bareResource(call, uri, unknown);
-    if (!session.access.canSee('resource', uri, owner)) throw unknown;
-    await openFor(this.#links, call, owner);
-    const target = catalog.resolveUri(uri, session.upstreams);
+    const { codec } = this.#deps.catalog;
+    const split = codec.splitUri(uri);
+    const owner = split?.upstream ?? (await this.#bareOwner(session, uri));
+    const canonical = owner === undefined ? undefined : codec.visibleUri(split ? uri : codec.exposeUri(owner, uri), (spelling) => session.access.canSee('resource', spelling, owner), template);
+    if (!canonical) throw unknown;
+    await openFor(this.#links, call, canonical.upstream);
+    const target = this.#deps.catalog.resolveUri(canonical.exposed, session.upstreams);
     if (!target) throw unknown;
     return target;
   }
 
   /**
-   * A URI no prefix claims, as an upstream wrote it (an MCP Apps View reads its server's
+   * Who serves a URI no prefix claims, as an upstream wrote it (an MCP Apps View reads its server's
    * resources so; a tool's text names its own): the upstream whose result in this session last
-   * carried it, else the one upstream the session may see that lists exactly this URI, serves
-   * it; answers carry the namespaced form. Else the resource is unknown.
+   * carried it, else the one upstream the session may see that lists exactly this URI; answers
+   * carry the namespaced form. Else nobody: the resource is unknown.
    */
-  async #bareResource(call: Call, uri: string, unknown: GatewayError): Promise<{ client: UpstreamClient; uri: string }> {
-    const { session } = call;
-    const { catalog } = this.#deps;
-    const owner = this.#provenance.ownerOf(session, uri, (upstream) => session.access.canSee('resource', catalog.codec.exposeUri(upstream, uri), upstream)) ?? (await this.#links.bareResourceOwner(session, uri));
-    if (owner === undefined) throw unknown;
-    await openFor(this.#links, call, owner);
-    const target = catalog.resolveUri(catalog.codec.exposeUri(owner, uri), session.upstreams);
-    if (!target) throw unknown;
-    return target;
+  #bareOwner(session: DownstreamSession, uri: string): string | undefined | Promise<string | undefined> {
+    const { codec } = this.#deps.catalog;
+    return this.#provenance.ownerOf(session, uri, (upstream) => session.access.canSee('resource', codec.exposeUri(upstream, uri), upstream)) ?? this.#links.bareResourceOwner(session, uri);
   }
 
   /** The response to a request that ended with `outcome`, and its accounting. */
@@ -410,9 +412,8 @@ export class Router {
       case 'completion/complete':
         return this.#complete(call, params);
       case 'logging/setLevel': {
-        if (typeof params.level === 'string') session.logLevel = params.level;
-        // A shared child's level is the config's (its messages reach every session it serves).
-        const targets = [...session.upstreams].filter(([name, c]) => !session.links.isShared(name) && !c.closed && supportsMethod(c.capabilities, method)).map(([, c]) => c);
+        // Checked and kept as the session's; its own upstream sessions are told (never a shared child).
+        const targets = setLogLevel(session, params);
         await Promise.allSettled(targets.map((c) => c.request(method, params, { signal })));
         return {};
       }
@@ -434,7 +435,7 @@ export class Router {
     }
     if (ref.type === 'ref/resource') {
       const uri = requireString(ref, 'uri');
-      const target = await this.#visibleResource(call, uri);
+      const target = await this.#visibleResource(call, uri, true);
       return forward(call, target.client, 'completion/complete', { ...params, ref: { ...ref, uri: target.uri } });
     }
     throw new GatewayError('invalid_params', 'ref.type must be ref/prompt or ref/resource');
@@ -452,8 +453,7 @@ export class Router {
 
   /**
    * tasks/get, tasks/cancel and tasks/result reach the upstream that owns the task: by a sealed
-   * handle, or a 2025-11-25 upstream's by `<prefix>:<task id>` (its upstream session is the
-   * caller's own, or a shared child's that the owner map says made it for this session).
+   * handle, or a 2025-11-25 upstream's by `<prefix>:<task id>` (#rawTask).
    */
   async #task(call: Call, method: string, params: JsonObject): Promise<JsonObject> {
     const { session } = call;
@@ -476,16 +476,19 @@ export class Router {
     const { codec } = this.#deps.catalog;
     const split = handle ? undefined : codec.splitTaskId(exposed);
     const client = split && session.upstreams.get(split.upstream);
-    const hub = split && this.#links.hubOf(session, split.upstream);
-    // A 2026-07-28 upstream keeps no session per principal: its tasks reach clients only under
-    // sealed handles, never by this form. The policy decides as for any of the upstream's items.
-    const reachable = client && client.era !== 'stateless' && session.access.canSeeUpstream(client.name) && (!hub || hub.owns(split.taskId, session));
-    if (!split || !client || !reachable) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
-    if (method === 'tasks/cancel') this.#deps.taskAudit?.cancelRequested({ handle: exposed, upstream: client.name, tool: '', caller: call.context });
+    // Never a 2026-07-28 upstream's task (no session per principal there: its tasks reach clients only under sealed handles).
+    const tool = client && client.era !== 'stateless' ? this.#rawTask(session, client.name, split.taskId) : undefined;
+    if (!split || !client || tool === undefined) throw new GatewayError('invalid_params', `Failed to retrieve task: Task not found`);
+    if (method === 'tasks/cancel') this.#deps.taskAudit?.cancelRequested({ handle: exposed, upstream: client.name, tool, caller: call.context });
     const result = await forward(call, client, method, { ...params, taskId: split.taskId });
     if (method === 'tasks/result') return exposeTaskAnswer(mapRelatedTask(result, (id) => codec.exposeTaskId(client.name, id)), codec, client.name);
     const bounded = withBoundedTimings(result);
     return typeof bounded.taskId === 'string' ? { ...bounded, taskId: codec.exposeTaskId(client.name, bounded.taskId) } : bounded;
+  }
+
+  /** The tool that made a task the session names by `<prefix>:<task id>`, when that form reaches it (raw-tasks.ts; of a shared child: made for this session). */
+  #rawTask(session: DownstreamSession, upstream: string, taskId: string): string | undefined {
+    return this.#links.hubOf(session, upstream)?.owns(taskId, session) === false ? undefined : this.#rawTasks.toolOf(session, upstream, taskId);
   }
 
   #learnTools(page: ListedPage): void {

@@ -1,15 +1,18 @@
 // tools/call, step by step: the name the team knows (a view may rename it), the one policy
 // decision, the tool existing at all (an unknown tool and a hidden one get the same answer),
-// pinned arguments, the per-tool rate limit, the inputSchema check, the user's confirmation
-// for destructive tools, the upstream's concurrency limit, and finally the upstream.
+// pinned arguments, the inputSchema check, the upstream's concurrency slot, the per-tool rate
+// limit, the user's confirmation for destructive tools, and finally the upstream. The slot is
+// taken before the token (a call refused for concurrency spends none, even among calls started
+// in one tick), and kept past a cancel or timeout while the upstream may still be at work
+// (upstream/lingering.ts).
 import { clientSupports } from '../mcp/capabilities.js';
 import { GatewayError } from '../mcp/errors.js';
 import { isObject, metaOf, notification, type JsonObject } from '../mcp/jsonrpc.js';
 import type { RequestContext } from '../session/context.js';
-import { createdTaskId, withCreatedTaskId } from '../mcp/tasks.js';
+import { createdTaskId, withBoundedTimings, withCreatedTaskId } from '../mcp/tasks.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { describeLimit, type LimitOutcome, type RateLimiter } from '../ratelimit/limiter.js';
-import type { Busy, ConcurrencySlots } from '../upstream/concurrency.js';
+import { describeLimit, TABLE_FULL_REASON, type RateLimiter, type ToolOutcome } from '../ratelimit/limiter.js';
+import type { Busy, ConcurrencySlots, Slot } from '../upstream/concurrency.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import { forward, openFor, requireString, toolError, type Call } from './call.js';
 import { refuse, type Refusal } from './call-observer.js';
@@ -23,6 +26,7 @@ import type { ToolFacts } from './tool-facts.js';
 import type { SessionLinks } from '../links/links.js';
 import type { TaskAudit } from '../tasks/audit.js';
 import type { TaskHandles } from '../tasks/handles.js';
+import type { RawTasks } from './raw-tasks.js';
 import { isTaskResult } from '../tasks/wire.js';
 import { outgoingCall, taskOutcome, type TaskCall } from '../tasks/call-tasks.js';
 import { extensionToLegacy } from '../tasks/forms.js';
@@ -45,6 +49,8 @@ export interface ToolCallDeps {
   taskAudit?: TaskAudit;
   /** Follows an upstream's task from its own status notifications (task-follow.ts). */
   followTask?: (session: Call['session'], handle: string, context: RequestContext, onTask: (task: JsonObject) => void) => Promise<unknown>;
+  /** The tasks each session may name by their raw `<prefix>:<id>` form, and the tool that made each (raw-tasks.ts). */
+  rawTasks?: RawTasks;
 }
 
 /** _meta key carrying the retry delay of a limit's isError result. */
@@ -66,8 +72,6 @@ export function callTool(call: Call, params: JsonObject, deps: ToolCallDeps, don
   new ToolCall(call, params, deps, done).start();
 }
 
-type Slot = { release: () => void };
-
 /**
  * A tools/call's steps, in order. Each step goes on to the next at once, and waits (a promise
  * turn) only when it has something to wait for: this is every call's path, and a promise per
@@ -84,10 +88,12 @@ class ToolCall {
   #exposed = '';
   #target: Target | undefined;
   #args: JsonObject = {};
-  /** The upstream's slots and concurrency cap the capacity check saw; the slot is taken from the same. */
+  /** The upstream's slots and concurrency cap; the call's slot, held from before its token is taken until the upstream is done with it. */
   #slots: ConcurrencySlots | undefined;
   #maxConcurrent: number | undefined;
   #slot: Slot | undefined;
+  /** Which round of its call this is, under a perTool limit (ratelimit/limiter.ts); undefined without one. */
+  #round: number | undefined;
 
   constructor(call: Call, params: JsonObject, deps: ToolCallDeps, done: Settled) {
     this.#call = call;
@@ -161,7 +167,7 @@ class ToolCall {
     this.#then(listed(session, 'tools', target.client, target.name, deps.catalog, learn, (item) => deps.facts.fact(item), () => deps.links.listingOf(session, target.client)), this.#listed);
   }
 
-  /** Pinned arguments, the arguments' check, the upstream's capacity; then the tool's rate limit. */
+  /** Pinned arguments, the arguments' check, the upstream's slot; then the tool's rate limit. */
   #listed(isListed: boolean): void {
     const withheld = this.#deps.withheld?.(this.#target!.client.name, this.#target!.name);
     if (withheld) {
@@ -191,34 +197,56 @@ class ToolCall {
       const invalid = deps.facts.check(factOfTool(this.#call.session, client.name, name), this.#requested, this.#args);
       if (invalid) return this.#finish(toolError(invalid));
     }
-    // A look at the upstream's capacity before the tool's token is spent on a call that cannot run.
+    // The upstream's slot before the tool's token, taken at once: no token is spent on a call
+    // that cannot run, not even by calls that start in the same tick (a batch).
     this.#slots = deps.pool.slots(client.name);
     this.#maxConcurrent = config?.maxConcurrent;
-    const busy = this.#slots?.busy(this.#maxConcurrent);
-    if (busy) {
+    if (!this.#takeSlot()) return;
+    // A retry carrying the mark of its call's previous round is that call, charged already.
+    this.#then(deps.limiter().tool(principalKey(this.#call), this.#exposed, { requestState: this.#params.requestState, arguments: this.#params.arguments }), this.#limited);
+  }
+
+  /** Takes the upstream's slot for the call, or finishes it with the concurrency refusal; whether it got one. */
+  #takeSlot(): boolean {
+    const slot = this.#slots?.acquire(this.#maxConcurrent) ?? { release: () => {} };
+    if ('retryAfterMs' in slot) {
       refuse(this.#call, 'concurrency');
-      return this.#finish(concurrencyRefusal(deps, this.#requested, busy));
+      this.#finish(concurrencyRefusal(this.#deps, this.#requested, slot));
+      return false;
     }
-    this.#then(deps.limiter().tool(principalKey(this.#call), this.#exposed), this.#limited);
+    this.#slot = slot;
+    return true;
+  }
+
+  /** Gives the slot back; `ran`: the call reached the upstream (its time counts towards the retry hint). */
+  #releaseSlot(ran = false): void {
+    this.#slot?.release(ran);
+    this.#slot = undefined;
   }
 
   /** The tool's rate limit; then the user's confirmation of a destructive tool. */
-  #limited(limited: LimitOutcome | undefined): void {
+  #limited(limited: ToolOutcome | undefined): void {
+    this.#round = limited?.round;
+    // Refused, the call gives its slot back as it finishes.
     if (limited && !limited.decision.allowed) {
       this.#deps.metrics.rateLimited.inc({ kind: 'tool' });
       refuse(this.#call, 'rate_limit', { 'switchyard.retry_after_ms': limited.decision.retryAfterMs });
       const seconds = Math.max(1, Math.ceil(limited.decision.retryAfterMs / 1_000));
-      const text = `Rate limit for ${this.#requested} reached (${describeLimit(limited.limit)}); retry in ${seconds} s.`;
+      const text = limited.decision.tableFull
+        ? `Call to ${this.#requested} refused: ${TABLE_FULL_REASON}; retry in ${seconds} s.`
+        : `Rate limit for ${this.#requested} reached (${describeLimit(limited.limit)}); retry in ${seconds} s.`;
       return this.#finish(toolError(text, { [RETRY_AFTER_META]: limited.decision.retryAfterMs }));
     }
     const { client, name } = this.#target!;
     if (this.#call.session.access.confirmsDestructive && factOfTool(this.#call.session, client.name, name)?.destructive === true) {
+      // No slot while the user decides (up to ten minutes): it is taken again once they agree.
+      this.#releaseSlot();
       return this.#then(confirm(this.#call, this.#requested, client.name), this.#confirmed);
     }
     this.#confirmed(undefined);
   }
 
-  /** A concurrency slot, and the call goes to its upstream. */
+  /** The call goes to its upstream, in its slot (taken again after a confirmation). */
   #confirmed(refusal: string | undefined): void {
     if (refusal) {
       // Not run: the gateway refused it (traced and audited so), not a tool that failed; unless
@@ -226,15 +254,18 @@ class ToolCall {
       if (!this.#call.signal.aborted) refuse(this.#call, 'confirmation');
       return this.#finish(toolError(refusal));
     }
+    if (!this.#slot && !this.#takeSlot()) return;
     const { client, name } = this.#target!;
-    const slot = this.#slots?.acquire(this.#maxConcurrent) ?? { release: () => {} };
-    if ('retryAfterMs' in slot) {
-      refuse(this.#call, 'concurrency');
-      return this.#finish(concurrencyRefusal(this.#deps, this.#requested, slot));
-    }
-    this.#slot = slot;
     const params = { ...this.#params, name, arguments: this.#args };
-    forward(this.#call, client, 'tools/call', this.#deps.taskHandles && isObject(this.#params.task) ? outgoingCall(this.#taskCall(), params) : params, (outcome) => this.#step(this.#answered, outcome), this.#mirrored());
+    // Given up on (cancelled, timed out), the call keeps its slot while the upstream may still work on it.
+    const onGiveUp = (): (() => void) | undefined => {
+      const slot = this.#slot;
+      this.#slot = undefined;
+      return slot && (() => slot.release());
+    };
+    const sent = this.#deps.taskHandles && isObject(this.#params.task) ? outgoingCall(this.#taskCall(), params) : params;
+    const more = { headers: this.#mirrored(), ...(this.#maxConcurrent === undefined ? {} : { onGiveUp }) };
+    forward(this.#call, client, 'tools/call', sent, (outcome) => this.#step(this.#answered, outcome), more);
   }
 
   /** The Mcp-Param-* headers of the call as it goes to a 2026-07-28 upstream: its own schema, the arguments sent (pins included). */
@@ -246,8 +277,9 @@ class ToolCall {
   }
 
   #answered(outcome: JsonObject | Error): void {
-    this.#slot?.release();
-    this.#slot = undefined;
+    this.#releaseSlot(true);
+    // Under a perTool limit, the next round's retry carries the mark that it is this call (ratelimit/continuation.ts).
+    if (this.#round !== undefined && !(outcome instanceof Error) && outcome.resultType === 'input_required') outcome = this.#marked(outcome);
     // A task-augmented call answers with the task; the client sees its gateway-wide id.
     const taskId = outcome instanceof Error || !isObject(this.#params.task) ? undefined : createdTaskId(outcome);
     const upstream = this.#target!.client.name;
@@ -259,9 +291,11 @@ class ToolCall {
     if (tasked) return this.#then(tasked, (result) => this.#finish(exposeToolResult(result, this.#deps.catalog.codec, upstream)));
     if (taskId === undefined) return this.#finish(outcome instanceof Error ? outcome : exposeToolResult(outcome, this.#deps.catalog.codec, upstream));
     this.#deps.links.ownTask(this.#call.session, upstream, taskId);
+    this.#deps.rawTasks?.handed(this.#call.session, upstream, taskId, this.#exposed);
     const exposedId = this.#deps.catalog.codec.exposeTaskId(upstream, taskId);
     this.#deps.taskAudit?.created({ handle: exposedId, upstream, tool: this.#exposed, caller: this.#call.context });
-    this.#finish(withCreatedTaskId(outcome as JsonObject, exposedId));
+    // Its timings bounded as every task's the gateway relays (a poll interval of 0 would have the client poll through the gateway without pause).
+    this.#finish(withBoundedTimings(withCreatedTaskId(outcome as JsonObject, exposedId)));
   }
 
   /** The call as tasks see it (tasks/call-tasks.ts). */
@@ -275,6 +309,7 @@ class ToolCall {
       ...(this.#deps.taskAudit ? { audit: this.#deps.taskAudit } : {}),
       caller: context,
       upstream: client.name,
+      shared: this.#deps.links.hubOf(call.session, client.name) !== undefined,
       era: client.era,
       capabilities: client.capabilities,
       tool: this.#exposed,
@@ -315,10 +350,15 @@ class ToolCall {
     } catch (err) {
       // Thrown past the answer (by whoever `done` called): nothing here can answer it again.
       if (this.#finished) return surface(err);
-      this.#slot?.release();
-      this.#slot = undefined;
       this.#finish(asError(err));
     }
+  }
+
+  /** An input_required result with the upstream's requestState marked for the next round. */
+  #marked(result: JsonObject): JsonObject {
+    const state = result.requestState;
+    if (state !== undefined && typeof state !== 'string') return result;
+    return { ...result, requestState: this.#deps.limiter().mark(principalKey(this.#call), this.#exposed, this.#params.arguments, state, this.#round! + 1) };
   }
 
   #failed(err: unknown): void {
@@ -328,6 +368,8 @@ class ToolCall {
   #finish(outcome: JsonObject | Error): void {
     if (this.#finished) return;
     this.#finished = true;
+    // Whatever ended the call (a step that threw or failed), its slot goes with it.
+    this.#releaseSlot();
     this.#done(outcome);
   }
 }

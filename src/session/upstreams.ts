@@ -26,6 +26,10 @@ export interface KnownNames {
   /** Undefined while the list could not be read (calls then go on; the upstream answers). */
   names: Map<string, ToolFact | undefined> | undefined;
   readAt: number;
+  /** Characters of the names kept (bounded with their number: src/links/existence.ts). */
+  chars?: number;
+  /** The list had more than is kept, or its read failed part way: a name not kept goes on, as when it could not be read. */
+  partial?: boolean;
 }
 
 export interface ListView {
@@ -63,8 +67,10 @@ export class SessionUpstream<C extends UpstreamLink> {
   opening: Promise<void> | undefined;
   /** What the client has seen of each of its lists (list kind → view): list_changed after a restart only if something differs. */
   readonly listViews = new Map<string, ListView>();
-  /** The tools and prompts it lists (its own names), from the lists this session read: a name not among them is unknown. */
-  readonly known: { tools?: KnownNames; prompts?: KnownNames } = {};
+  /** The tools and prompts it lists (its own names), and resource URIs, from the lists this session read: a name not among them is unknown. */
+  readonly known: { tools?: KnownNames; prompts?: KnownNames; resources?: KnownNames } = {};
+  /** Reads of those lists under way (list kind → the read): concurrent misses wait for the same one. */
+  readonly reading = new Map<string, Promise<KnownNames>>();
   /** Resource URIs (its own) the client subscribed to: renewed after a restart. */
   readonly subscriptions = new Set<string>();
   /** When its own upstream session was closed for idleness, until a new one replaces it (which is logged). */

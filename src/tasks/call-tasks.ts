@@ -1,18 +1,21 @@
 // Where a tools/call meets an upstream's tasks (the router's tool-call step asks this): an
 // upstream's task comes back under a sealed handle, in the form the client speaks; a tool that
 // runs only as a task is made a task upstream for a client that knows none (tasks/drive.ts) or
-// handed to an extension client as one; a 2025-11-25 client's `task` reaches a 2026-07-28
-// upstream as the extension it declares for that request.
+// handed to an extension client as one (unless it would end with the request: an anonymous
+// 2026-07-28 request's own upstream session holds it, so the call follows it, and the gateway's
+// own task stands for the call); a 2025-11-25 client's `task` reaches a 2026-07-28 upstream as
+// the extension it declares for that request.
 import { META, isStatelessVersion } from '../mcp/era.js';
 import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
+import { withBoundedTimings } from '../mcp/tasks.js';
 import type { CancelSignal } from '../util/cancel.js';
 import { declaringTasks, driveTask, followTask, needsTasks, type TaskDriver } from './drive.js';
-import { extensionToLegacy, legacyAsExtension, withBoundedTimings, type TaskForm } from './forms.js';
+import { extensionToLegacy, legacyAsExtension, type TaskForm } from './forms.js';
 import type { Caller } from '../session/context.js';
 import type { TaskAudit } from './audit.js';
 import type { TaskHandles } from './handles.js';
-import { declaresTasks, isTaskResult } from './wire.js';
+import { declaresTasks, isTaskResult, withoutRelatedTask } from './wire.js';
 
 /** What the tool-call step knows of a call, for tasks. */
 export interface TaskCall {
@@ -46,6 +49,11 @@ export interface TaskCall {
   own(taskId: string): void;
   /** Tells a 2025-11-25 client of a 2026-07-28 upstream's task as it changes (by its handle). */
   follow?(handle: string): void;
+  /**
+   * The upstream session is a shared child's (`sharing: shared`), which outlives every client
+   * session it serves. Undefined: taken for the client session's own.
+   */
+  shared?: boolean;
 }
 
 const clientForm = (call: TaskCall): TaskForm => (isStatelessVersion(call.protocolVersion) ? 'extension' : 'legacy');
@@ -85,6 +93,31 @@ export function outgoingCall(call: TaskCall, params: JsonObject): JsonObject {
 }
 
 /**
+ * Whether a task the upstream makes for this call would end with the request: an anonymous
+ * 2026-07-28 request runs in a session of its own, ended with it (http/stateless/sessions.ts),
+ * and a sessions-era upstream's task lives in that session's own upstream session (its stdio
+ * child, its HTTP session), closed with it. Not a 2026-07-28 upstream's (its tasks belong to no
+ * upstream session), nor a shared child's (it outlives the session).
+ */
+function endsWithRequest(call: TaskCall): boolean {
+  return call.caller.principal === undefined && clientForm(call) === 'extension' && upstreamForm(call) === 'legacy' && call.shared !== true;
+}
+
+/**
+ * An upstream's task that would end with the request is never handed out (its handle would name
+ * a task gone by the next tasks/get): the call follows it to its end in the request's own
+ * session and answers with what it ends with, so a call that outlives `sessions.taskAfter`
+ * becomes a task of the gateway's (gateway-tasks.ts), which any later request reaches. Input the
+ * task asks for is asked within the call: its tasks/result (where a 2025-11-25 task sends its
+ * requests) runs as the call's, whose requests reach the client as the call's input, and so the
+ * gateway's task's `inputRequests`.
+ */
+function followed(call: TaskCall, created: JsonObject, send: TaskDriver['send'], legacy: boolean): Promise<JsonObject> {
+  const input = async (taskId: string): Promise<JsonObject> => withoutRelatedTask(await call.send('tasks/result', { taskId }));
+  return followTask(created, { ...driverOf(call, send, legacy), ...(upstreamForm(call) === 'legacy' ? { input } : {}) });
+}
+
+/**
  * The longest task id of an upstream's the gateway takes: its handle must open again
  * (handles.ts refuses longer sealed values), and no id needs more.
  */
@@ -121,7 +154,7 @@ export function taskOutcome(call: TaskCall, outcome: JsonObject | Error, callPar
   const declared = declareFor(call);
   const raw = (method: string, params: JsonObject): Promise<JsonObject> => call.send(method, declared(params));
   if (!(outcome instanceof Error) && isTaskResult(outcome)) {
-    if (wantsTask(call)) return exposed(call, outcome);
+    if (wantsTask(call)) return endsWithRequest(call) ? followed(call, outcome, legacyAsExtension(raw), true) : exposed(call, outcome);
     // A task the client did not ask for (a 2025-11-25 session whose capabilities, told to a
     // 2026-07-28 upstream, name the extension): the gateway follows it, the client gets its end.
     return followTask(outcome, driverOf(call, raw, false));
@@ -132,7 +165,10 @@ export function taskOutcome(call: TaskCall, outcome: JsonObject | Error, callPar
   if (call.off || (!extensionOnly && !legacyOnly)) return undefined;
   const send = legacyOnly ? legacyAsExtension(raw) : raw;
   if (wantsTask(call)) {
-    return send('tools/call', callParams).then((created) => (isTaskResult(created) ? exposed(call, created) : created));
+    return send('tools/call', callParams).then((created) => {
+      if (!isTaskResult(created)) return created;
+      return endsWithRequest(call) ? followed(call, created, send, legacyOnly) : exposed(call, created);
+    });
   }
   return driveTask(callParams, driverOf(call, send, legacyOnly));
 }

@@ -2,14 +2,15 @@
 // the Tasks extension the client did not declare): the gateway makes the task upstream itself,
 // polls it as the upstream's pollIntervalMs says, relays its status messages as progress, and
 // answers the call with the task's result (bounded by the upstream's maxTotalTimeoutMs). The
-// client's cancel cancels the task upstream.
+// client's cancel cancels the task upstream. The same follows an upstream's task that must not
+// be handed out (call-tasks.ts: it would end with an anonymous request's session), where input
+// the task asks for is asked within the call.
 import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, type JsonObject, type JsonRpcErrorObject } from '../mcp/jsonrpc.js';
 import { pause, type CancelSignal } from '../util/cancel.js';
+import { MAX_POLL_MS, MIN_POLL_MS } from '../mcp/tasks.js';
 import { TASKS_EXTENSION, isTaskResult } from './wire.js';
 
-const MIN_POLL_MS = 100;
-const MAX_POLL_MS = 5_000;
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 /** Whether an upstream's error says the call needs the Tasks extension (SEP-2663, -32021). */
@@ -36,6 +37,12 @@ export interface TaskDriver {
   progress(step: number, message: string | undefined): void;
   signal: CancelSignal;
   maxTotalMs: number;
+  /**
+   * What the task ends with once it asks for input, asked where its caller can give it (a
+   * 2025-11-25 task's tasks/result, on which it sends its requests, within a call that can ask
+   * the client). Without it, a task that asks for input is cancelled with an error.
+   */
+  input?(taskId: string): Promise<JsonObject>;
 }
 
 /** Runs the call as a task upstream and answers with what the task ends with. */
@@ -58,7 +65,11 @@ export async function followTask(created: JsonObject, driver: TaskDriver): Promi
       await pause(interval, driver.signal);
       if (driver.signal.aborted) throw new GatewayError('cancelled', 'Request cancelled');
       task = await driver.send('tasks/get', { taskId });
-      if (task.status === 'input_required') throw new GatewayError('upstream_unavailable', 'The task needs input this client cannot give (it did not declare the Tasks extension)');
+      if (task.status === 'input_required') {
+        if (!driver.input) throw new GatewayError('upstream_unavailable', 'The task needs input this client cannot give (it did not declare the Tasks extension)');
+        if (typeof task.statusMessage === 'string') driver.progress(++step, task.statusMessage);
+        return await driver.input(taskId);
+      }
       if (task.statusMessage !== said || task.status === 'working') driver.progress(++step, typeof task.statusMessage === 'string' ? task.statusMessage : undefined);
       said = task.statusMessage;
     }

@@ -7,7 +7,7 @@
 import { GatewayError, RpcError } from '../mcp/errors.js';
 import { isObject, type JsonObject, type JsonRpcErrorObject } from '../mcp/jsonrpc.js';
 import { pause, type CancelSignal } from '../util/cancel.js';
-import { isTerminalTaskStatus } from '../mcp/tasks.js';
+import { MAX_POLL_MS, MIN_POLL_MS, isTerminalTaskStatus, withBoundedTimings } from '../mcp/tasks.js';
 import { META, isStatelessVersion } from '../mcp/era.js';
 import { declaringTasks } from './drive.js';
 import { isTaskResult } from './wire.js';
@@ -17,43 +17,8 @@ export type TaskForm = 'extension' | 'legacy';
 
 type Send = (method: string, params: JsonObject) => Promise<JsonObject>;
 
-/** The poll intervals the gateway keeps to, polling an upstream's task itself, and gives clients. */
-const MIN_POLL_MS = 100;
-const MAX_POLL_MS = 5_000;
 /** How long a tasks/result polling an upstream's task waits when its upstream's maxTotalTimeoutMs is not given. */
 const DEFAULT_MAX_TOTAL_MS = 600_000;
-
-/**
- * A task's timings as a client is given them, whatever its upstream said (either form's names,
- * and a CreateTaskResult's nested `task`): a ttl a whole number of milliseconds, at least 0 (null,
- * unlimited, when it is not a number); a poll interval within what the gateway's own polling keeps
- * to, 100 ms to 5 s (left out when it is not a number). Unchanged when nothing needs bounding.
- */
-export function withBoundedTimings(task: JsonObject): JsonObject {
-  let out = task;
-  for (const key of ['ttlMs', 'ttl']) {
-    if (!(key in task)) continue;
-    const value = task[key];
-    const bounded = typeof value === 'number' && Number.isFinite(value) ? Math.max(0, Math.round(value)) : null;
-    if (bounded !== value) out = { ...out, [key]: bounded };
-  }
-  for (const key of ['pollIntervalMs', 'pollInterval']) {
-    if (!(key in task)) continue;
-    const value = task[key];
-    if (typeof value === 'number' && Number.isFinite(value)) {
-      const bounded = Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, Math.round(value)));
-      if (bounded !== value) out = { ...out, [key]: bounded };
-    } else {
-      const { [key]: _invalid, ...rest } = out;
-      out = rest;
-    }
-  }
-  if (isObject(task.task)) {
-    const nested = withBoundedTimings(task.task);
-    if (nested !== task.task) out = { ...out, task: nested };
-  }
-  return out;
-}
 
 /** A 2025-11-25 Task's fields as the extension names them. */
 export function legacyToExtension(task: JsonObject): JsonObject {

@@ -17,7 +17,7 @@ import type { Logger } from '../util/log.js';
 import type { AuditedTask, TaskAudit } from './audit.js';
 import type { TaskHandles } from './handles.js';
 import { TERMINAL, type StoredTask, type TaskStatus, type TaskStore } from './store.js';
-import { createTaskResult, declaresTasks, detailedTask } from './wire.js';
+import { createTaskResult, declaresTasks, detailedTask, taskInputRequests } from './wire.js';
 import { quote } from '../util/cut.js';
 
 /** A sink that may turn its call into a task; `tasked` once it has (the client's connection no longer matters). */
@@ -383,7 +383,7 @@ class RunningTask implements TaskingSink {
     const result = response.result;
     if (result.resultType === 'input_required' && isObject(result.inputRequests)) {
       this.#requestState = typeof result.requestState === 'string' ? result.requestState : undefined;
-      this.#move({ ...this.#task, status: 'input_required', inputRequests: result.inputRequests, lastUpdatedAt: at });
+      this.#move({ ...this.#task, status: 'input_required', inputRequests: taskInputRequests(result.inputRequests), lastUpdatedAt: at });
       clearTimeout(this.#inputTimer);
       this.#inputTimer = setTimeout(() => this.#giveUp(), options.inputTimeoutMs);
       this.#inputTimer.unref();

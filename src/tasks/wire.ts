@@ -1,7 +1,7 @@
 // The Tasks extension on the wire (SEP-2663, `io.modelcontextprotocol/tasks`): who declared it,
 // and the shapes of CreateTaskResult and of the DetailedTask that tasks/get answers.
 import { isObject, type JsonObject } from '../mcp/jsonrpc.js';
-import { EXTENSION_TASK_METHODS, TASKS_EXTENSION } from '../mcp/tasks.js';
+import { EXTENSION_TASK_METHODS, RELATED_TASK, TASKS_EXTENSION } from '../mcp/tasks.js';
 import type { StoredTask } from './store.js';
 
 export { TASKS_EXTENSION };
@@ -18,6 +18,22 @@ export function declaresTasks(capabilities: JsonObject | undefined): boolean {
 /** A result of the extension's polymorphic form: `resultType: "task"` with the task inline. */
 export function isTaskResult(result: JsonObject): boolean {
   return result.resultType === 'task' && typeof result.taskId === 'string';
+}
+
+/** A result, or a request's params, without the 2025-11-25 related-task metadata: it names an upstream's own task id, never one a client knows. */
+export function withoutRelatedTask(value: JsonObject): JsonObject {
+  const meta = value._meta;
+  if (!isObject(meta) || !(RELATED_TASK in meta)) return value;
+  const { [RELATED_TASK]: _related, ...rest } = meta;
+  const { _meta: _dropped, ...others } = value;
+  return Object.keys(rest).length > 0 ? { ...others, _meta: rest } : others;
+}
+
+/** A task's inputRequests, each request's params without the related-task metadata (the task asking is the one they belong to). */
+export function taskInputRequests(requests: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const [key, request] of Object.entries(requests)) out[key] = isObject(request) && isObject(request.params) ? { ...request, params: withoutRelatedTask(request.params) } : request;
+  return out;
 }
 
 /** The task's fields as a client reads them, under the handle it knows it by. */

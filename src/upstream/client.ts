@@ -20,9 +20,11 @@ import { isSupportedVersion, LATEST_VERSION } from '../mcp/versions.js';
 import { eraFromProbe, initFromDiscover, listenNamedBy, refusesInitialize, withEnvelope, type EraChoice, type Envelope, type UpstreamEra } from './stateless-protocol.js';
 import { noClient, StatelessUpstream } from './stateless.js';
 import { TaskProgressRoutes } from './task-progress.js';
-import { parseInitializeResult, type InitializeResult, type RequestOptions, type ServerRequestHandler, type UpstreamClientOptions } from './client-options.js';
+import { parseInitializeResult, type InitializeResult, type ServerRequestHandler, type UpstreamClientOptions } from './client-options.js';
+import { Lingering, type RequestOptions } from './lingering.js';
 
-export type { InitializeResult, RequestOptions, ServerRequestHandler, UpstreamClientOptions } from './client-options.js';
+export type { InitializeResult, ServerRequestHandler, UpstreamClientOptions } from './client-options.js';
+export type { RequestOptions } from './lingering.js';
 import { sendThen, TransportError, type MessageExtra, type Transport } from '../transport/types.js';
 import { Cancellation, type CancelSignal } from '../util/cancel.js';
 
@@ -61,6 +63,7 @@ export class UpstreamClient {
   readonly #options: UpstreamClientOptions;
   readonly #pending = new PendingRequests<Pending>();
   readonly #taskRoutes = new TaskProgressRoutes();
+  readonly #lingering = new Lingering(); // requests given up on that the upstream may still work on
   #nextId = 0;
   /** Requests made so far (the idle sweep compares counts: nothing on the call path). */
   #requests = 0;
@@ -293,11 +296,11 @@ export class UpstreamClient {
     const signal = options.signal;
     const onAbort = (): void => {
       const reason = signal?.reason;
-      this.#cancel(id, typeof reason === 'string' ? reason : reason instanceof Error ? reason.message : 'cancelled', new GatewayError('cancelled', 'request cancelled'));
+      this.#cancel(id, typeof reason === 'string' ? reason : reason instanceof Error ? reason.message : 'cancelled', new GatewayError('cancelled', 'request cancelled'), options.onGiveUp);
     };
     const onTimeout = (elapsed: number): void => {
       const err = new GatewayError('upstream_timeout', `upstream ${this.name} did not answer ${method} within ${elapsed} ms`);
-      this.#cancel(id, 'timeout', err);
+      this.#cancel(id, 'timeout', err, options.onGiveUp);
     };
     const timeoutMs = options.timeoutMs ?? this.#options.timeoutMs;
     const maxTotalMs = options.maxTotalMs ?? this.#options.maxTotalTimeoutMs;
@@ -354,9 +357,12 @@ export class UpstreamClient {
     return pending;
   }
 
-  #cancel(id: JsonRpcId, reason: string, err: Error): void {
+  /** Gives up on a request; what `onGiveUp` holds for it is released once the upstream is done with it (lingering.ts). */
+  #cancel(id: JsonRpcId, reason: string, err: Error, onGiveUp?: RequestOptions['onGiveUp']): void {
+    const done = this.#pending.has(id) && !this.#closed ? onGiveUp?.() : undefined;
     const pending = this.#settle(id, err);
-    if (!pending) return;
+    if (!pending) return done?.();
+    if (done) this.#lingering.hold(id, done);
     pending.cancel.abort();
     // The spec forbids cancelling initialize; a failed handshake closes the transport instead.
     // An unanswered era probe is not cancelled either: a sessions-era server that ignored it
@@ -373,6 +379,7 @@ export class UpstreamClient {
       pending.detach();
       pending.cancel.abort();
     }
+    this.#lingering.endAll();
     this.#taskRoutes.clear();
   }
 
@@ -417,6 +424,7 @@ export class UpstreamClient {
   #onResponse(id: JsonRpcId | null, outcome: JsonObject | Error): void {
     const pending = id === null ? undefined : this.#settle(id, outcome);
     if (!pending) {
+      if (id !== null) this.#lingering.end(id); // a request given up on, answered late: the upstream is done with it
       this.unknownResponses++;
       this.#options.onUnknownResponse?.();
       this.#options.logger.debug('dropped a response with an unknown id', { id });

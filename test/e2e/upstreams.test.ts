@@ -60,9 +60,9 @@ describe('failing upstreams', () => {
       await expect(client.callTool({ name: 'hangs__anything', arguments: {} })).rejects.toThrow(/hangs is unavailable/);
       // What failed, but never the command's path or the address (those are the log's).
       const missing = await client.callTool({ name: 'missing__anything', arguments: {} }).catch((err: Error & { code?: number }) => err);
-      expect(missing).toMatchObject({ code: -32005, message: expect.stringMatching(/missing is unavailable: cannot start the upstream's command \(ENOENT\)/) });
+      expect(missing).toMatchObject({ code: -32005, message: expect.stringMatching(/^MCP error -32005: Upstream missing is unavailable: cannot start the upstream's command \(ENOENT\)/) });
       const refused = await client.callTool({ name: 'refused__anything', arguments: {} }).catch((err: Error & { code?: number }) => err);
-      expect(refused).toMatchObject({ code: -32005, message: expect.stringMatching(/refused is unavailable: .*upstream unreachable \(ECONNREFUSED\)/) });
+      expect(refused).toMatchObject({ code: -32005, message: expect.stringMatching(/^MCP error -32005: Upstream refused is unavailable: (?!.*is unavailable).*upstream unreachable \(ECONNREFUSED\)/) });
       for (const message of [(missing as Error).message, (refused as Error).message]) expect(message).not.toMatch(/nonexistent|127\.0\.0\.1|:1\b|\n\s+at /);
       expect(gw.logs.some((line) => line.includes('/nonexistent/binary'))).toBe(true);
     } finally {
