@@ -12,6 +12,7 @@ import { startListener, type Listener } from './http/listener.js';
 import { metricsHostsOf } from './http/guards.js';
 import { createMetricsApp } from './http/metrics.js';
 import { KeepAlives } from './http/keep-alives.js';
+import { ListenStreams } from './http/stateless/sessions.js';
 import { queueBounds } from './http/responder.js';
 import { Authenticator } from './auth/authenticator.js';
 import { secretsOf } from './config/secrets.js';
@@ -217,7 +218,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
   const personal = userAuth && new PersonalUpstreams({ credentials: userAuth.credentials, flows: userAuth.flows, pool, logger, connectTtlMs: userAuth.connectTtlMs });
   let policy = policyFor(config);
   const store = storeFor(config, logger);
-  let limiter = new RateLimiter(config.rateLimits, store);
+  let limiter = new RateLimiter(config.rateLimits, store, config.sessions.keys);
   const facts = new ToolFacts(logger, () => metrics.schemasCompiled.inc());
   const links = new Links({
     pool,
@@ -336,6 +337,35 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
     return incoming.method === 'POST' && mcpPaths.has(path) && isStatelessVersion(version) && typeof method === 'string' && asksInput(method);
   }
 
+  /**
+   * A 2026-07-28 subscriptions/listen: a long-lived subscription stream (as a sessions-era GET
+   * stream is), which the drain ends itself rather than waits for (listener.ts).
+   */
+  function opensSubscription(incoming: IncomingMessage): boolean {
+    const { 'mcp-method': method, 'mcp-protocol-version': version } = incoming.headers;
+    return method === 'subscriptions/listen' && isStatelessVersion(version);
+  }
+
+  /**
+   * Client requests in flight, which the drain waits for: the sessions', less the
+   * subscriptions/listen streams among them (each holds a request of its session, ListenStreams).
+   */
+  function inflight(): number {
+    let total = 0;
+    for (const session of sessions.all()) total += session.inflight - (session.delivery instanceof ListenStreams ? session.delivery.inflight : 0);
+    return total;
+  }
+
+  /**
+   * Ends every subscriptions/listen stream with its final result (protocol.md: so its client
+   * reconnects to another replica), and one acknowledged later at once; returns how many ended.
+   */
+  function endListens(): number {
+    let ended = 0;
+    for (const session of [...sessions.all()]) if (session.delivery instanceof ListenStreams) ended += session.delivery.end();
+    return ended;
+  }
+
   async function close(): Promise<void> {
     const listeners = [main, admin];
     main = undefined;
@@ -369,7 +399,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       await userAuth?.ready();
       if (frontDoor) await credentialStore!.open();
       const { host, path, tls, maxHeaderBytes, keepAliveTimeout: keepAliveTimeoutMs } = config.listen;
-      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, servedWhileDraining, withoutCertificate: probeAnswer, ...(tls ? { tls } : {}) }).catch((err: unknown) => {
+      main = await startListener({ fetch: app.fetch, direct, host, port, path, maxHeaderBytes, keepAliveTimeoutMs, logger, servedWhileDraining, subscription: opensSubscription, withoutCertificate: probeAnswer, ...(tls ? { tls } : {}) }).catch((err: unknown) => {
         throw new ListenError(host, port, err);
       });
       if (config.metrics.enabled && config.metrics.port !== undefined) {
@@ -390,19 +420,23 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       // From here no request starts: each new one is answered 503 unread (a balancer may send it
       // to another replica), so nothing reaches a session or an upstream client this drain closes.
       main?.drain();
+      // Listen streams are subscriptions, not requests: they end now, not after what is in flight.
+      const listens = endListens();
       const grace = config.shutdown.gracePeriod;
       const deadline = Date.now() + grace;
-      logger.info('draining', { inflight: sessions.inflight(), gracePeriodMs: grace });
-      while ((sessions.inflight() > 0 || (main?.unanswered ?? 0) > 0) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
-      const abandoned = sessions.inflight();
+      logger.info('draining', { inflight: inflight(), listens, gracePeriodMs: grace });
+      while ((inflight() > 0 || (main?.unanswered ?? 0) > 0) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+      const abandoned = inflight();
       if (abandoned > 0) {
         logger.warn('grace period over; cancelling requests still in flight', { inflight: abandoned });
         const reason = new GatewayError('upstream_unavailable', 'The gateway is shutting down');
         for (const session of sessions.all()) session.abandon(reason);
         // Let the error answers reach their streams before the streams close.
         const flushBy = Date.now() + 1_000;
-        while (sessions.inflight() > 0 && Date.now() < flushBy) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+        while (inflight() > 0 && Date.now() < flushBy) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
       }
+      // A listen opened meanwhile in a session opened meanwhile ends here (else with its session).
+      endListens();
       for (const session of sessions.all()) session.hangUp(config.sessions.retry);
       await close();
     },
@@ -431,7 +465,7 @@ export function createGateway(initial: Config, options: GatewayOptions): Gateway
       const probeInterval = config.health.probeInterval;
       config = keepParts(config, next, [...RESTART_ONLY.map((key) => [key] as const), ...RESTART_ONLY_KEYS]);
       if (main && next.health.probeInterval !== probeInterval) pool.startProbing(next.health.probeInterval);
-      if (limitsChanged) limiter = new RateLimiter(config.rateLimits, store);
+      if (limitsChanged) limiter = new RateLimiter(config.rateLimits, store, config.sessions.keys);
       metrics.setUpstreams(Object.keys(next.upstreams));
       metrics.configReloads.inc({ outcome: 'applied' });
       options.redactor?.update(secretsOf(config));

@@ -36,6 +36,12 @@ export interface ListenerOptions {
   /** What is still served while draining (health probes, a session busy here); every other request then gets 503. */
   servedWhileDraining?: (path: string, incoming: IncomingMessage) => boolean;
   /**
+   * Whether a request (not a GET) opens a long-lived subscription stream (a 2026-07-28
+   * subscriptions/listen): counted in `unanswered` only until its answer begins, as a GET
+   * stream never is; the drain ends such streams itself.
+   */
+  subscription?: (incoming: IncomingMessage) => boolean;
+  /**
    * With mutual TLS (tls.ca): the answer to a request on a connection that presented no valid
    * client certificate, for the paths it names (probes: a kubelet presents none); every other
    * request on such a connection is refused 403.
@@ -57,7 +63,8 @@ export interface Listener {
   drain(): void;
   /**
    * Requests other than GET whose response has not ended: a drain waits for them too (one may
-   * still be reading its body or taking its session over, before the router counts it).
+   * still be reading its body or taking its session over, before the router counts it). A
+   * subscription stream counts only until its answer begins (its head sent: the stream is open).
    */
   readonly unanswered: number;
   /** Stops accepting connections; resolves when the last one is gone. */
@@ -75,8 +82,11 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const viaFetch = getRequestListener(fetch, { hostname: host });
   const direct = options.direct;
   const served: RequestListener = direct ? (incoming, outgoing) => direct(incoming, outgoing) || void viaFetch(incoming, outgoing) : viaFetch;
-  // GET streams are left out: they end when the drain hangs them up, after it waited.
+  // GET streams are left out: they end when the drain hangs them up, after it waited. So are
+  // subscription streams once open (their head sent): the drain ends them, waiting for neither.
   const unanswered = new Unanswered();
+  const subscriptions = new Unanswered();
+  const subscription = options.subscription ?? (() => false);
   const servedWhileDraining = options.servedWhileDraining ?? (() => false);
   let draining = false;
   const mutual = material?.ca !== undefined;
@@ -87,7 +97,8 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       if (!servedWhileDraining(pathOf(incoming.url), incoming)) return refuseDraining(outgoing);
     }
     if (incoming.method !== 'GET') {
-      unanswered.add(outgoing);
+      if (subscription(incoming)) subscriptions.add(outgoing);
+      else unanswered.add(outgoing);
     }
     served(incoming, outgoing);
   };
@@ -114,13 +125,19 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     server,
     url: new URL(`${tls ? 'https' : 'http'}://${shownHost}:${address.port}${path}`),
     get unanswered() {
-      return unanswered.size;
+      let opening = 0;
+      subscriptions.forEach((outgoing) => {
+        if (!outgoing.headersSent) opening++;
+      });
+      return unanswered.size + opening;
     },
     drain() {
       draining = true;
-      unanswered.forEach((outgoing) => {
+      const closeAfter = (outgoing: ServerResponse): void => {
         if (!outgoing.headersSent) outgoing.shouldKeepAlive = false;
-      });
+      };
+      unanswered.forEach(closeAfter);
+      subscriptions.forEach(closeAfter);
     },
     close() {
       stopWatching();

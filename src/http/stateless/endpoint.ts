@@ -16,7 +16,7 @@ import { isSupportedVersion } from '../../mcp/versions.js';
 import type { RequestSink } from '../../mcp/pending.js';
 import type { Caller } from '../../session/context.js';
 import type { StatelessRequest } from './round-trip.js';
-import type { StatelessSessions } from './sessions.js';
+import type { StatelessSessions, Subscription } from './sessions.js';
 import type { DownstreamSession } from '../../links/session.js';
 import { encodeSseEvent } from '../../util/sse.js';
 import { GATEWAY_NAME, GATEWAY_VERSION } from '../../version.js';
@@ -245,7 +245,8 @@ export async function serveStateless(deps: StatelessEndpointDeps, input: HttpInp
 }
 
 /**
- * subscriptions/listen: an SSE stream, acknowledged first, open until the client closes it.
+ * subscriptions/listen: an SSE stream, acknowledged first, open until the client closes it or
+ * the gateway ends it with its final result (its session ending, or a drain: ListenStreams).
  * Accounted on `edge` when acknowledged, or refused (a rejection is the caller's to account).
  */
 async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: DownstreamSession, request: StatelessRequest, caller: Caller, edge: EdgeCall): Promise<Response> {
@@ -269,7 +270,7 @@ async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: Do
       connection.close();
     },
   };
-  let subscription: Awaited<ReturnType<StatelessSessions['listen']>>;
+  let subscription: Subscription;
   try {
     subscription = await deps.stateless.listen(session, request.id, asked.rest, sink, caller);
   } catch (err) {
@@ -299,5 +300,7 @@ async function listen(deps: StatelessEndpointDeps, input: HttpInput, session: Do
   const waiting = early;
   early = undefined;
   for (const message of waiting) sink.notify(message);
+  // From here a drain may end the stream with its final result (at once, if one began).
+  subscription.acknowledged();
   return connection.response;
 }

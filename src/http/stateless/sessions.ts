@@ -63,12 +63,71 @@ function internalChannel(session: DownstreamSession): RequestChannel {
   };
 }
 
+/** An open subscriptions/listen (StatelessSessions.listen). */
+export interface Subscription {
+  agreed: JsonObject;
+  /** Ends it without a final result (the client closed the stream, or it failed opening). */
+  close: () => void;
+  /** Its acknowledgement was written: a drain may end it from now on (at once, if one began). */
+  acknowledged: () => void;
+}
+
 interface Listener {
   id: JsonRpcId;
   filter: JsonObject;
   sink: RequestSink;
   /** The resources it holds, each by the one URI the gateway exposes it under (namespaced), as updates carry it. */
   readonly resources: Set<string>;
+  /** Its acknowledgement was written: what follows may end it. */
+  acknowledged: boolean;
+  /** Ends it with its final result (subscriptions.mdx "Graceful Closure"); once. */
+  end(): void;
+}
+
+/**
+ * Where a session the gateway keeps for 2026-07-28 clients sends what belongs to no request:
+ * its subscriptions/listen streams. Each holds a request in flight of the session (which keeps
+ * it from being reaped, and ends the stream when the session ends), yet none is a request a
+ * drain waits for: like a sessions-era GET stream, a drain ends them (gateway.ts), each with
+ * its final result, so their clients reconnect to another replica.
+ */
+export class ListenStreams implements Delivery {
+  readonly canAsk = false;
+  readonly addressable = false;
+  /** Its listens, from their subscription to their close. */
+  readonly listeners = new Set<Listener>();
+  readonly #fanOut: (message: JsonRpcMessage) => void;
+  /** A drain began: a listen acknowledged from now on ends at once. */
+  #ending = false;
+
+  constructor(fanOut: (message: JsonRpcMessage) => void) {
+    this.#fanOut = fanOut;
+  }
+
+  deliver(message: JsonRpcMessage): void {
+    this.#fanOut(message);
+  }
+
+  /** The session's requests in flight (DownstreamSession.inflight) that are listen streams. */
+  get inflight(): number {
+    return this.listeners.size;
+  }
+
+  get ending(): boolean {
+    return this.#ending;
+  }
+
+  /** Ends every listen stream with its final result, and any acknowledged later at its acknowledgement; returns how many it ended. */
+  end(): number {
+    this.#ending = true;
+    let ended = 0;
+    for (const listener of [...this.listeners]) {
+      if (!listener.acknowledged) continue;
+      listener.end();
+      ended++;
+    }
+    return ended;
+  }
 }
 
 /** What the gateway keeps with one session it holds for 2026-07-28 clients. */
@@ -77,8 +136,8 @@ interface Held {
   readonly own: boolean;
   /** Requests running in it: a log line of its upstreams reaches the request it belongs to. */
   readonly running: Set<RoundTrip>;
-  /** Its subscriptions/listen streams. */
-  readonly listeners: Set<Listener>;
+  /** Its subscriptions/listen streams (the session's delivery). */
+  readonly streams: ListenStreams;
   /** Resources subscribed upstream, by exposed (namespaced) URI, held for the listeners that asked. */
   readonly resources: SharedHolds<string, Listener>;
 }
@@ -163,12 +222,12 @@ export class StatelessSessions {
     // What belongs to no request goes to the session's listeners; nothing may ask the client
     // outside a request of its own (mrtr.mdx).
     let opened: DownstreamSession | undefined;
-    const delivery: Delivery = { deliver: (message) => opened && this.#fanOut(opened, message), canAsk: false, addressable: false };
+    const streams = new ListenStreams((message) => opened && this.#fanOut(opened, message));
     // Its upstream sessions meet upstreams in this era where they speak it (a sessions-era
     // upstream is initialized with the newest version of its era).
     const info: Omit<SessionInfo, 'principal'> = { protocolVersion: STATELESS_VERSION, clientCapabilities: request.clientCapabilities, clientInfo: request.clientInfo };
-    opened = await this.#deps.links.open(info, caller, delivery);
-    this.#held.set(opened, { own, running: new Set(), listeners: new Set(), resources: new SharedHolds() });
+    opened = await this.#deps.links.open(info, caller, streams);
+    this.#held.set(opened, { own, running: new Set(), streams, resources: new SharedHolds() });
     return opened;
   }
 
@@ -281,12 +340,13 @@ export class StatelessSessions {
 
   /**
    * subscriptions/listen: what the session can deliver of `filter` (resource subscriptions are
-   * made upstream, and count across the session's listeners). Returns the agreed filter and
-   * the function that ends the subscription. Throws TooManyListens when the principal has its
-   * `maxListensPerPrincipal` open (counted before anything waits, so listens that arrive
-   * together cannot all pass).
+   * made upstream, and count across the session's listeners). Returns the agreed filter, the
+   * function that ends the subscription, and the one the endpoint calls once the stream's
+   * acknowledgement is written (from then on a drain may end it). Throws TooManyListens when
+   * the principal has its `maxListensPerPrincipal` open (counted before anything waits, so
+   * listens that arrive together cannot all pass).
    */
-  async listen(session: DownstreamSession, id: JsonRpcId, filter: JsonObject, sink: RequestSink, caller: Caller): Promise<{ agreed: JsonObject; close: () => void }> {
+  async listen(session: DownstreamSession, id: JsonRpcId, filter: JsonObject, sink: RequestSink, caller: Caller): Promise<Subscription> {
     const uncount = this.#countListen(caller.principal?.id ?? '');
     try {
       return await this.#listen(session, id, filter, sink, caller, uncount);
@@ -312,7 +372,7 @@ export class StatelessSessions {
     };
   }
 
-  async #listen(session: DownstreamSession, id: JsonRpcId, filter: JsonObject, sink: RequestSink, caller: Caller, uncount: () => void): Promise<{ agreed: JsonObject; close: () => void }> {
+  async #listen(session: DownstreamSession, id: JsonRpcId, filter: JsonObject, sink: RequestSink, caller: Caller, uncount: () => void): Promise<Subscription> {
     const agreed: JsonObject = {};
     const caps = session.capabilities;
     const announces = (feature: string): boolean => isObject(caps[feature]);
@@ -321,7 +381,7 @@ export class StatelessSessions {
     if (filter.resourcesListChanged === true && announces('resources')) agreed.resourcesListChanged = true;
     const uris = Array.isArray(filter.resourceSubscriptions) ? filter.resourceSubscriptions.filter((u): u is string => typeof u === 'string') : [];
     const held = this.#held.get(session)!;
-    const listener: Listener = { id, filter: agreed, sink, resources: new Set() };
+    const listener: Listener = { id, filter: agreed, sink, resources: new Set(), acknowledged: false, end: () => {} };
     // Each URI is held by the one spelling the gateway exposes it under (a bare one resolved to
     // the upstream that serves it, as a resources/subscribe resolves it), so two listens naming
     // it bare and namespaced share one subscription and both hear its updates. Held before the
@@ -347,28 +407,37 @@ export class StatelessSessions {
     const outcomes = await Promise.all(unique.map(subscribe));
     const subscribed = unique.filter((_, i) => outcomes[i]);
     if (uris.length > 0) agreed.resourceSubscriptions = subscribed;
-    held.listeners.add(listener);
-    // An open subscription keeps the session from being reaped as idle; the session ending
-    // (shutdown) ends the subscription gracefully (subscriptions.mdx "Graceful Closure").
+    const { streams } = held;
+    streams.listeners.add(listener);
+    // An open subscription keeps the session from being reaped as idle (a request in flight of
+    // the session, which ListenStreams tells the drain from real ones).
     const internalId = `s-${++this.#nextId}`;
     const signal = session.begin(internalId);
-    signal.addEventListener('abort', () => {
-      close();
-      sink.finish({ jsonrpc: '2.0', id, result: { resultType: 'complete', _meta: { [META.subscriptionId]: id } } });
-    });
     let closed = false;
     const close = (): void => {
       if (closed) return;
       closed = true;
       session.end(internalId, signal);
       uncount();
-      held.listeners.delete(listener);
+      streams.listeners.delete(listener);
       for (const uri of listener.resources) {
         void held.resources.release(uri, listener, () => (session.closed ? undefined : this.#subscription(session, 'resources/unsubscribe', uri, caller)));
       }
       this.release(session);
     };
-    return { agreed, close };
+    // The session ending (shutdown) or a drain (ListenStreams.end) ends the subscription
+    // gracefully: its final result (subscriptions.mdx "Graceful Closure").
+    listener.end = () => {
+      if (closed) return;
+      close();
+      sink.finish({ jsonrpc: '2.0', id, result: { resultType: 'complete', _meta: { [META.subscriptionId]: id } } });
+    };
+    signal.addEventListener('abort', listener.end);
+    const acknowledged = (): void => {
+      listener.acknowledged = true;
+      if (streams.ending) listener.end();
+    };
+    return { agreed, close, acknowledged };
   }
 
   async #subscription(session: DownstreamSession, method: string, uri: string, caller: Caller): Promise<boolean> {
@@ -398,7 +467,7 @@ export class StatelessSessions {
       if (running?.size === 1) for (const roundTrip of running) roundTrip.send(message);
       return;
     }
-    const listeners = this.#held.get(session)?.listeners;
+    const listeners = this.#held.get(session)?.streams.listeners;
     if (!listeners) return;
     const flag = listChangeOf(message.method)?.listenFlag;
     const wanted = (filter: JsonObject, resources: ReadonlySet<string>): boolean => {
