@@ -53,6 +53,9 @@ export interface ToolCallDeps {
   rawTasks?: RawTasks;
 }
 
+/** The slot of a call whose upstream keeps no count: nothing to give back. */
+const NO_SLOT: Slot = { release: () => {} };
+
 /** _meta key carrying the retry delay of a limit's isError result. */
 export const RETRY_AFTER_META = 'switchyard/retryAfterMs';
 const CONFIRM_TIMEOUT_MS = 10 * 60_000;
@@ -208,7 +211,7 @@ class ToolCall {
 
   /** Takes the upstream's slot for the call, or finishes it with the concurrency refusal; whether it got one. */
   #takeSlot(): boolean {
-    const slot = this.#slots?.acquire(this.#maxConcurrent) ?? { release: () => {} };
+    const slot = this.#slots?.acquire(this.#maxConcurrent) ?? NO_SLOT;
     if ('retryAfterMs' in slot) {
       refuse(this.#call, 'concurrency');
       this.#finish(concurrencyRefusal(this.#deps, this.#requested, slot));
@@ -216,6 +219,13 @@ class ToolCall {
     }
     this.#slot = slot;
     return true;
+  }
+
+  /** The slot handed to the upstream client when the call is given up on: released once the upstream is done with it (lingering.ts). */
+  #giveUpSlot(): (() => void) | undefined {
+    const slot = this.#slot;
+    this.#slot = undefined;
+    return slot && (() => slot.release());
   }
 
   /** Gives the slot back; `ran`: the call reached the upstream (its time counts towards the retry hint). */
@@ -257,14 +267,9 @@ class ToolCall {
     if (!this.#slot && !this.#takeSlot()) return;
     const { client, name } = this.#target!;
     const params = { ...this.#params, name, arguments: this.#args };
-    // Given up on (cancelled, timed out), the call keeps its slot while the upstream may still work on it.
-    const onGiveUp = (): (() => void) | undefined => {
-      const slot = this.#slot;
-      this.#slot = undefined;
-      return slot && (() => slot.release());
-    };
     const sent = this.#deps.taskHandles && isObject(this.#params.task) ? outgoingCall(this.#taskCall(), params) : params;
-    const more = { headers: this.#mirrored(), ...(this.#maxConcurrent === undefined ? {} : { onGiveUp }) };
+    // Given up on (cancelled, timed out), a call under a cap keeps its slot while the upstream may still work on it.
+    const more = this.#maxConcurrent === undefined ? { headers: this.#mirrored() } : { headers: this.#mirrored(), onGiveUp: () => this.#giveUpSlot() };
     forward(this.#call, client, 'tools/call', sent, (outcome) => this.#step(this.#answered, outcome), more);
   }
 
